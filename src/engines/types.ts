@@ -1,0 +1,164 @@
+/**
+ * Engine interfaces. Every engine declares what it can do in `capabilities`; the registry, session
+ * validation and `/v1/languages` are derived from those declarations, never from a fixed list.
+ *
+ * Language codes are ISO 639-1 primary subtags in lower case ("en", "es").
+ */
+
+export type LanguageCode = string;
+
+/** Identifies an engine and the exact build/model behind it (part of `model_version_id`). */
+export interface EngineInfo {
+  /** Stable engine kind, e.g. "pocketsphinx". */
+  readonly id: string;
+  /** Version of the engine and of the model it loaded, e.g. "5prealpha+en-us". */
+  readonly version: string;
+}
+
+interface Engine {
+  readonly info: EngineInfo;
+  /** Releases processes, native handles and model memory. */
+  close(): Promise<void>;
+}
+
+// ---------------------------------------------------------------- voice activity detection
+
+export interface VadCapabilities {
+  readonly sampleRate: number;
+  /** Samples per window passed to `VadStream.probability`. */
+  readonly windowSamples: number;
+}
+
+export interface VadEngine extends Engine {
+  readonly capabilities: VadCapabilities;
+  /** Per-session state; cheap to create (the model itself is shared). */
+  createStream(): VadStream;
+}
+
+export interface VadStream {
+  /** Speech probability (0..1) of one window of `windowSamples` float samples in [-1, 1]. */
+  probability(window: Float32Array): Promise<number>;
+}
+
+// ---------------------------------------------------------------- speech recognition
+
+export interface AsrCapabilities {
+  readonly languages: readonly LanguageCode[];
+  /** Sample rate of the PCM16 the streams accept. */
+  readonly sampleRate: number;
+  /** Streams return meaningful `partial()` hypotheses while audio is still arriving. */
+  readonly partialResults: boolean;
+  readonly wordTimings: boolean;
+  /** Hypotheses carry sentence punctuation (used by `finalizeMode=sentence`). */
+  readonly punctuation: boolean;
+}
+
+export interface WordTiming {
+  readonly word: string;
+  /** Milliseconds from the first sample written to the stream. */
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+export interface Hypothesis {
+  readonly text: string;
+  /** Empty when the engine has no word timings. */
+  readonly words: readonly WordTiming[];
+}
+
+export interface AsrStreamOptions {
+  readonly language: LanguageCode;
+  /** Free-text session context (names, jargon); engines that cannot use it ignore it. */
+  readonly context?: string;
+}
+
+/** One utterance. Calls are serialised by the caller: never two pending calls on one stream. */
+export interface AsrStream {
+  write(pcm: Int16Array): Promise<void>;
+  /** Best hypothesis for the audio written so far. */
+  partial(): Promise<Hypothesis>;
+  /** Ends the utterance and returns the final hypothesis; the stream is unusable afterwards. */
+  finish(): Promise<Hypothesis>;
+  /** Ends the utterance without a result (session closed). */
+  abort(): void;
+}
+
+export interface AsrEngine extends Engine {
+  readonly capabilities: AsrCapabilities;
+  /** May wait for a free decoder when the engine bounds its concurrency. */
+  createStream(options: AsrStreamOptions): Promise<AsrStream>;
+}
+
+// ---------------------------------------------------------------- machine translation
+
+export interface TranslationPair {
+  readonly from: LanguageCode;
+  readonly to: LanguageCode;
+}
+
+export interface MtCapabilities {
+  readonly pairs: readonly TranslationPair[];
+  /** Whether `context` in a request influences the translation. */
+  readonly usesContext: boolean;
+}
+
+export interface TranslateRequest {
+  readonly text: string;
+  readonly from: LanguageCode;
+  readonly to: LanguageCode;
+  readonly context?: string;
+}
+
+export interface MtEngine extends Engine {
+  readonly capabilities: MtCapabilities;
+  translate(request: TranslateRequest): Promise<string>;
+}
+
+// ---------------------------------------------------------------- speech synthesis
+
+/** How one library voice sounds; every TTS engine renders it as closely as it can. */
+export interface VoiceTimbre {
+  /** eSpeak NG voice variant name (e.g. "m3", "f2", "klatt"). */
+  readonly variant: string;
+  /** Base pitch, 0..99 (eSpeak scale, 50 = default). */
+  readonly pitch: number;
+  /** Pitch range, 0..99 (eSpeak scale, 50 = default). */
+  readonly pitchRange: number;
+  /** Speaking-rate factor, 1 = engine default. */
+  readonly rate: number;
+  /**
+   * Regional accent: language → locale spoken instead (e.g. en → en-gb-scotland). Only voices
+   * flagged with a strong accent have one.
+   */
+  readonly accentLocales?: Readonly<Record<LanguageCode, string>>;
+}
+
+export interface Voice {
+  readonly id: number;
+  readonly name: string;
+  readonly gender: "female" | "male";
+  /** Voices with a strong regional accent are valid explicitly but never chosen automatically. */
+  readonly strongAccent: boolean;
+  readonly timbre: VoiceTimbre;
+}
+
+export interface TtsCapabilities {
+  readonly languages: readonly LanguageCode[];
+}
+
+export interface SynthesisRequest {
+  readonly text: string;
+  readonly language: LanguageCode;
+  readonly voice: Voice;
+}
+
+export interface SynthesizedAudio {
+  /** Mono samples in [-1, 1]. */
+  readonly samples: Float32Array;
+  readonly sampleRate: number;
+}
+
+export interface TtsEngine extends Engine {
+  readonly capabilities: TtsCapabilities;
+  synthesize(request: SynthesisRequest): Promise<SynthesizedAudio>;
+}
