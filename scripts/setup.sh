@@ -1,0 +1,24 @@
+#!/bin/sh
+# One-time setup for a fresh Debian/Ubuntu machine with Node.js 20+: the Debian packages the
+# embedded engines run on (only those missing), the npm dependencies, and the build.
+set -eu
+cd "$(dirname "$0")/.."
+
+PACKAGES="libpocketsphinx3 pocketsphinx-en-us apertium apertium-eng-spa apertium-fr-es apertium-es-pt \
+apertium-spa-ita cg3 espeak-ng ffmpeg"
+
+missing=""
+for pkg in $PACKAGES; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing="$missing $pkg"
+done
+if [ -n "$missing" ]; then
+  echo "setup: installing Debian packages:$missing"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
+fi
+
+if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+npm run build
+echo "setup: done"

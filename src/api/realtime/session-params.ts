@@ -1,0 +1,160 @@
+import type { EngineRegistry } from "../../engines/registry.js";
+import type { LanguageCode, Voice } from "../../engines/types.js";
+import type { FinalizeMode } from "../../pipeline/stabiliser.js";
+import { defaultVoice, findVoice } from "../../voices/library.js";
+
+/**
+ * Session metadata (every query parameter of `GET /v1/session`) → a validated session plan.
+ * Invalid combinations are reported at session start, as the spec requires, with a message that
+ * names the problem and what would work.
+ */
+
+export const MODEL_NAMES = ["relay-1", "relay-2"] as const;
+export type ModelName = (typeof MODEL_NAMES)[number];
+export const MAX_CONTEXT_LENGTH = 2000;
+const MAX_LABEL_LENGTH = 200;
+
+export interface SessionPlan {
+  readonly mode: "s2tt" | "tts";
+  readonly modelName: ModelName;
+  readonly sourceLanguage: LanguageCode;
+  readonly targetLanguage: LanguageCode;
+  readonly audioOutputEnabled: boolean;
+  readonly voice: Voice;
+  readonly finalizeMode: FinalizeMode;
+  readonly context: string;
+  readonly sourceLanguageLabel?: string;
+  readonly targetLanguageLabel?: string;
+}
+
+export type PlanResult = { ok: true; plan: SessionPlan } | { ok: false; message: string };
+
+class Rejection extends Error {}
+
+function reject(message: string): never {
+  throw new Rejection(message);
+}
+
+function oneOf<T extends string>(key: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  return reject(`${key}="${value}" is not valid; use one of: ${allowed.join(", ")}`);
+}
+
+function bool(key: string, value: string | undefined, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  const normalised = value.toLowerCase();
+  if (normalised === "true" || normalised === "1") return true;
+  if (normalised === "false" || normalised === "0") return false;
+  return reject(`${key}="${value}" is not a boolean; use true or false`);
+}
+
+/** ISO 639-1 code with optional region ("en-US"); only the primary subtag is kept. */
+export function primaryLanguage(key: string, value: string): LanguageCode {
+  if (!/^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$/u.test(value)) {
+    return reject(`${key}="${value}" is not a language code; use an ISO 639-1 code such as "en" or "es-MX"`);
+  }
+  return value.split(/[-_]/u)[0]!.toLowerCase();
+}
+
+export function checkContext(value: string): string {
+  if (value.length > MAX_CONTEXT_LENGTH) {
+    reject(`context is ${value.length} characters long; the limit is ${MAX_CONTEXT_LENGTH}`);
+  }
+  return value;
+}
+
+export function resolveVoice(value: string | number): Voice {
+  const id = typeof value === "number" ? value : /^\d+$/u.test(value) ? Number(value) : Number.NaN;
+  const voice = Number.isSafeInteger(id) ? findVoice(id) : undefined;
+  if (!voice) return reject(`voiceId "${value}" does not exist; GET /v1/voices lists the valid ids`);
+  return voice;
+}
+
+export function checkVoiceOutput(registry: EngineRegistry, key: string, language: LanguageCode): void {
+  if (registry.synthesizer(language)) return;
+  reject(
+    `${key}="${language}" has no voice output with the configured engines; voice output is available for: ` +
+      `${registry.voiceLanguages().join(", ")}`,
+  );
+}
+
+function label(key: string, value: string | undefined): string | undefined {
+  if (value !== undefined && value.length > MAX_LABEL_LENGTH) {
+    reject(`${key} is ${value.length} characters long; the limit is ${MAX_LABEL_LENGTH}`);
+  }
+  return value;
+}
+
+export function planSession(metadata: Readonly<Record<string, string>>, registry: EngineRegistry): PlanResult {
+  try {
+    return { ok: true, plan: buildPlan(metadata, registry) };
+  } catch (error) {
+    if (error instanceof Rejection) return { ok: false, message: error.message };
+    throw error;
+  }
+}
+
+/** Runs a validation helper and returns its rejection message instead of throwing. */
+export function validationMessage(check: () => void): string | undefined {
+  try {
+    check();
+    return undefined;
+  } catch (error) {
+    if (error instanceof Rejection) return error.message;
+    throw error;
+  }
+}
+
+function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry): SessionPlan {
+  const modelName = oneOf("modelName", m.modelName, MODEL_NAMES, "relay-1");
+  const mode = oneOf("mode", m.mode, ["s2tt", "tts"], "s2tt");
+  const audioOutputEnabled = bool("audioOutputEnabled", m.audioOutputEnabled, true);
+  const twoWay = bool("twoWay", m.twoWay, false);
+  const finalizeMode = oneOf("finalizeMode", m.finalizeMode, ["stable", "sentence"], "stable");
+  const voiceType = oneOf("voiceType", m.voiceType, ["male", "female"], "male");
+  const context = checkContext(m.context ?? "");
+  const sourceIsAuto = m.sourceLanguage === "auto";
+
+  if (mode === "tts" && !audioOutputEnabled) reject("mode=tts needs audioOutputEnabled=true: it produces only audio");
+  if (m.voiceId === "auto" && modelName === "relay-1") reject("voiceId=auto needs modelName=relay-2");
+  if (sourceIsAuto && modelName === "relay-1") reject("sourceLanguage=auto needs modelName=relay-2");
+  if (sourceIsAuto && twoWay) reject("sourceLanguage=auto cannot be combined with twoWay=true; name both languages");
+  // relay-2 features scheduled for a later release are refused clearly rather than silently ignored.
+  if (m.voiceId === "auto") reject("voiceId=auto is not available yet on this server; pass a numeric voiceId");
+  if (sourceIsAuto) reject("sourceLanguage=auto is not available yet on this server; name the spoken language");
+  if (twoWay) reject("twoWay=true is not available yet on this server");
+
+  const sourceLanguage = primaryLanguage("sourceLanguage", m.sourceLanguage ?? "en");
+  const targetLanguage = primaryLanguage("targetLanguage", m.targetLanguage ?? "es");
+  const voice = m.voiceId !== undefined ? resolveVoice(m.voiceId) : defaultVoice(voiceType);
+
+  if (mode === "s2tt") {
+    if (!registry.recognizer(sourceLanguage)) {
+      reject(
+        `sourceLanguage="${sourceLanguage}" cannot be recognised by the configured engines; ` +
+          `recognition is available for: ${registry.recognitionLanguages().join(", ")}`,
+      );
+    }
+    if (!registry.translationRoute(sourceLanguage, targetLanguage)) {
+      reject(
+        `no translation from "${sourceLanguage}" to "${targetLanguage}" with the configured engines; ` +
+          `from "${sourceLanguage}" the targets are: ${registry.translationTargets(sourceLanguage).join(", ")}`,
+      );
+    }
+  }
+  if (audioOutputEnabled) checkVoiceOutput(registry, "targetLanguage", targetLanguage);
+
+  return {
+    mode,
+    modelName,
+    sourceLanguage,
+    targetLanguage,
+    audioOutputEnabled,
+    voice,
+    finalizeMode,
+    context,
+    sourceLanguageLabel: label("sourceLanguageLabel", m.sourceLanguageLabel),
+    targetLanguageLabel: label("targetLanguageLabel", m.targetLanguageLabel),
+  };
+}

@@ -1,0 +1,122 @@
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+
+/**
+ * All configuration comes from environment variables, validated here once at start-up
+ * (documented in the README's configuration table).
+ */
+
+const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+const list = z
+  .string()
+  .transform((value) =>
+    value
+      .split(",")
+      .map((item) => item.trim())
+      .filter(Boolean),
+  );
+
+const apiKeySpec = z.string().transform((spec, ctx) => {
+  // key[:balanceUsd[:entitlement+entitlement]]
+  const [key, balance, entitlements] = spec.split(":");
+  const balanceUsd = balance === undefined || balance === "" ? 100 : Number(balance);
+  if (!key || !Number.isFinite(balanceUsd)) {
+    ctx.addIssue({ code: "custom", message: `invalid API key entry "${spec}" (expected key[:balance[:realtime+dubbing]])` });
+    return z.NEVER;
+  }
+  const scopes = entitlements ? entitlements.split("+").filter(Boolean) : ["realtime", "rooms", "dubbing"];
+  return { key, balanceUsd, entitlements: scopes };
+});
+
+const envSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().default("0.0.0.0"),
+  DATA_DIR: z.string().default(path.join(PROJECT_ROOT, "data")),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  API_KEYS: list.pipe(z.array(apiKeySpec)).default([]),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  MAX_SESSIONS: z.coerce.number().int().min(1).default(32),
+  SESSION_SECRET: z.string().min(16).optional(),
+  WORKER_ID: z.string().optional(),
+
+  VAD_ENGINE: z.enum(["silero"]).default("silero"),
+  ASR_ENGINES: list.default(["pocketsphinx"]),
+  MT_ENGINES: list.default(["apertium"]),
+  TTS_ENGINES: list.default(["espeak-ng"]),
+  SILERO_VAD_MODEL: z.string().optional(),
+  POCKETSPHINX_MODEL_DIR: z.string().default("/usr/share/pocketsphinx/model/en-us"),
+  POCKETSPHINX_MAX_DECODERS: z.coerce.number().int().min(1).optional(),
+  APERTIUM_MODES_DIR: z.string().default("/usr/share/apertium/modes"),
+  TRANSLATION_PIVOT_LANGUAGE: z.string().default("es"),
+  ESPEAK_NG_BIN: z.string().default("espeak-ng"),
+  SVOX_PICO_DIR: z.string().default(path.resolve(PROJECT_ROOT, "../shared/models/svox-pico")),
+});
+
+export type EngineKind = "asr" | "mt" | "tts";
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  /** Base of URLs handed to clients; `ws_url` uses its ws:// or wss:// form. */
+  readonly publicBaseUrl: string | undefined;
+  readonly apiKeys: readonly { key: string; balanceUsd: number; entitlements: readonly string[] }[];
+  readonly logLevel: string;
+  readonly maxSessions: number;
+  /** Signs `ws_url` tokens; random per process when not set (then URLs are only valid on this process). */
+  readonly sessionSecret: string;
+  readonly workerId: string;
+  readonly engines: {
+    readonly vad: "silero";
+    readonly asr: readonly string[];
+    readonly mt: readonly string[];
+    readonly tts: readonly string[];
+    readonly sileroModel: string | undefined;
+    readonly pocketsphinxModelDir: string;
+    readonly pocketsphinxMaxDecoders: number;
+    readonly apertiumModesDir: string;
+    readonly pivotLanguage: string;
+    readonly espeakBinary: string;
+    readonly svoxPicoDir: string | undefined;
+  };
+}
+
+export class ConfigError extends Error {}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(env);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: path.resolve(e.DATA_DIR),
+    publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/u, ""),
+    apiKeys: e.API_KEYS,
+    logLevel: e.LOG_LEVEL,
+    maxSessions: e.MAX_SESSIONS,
+    sessionSecret: e.SESSION_SECRET ?? randomBytes(32).toString("hex"),
+    workerId: e.WORKER_ID ?? `worker-${process.pid}`,
+    engines: {
+      vad: e.VAD_ENGINE,
+      asr: e.ASR_ENGINES,
+      mt: e.MT_ENGINES,
+      tts: e.TTS_ENGINES,
+      sileroModel: e.SILERO_VAD_MODEL,
+      pocketsphinxModelDir: e.POCKETSPHINX_MODEL_DIR,
+      // One decoder per concurrently speaking session, bounded so memory stays predictable.
+      pocketsphinxMaxDecoders: e.POCKETSPHINX_MAX_DECODERS ?? Math.min(e.MAX_SESSIONS, 16),
+      apertiumModesDir: e.APERTIUM_MODES_DIR,
+      pivotLanguage: e.TRANSLATION_PIVOT_LANGUAGE,
+      espeakBinary: e.ESPEAK_NG_BIN,
+      svoxPicoDir: existsSync(e.SVOX_PICO_DIR) ? e.SVOX_PICO_DIR : undefined,
+    },
+  };
+}

@@ -1,0 +1,43 @@
+/**
+ * A single-consumer async queue: producers `push`, one consumer iterates with `for await`.
+ * The pipeline's stages hand events downstream through it so data flows one way.
+ */
+export class Channel<T> implements AsyncIterable<T> {
+  private readonly items: T[] = [];
+  private waiting: ((result: IteratorResult<T>) => void) | undefined;
+  private closed = false;
+
+  push(item: T): void {
+    if (this.closed) return;
+    const waiter = this.waiting;
+    if (waiter) {
+      this.waiting = undefined;
+      waiter({ value: item, done: false });
+    } else {
+      this.items.push(item);
+    }
+  }
+
+  /** Ends iteration once the queued items are consumed. */
+  close(): void {
+    this.closed = true;
+    const waiter = this.waiting;
+    this.waiting = undefined;
+    waiter?.({ value: undefined, done: true });
+  }
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<T> {
+    return {
+      next: () => {
+        const item = this.items.shift();
+        if (item !== undefined) return Promise.resolve({ value: item, done: false });
+        if (this.closed) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve) => (this.waiting = resolve));
+      },
+    };
+  }
+}

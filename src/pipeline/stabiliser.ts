@@ -1,0 +1,102 @@
+/**
+ * Decides which recognised words are stable enough to be sent as `is_final: true`.
+ *
+ * Streaming recognisers revise their best hypothesis as audio arrives. A word is committed when
+ * two consecutive hypotheses agree on it (local agreement) and it is not the newest word (which
+ * may be cut mid-word). Committed words are never revised: later hypotheses are aligned to them
+ * by position. `stable` commits as soon as `minCommitWords` agree; `sentence` commits only up to a
+ * sentence-ending word, so each commit is one sentence. `finish` commits everything left.
+ */
+export type FinalizeMode = "stable" | "sentence";
+
+export interface StableWord {
+  readonly text: string;
+  /** Milliseconds from the start of the utterance, when the recogniser gives word timings. */
+  readonly endMs?: number;
+}
+
+export interface StabiliserUpdate {
+  /** Newly committed word runs, in order (each one is a final). */
+  readonly commits: StableWord[][];
+  /** Words recognised but not committed yet (the interim tail). */
+  readonly pending: StableWord[];
+}
+
+const SENTENCE_END = /[.!?。！？…]["'”’)\]]*$/u;
+
+export class TranscriptStabiliser {
+  private committedCount = 0;
+  private previousTail: StableWord[] = [];
+
+  constructor(
+    private readonly mode: FinalizeMode,
+    private readonly minCommitWords = 2,
+  ) {}
+
+  update(hypothesis: readonly StableWord[]): StabiliserUpdate {
+    const tail = hypothesis.slice(this.committedCount);
+    const agreed = commonPrefixLength(this.previousTail, tail);
+    this.previousTail = tail;
+    // Never commit the newest word while audio is still arriving.
+    const lockable = Math.min(agreed, tail.length - 1);
+    const commitLength =
+      this.mode === "stable"
+        ? lockable >= this.minCommitWords
+          ? lockable
+          : 0
+        : lastSentenceEnd(tail, lockable) + 1;
+    return this.commit(tail, commitLength);
+  }
+
+  /** The utterance ended: every remaining word is committed. */
+  finish(hypothesis: readonly StableWord[]): StabiliserUpdate {
+    const tail = hypothesis.slice(this.committedCount);
+    const update = this.commit(tail, tail.length);
+    this.committedCount = 0;
+    this.previousTail = [];
+    return update;
+  }
+
+  private commit(tail: StableWord[], length: number): StabiliserUpdate {
+    if (length <= 0) return { commits: [], pending: tail };
+    const committed = tail.slice(0, length);
+    this.committedCount += length;
+    this.previousTail = this.previousTail.slice(length);
+    const commits = this.mode === "sentence" ? splitSentences(committed) : [committed];
+    return { commits, pending: tail.slice(length) };
+  }
+}
+
+function normalise(word: string): string {
+  return word.toLocaleLowerCase();
+}
+
+function commonPrefixLength(a: readonly StableWord[], b: readonly StableWord[]): number {
+  let i = 0;
+  while (i < a.length && i < b.length && normalise(a[i]!.text) === normalise(b[i]!.text)) i++;
+  return i;
+}
+
+/** Index of the last sentence-ending word among the first `limit` words, or -1. */
+function lastSentenceEnd(words: readonly StableWord[], limit: number): number {
+  for (let i = limit - 1; i >= 0; i--) if (SENTENCE_END.test(words[i]!.text)) return i;
+  return -1;
+}
+
+function splitSentences(words: StableWord[]): StableWord[][] {
+  const sentences: StableWord[][] = [];
+  let current: StableWord[] = [];
+  for (const word of words) {
+    current.push(word);
+    if (SENTENCE_END.test(word.text)) {
+      sentences.push(current);
+      current = [];
+    }
+  }
+  if (current.length > 0) sentences.push(current);
+  return sentences;
+}
+
+export function joinWords(words: readonly StableWord[]): string {
+  return words.map((w) => w.text).join(" ");
+}

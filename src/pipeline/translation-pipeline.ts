@@ -1,0 +1,401 @@
+import { randomUUID } from "node:crypto";
+import { int16ToFloat32 } from "../audio/pcm.js";
+import type { AsrEngine, AsrStream, Hypothesis, LanguageCode, VadEngine } from "../engines/types.js";
+import { Channel } from "./channel.js";
+import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter, type SegmenterOptions } from "./segmenter.js";
+import { joinWords, TranscriptStabiliser, type FinalizeMode, type StableWord } from "./stabiliser.js";
+
+/**
+ * The streaming translation pipeline shared by every API surface (WebSocket sessions, rooms,
+ * dubbing). Data flows one way through three sequential stages, each its own loop:
+ *
+ *   audio → [recognition: VAD → segmentation → ASR → stabilisation] → [translation] → [synthesis] → events
+ *
+ * Stages hand work downstream through queues and never call back upstream, so slow translation or
+ * synthesis never stalls recognition, and event order within a stage is preserved.
+ */
+
+/** Translates one text of the session's language pair (pass-through when source = target). */
+export type TranslateFn = (text: string, context: string) => Promise<string>;
+/** Renders one line of translated text as standalone output frames. */
+export type SpeakFn = (text: string) => Promise<Float32Array[]>;
+
+export interface PipelineOptions {
+  readonly vad: VadEngine;
+  readonly asr: AsrEngine;
+  readonly sourceLanguage: LanguageCode;
+  readonly translate: TranslateFn;
+  /** Absent when audio output is disabled. */
+  readonly speak?: SpeakFn;
+  readonly finalizeMode: FinalizeMode;
+  readonly context?: string;
+  /** How long `finalize` waits for audio frames still in flight. */
+  readonly finalizeWaitMs?: number;
+  /** Audio queued for recognition beyond this is dropped (the server is falling behind). */
+  readonly maxBacklogMs?: number;
+  /** How often interim hypotheses are taken while speech continues. */
+  readonly partialIntervalMs?: number;
+  /** Audio kept from before speech onset so the first phoneme is not clipped. */
+  readonly preRollMs?: number;
+  readonly segmenter?: Partial<Omit<SegmenterOptions, "windowMs">>;
+}
+
+interface TranscriptFields {
+  /** Groups an original transcript with its translation (`correlation_id`). */
+  readonly segmentId: string;
+  readonly text: string;
+  readonly isFinal: boolean;
+  /** Position in the session audio, ms from the first sample received. */
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+export type PipelineEvent =
+  | ({ readonly type: "original" } & TranscriptFields)
+  | ({ readonly type: "translated"; readonly originalText: string } & TranscriptFields)
+  | { readonly type: "audio"; readonly samples: Float32Array }
+  | { readonly type: "error"; readonly message: string };
+
+/** A run of transcript sharing one `correlation_id`. */
+interface Segment {
+  readonly id: string;
+  readonly startMs: number;
+  /** Final original words so far (stable mode accumulates; sentence mode holds one sentence). */
+  readonly committed: StableWord[];
+  readonly translatedSpans: string[];
+  /** Last original text shown for the segment (interim or final). */
+  lastShown: string;
+  /** Bumped on every interim so stale interim translations can be skipped. */
+  interimSeq: number;
+}
+
+interface TranslationJob {
+  readonly kind: "interim" | "final";
+  readonly segment: Segment;
+  /** Interim: the uncommitted tail; final: the newly committed span. */
+  readonly sourceText: string;
+  /** The full original text the emitted translation corresponds to. */
+  readonly originalText: string;
+  readonly endMs: number;
+  readonly seq: number;
+}
+
+const SAMPLES_PER_MS = 16;
+
+export class TranslationPipeline {
+  readonly events = new Channel<PipelineEvent>();
+
+  private readonly input = new Channel<Int16Array | "finalize">();
+  private readonly translations = new Channel<TranslationJob>();
+  private readonly speech = new Channel<string>();
+
+  private readonly vadStream;
+  private readonly segmenter: SpeechSegmenter;
+  private readonly windowSamples: number;
+  private readonly window: Int16Array;
+  private windowFill = 0;
+  /** Windows preceding speech onset, newest last. */
+  private readonly preRoll: Int16Array[] = [];
+  private readonly preRollWindows: number;
+  private readonly partialIntervalSamples: number;
+  private readonly maxBacklogSamples: number;
+
+  private context: string;
+  private receivedSamples = 0;
+  private processedSamples = 0;
+  private backlogSamples = 0;
+  private backlogWarned = false;
+  private finalizeTimer: NodeJS.Timeout | undefined;
+
+  private utterance:
+    | { stream: AsrStream; startSample: number; sinceLastPartial: number; stabiliser: TranscriptStabiliser }
+    | undefined;
+  private segment: Segment | undefined;
+  private closed = false;
+  private readonly stages: Promise<void>;
+
+  constructor(private readonly options: PipelineOptions) {
+    const { vad } = options;
+    if (vad.capabilities.sampleRate !== 16_000 || options.asr.capabilities.sampleRate !== 16_000) {
+      throw new Error("the pipeline takes 16 kHz input; the configured VAD and ASR must accept 16 kHz");
+    }
+    this.vadStream = vad.createStream();
+    this.windowSamples = vad.capabilities.windowSamples;
+    this.window = new Int16Array(this.windowSamples);
+    const windowMs = this.windowSamples / SAMPLES_PER_MS;
+    this.segmenter = new SpeechSegmenter({ ...DEFAULT_SEGMENTER_OPTIONS, ...options.segmenter, windowMs });
+    this.preRollWindows = Math.ceil((options.preRollMs ?? 300) / windowMs);
+    this.partialIntervalSamples = (options.partialIntervalMs ?? 150) * SAMPLES_PER_MS;
+    this.maxBacklogSamples = (options.maxBacklogMs ?? 30_000) * SAMPLES_PER_MS;
+    this.context = options.context ?? "";
+    this.stages = Promise.all([this.recognitionStage(), this.translationStage(), this.synthesisStage()]).then(
+      () => this.events.close(),
+    );
+  }
+
+  /** Queues PCM16 16 kHz mono audio. Never blocks; drops audio when recognition is far behind. */
+  pushAudio(pcm: Int16Array): void {
+    if (this.closed || pcm.length === 0) return;
+    this.receivedSamples += pcm.length;
+    if (this.backlogSamples + pcm.length > this.maxBacklogSamples) {
+      if (!this.backlogWarned) {
+        this.backlogWarned = true;
+        this.fail("the server is falling behind this session's audio; audio is being dropped");
+      }
+      return;
+    }
+    this.backlogWarned = false;
+    this.backlogSamples += pcm.length;
+    this.input.push(pcm);
+  }
+
+  /** Commits the current segment after waiting for audio still in flight. Repeated calls coalesce. */
+  finalize(): void {
+    if (this.closed || this.finalizeTimer) return;
+    this.finalizeTimer = setTimeout(() => {
+      this.finalizeTimer = undefined;
+      this.input.push("finalize");
+    }, this.options.finalizeWaitMs ?? 300);
+  }
+
+  /** Applies to the next recognised utterance and every later translation. */
+  setContext(context: string): void {
+    this.context = context;
+  }
+
+  /** Session position of the audio received so far, in ms. */
+  get receivedMs(): number {
+    return Math.floor(this.receivedSamples / SAMPLES_PER_MS);
+  }
+
+  /** Stops all stages; events already queued are still delivered, then `events` ends. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.finalizeTimer);
+    this.input.close();
+    await this.stages;
+  }
+
+  // ------------------------------------------------------------------ recognition stage
+
+  private async recognitionStage(): Promise<void> {
+    try {
+      for await (const item of this.input) {
+        if (this.closed) break;
+        if (item === "finalize") {
+          await this.finishUtterance(true);
+          continue;
+        }
+        this.backlogSamples -= item.length;
+        await this.consumeAudio(item);
+      }
+    } catch (error) {
+      this.fail(`speech recognition failed: ${(error as Error).message}`);
+    } finally {
+      this.utterance?.stream.abort();
+      this.utterance = undefined;
+      this.translations.close();
+    }
+  }
+
+  private async consumeAudio(pcm: Int16Array): Promise<void> {
+    let offset = 0;
+    while (offset < pcm.length) {
+      const take = Math.min(this.windowSamples - this.windowFill, pcm.length - offset);
+      this.window.set(pcm.subarray(offset, offset + take), this.windowFill);
+      this.windowFill += take;
+      offset += take;
+      if (this.windowFill === this.windowSamples) {
+        this.windowFill = 0;
+        await this.consumeWindow(this.window.slice());
+      }
+    }
+  }
+
+  private async consumeWindow(window: Int16Array): Promise<void> {
+    const windowStart = this.processedSamples;
+    this.processedSamples += window.length;
+    const probability = await this.vadStream.probability(int16ToFloat32(window));
+    const event = this.segmenter.update(probability);
+
+    if (!this.utterance) {
+      if (event !== "start") {
+        this.preRoll.push(window);
+        if (this.preRoll.length > this.preRollWindows) this.preRoll.shift();
+        return;
+      }
+      const preRoll = this.preRoll.splice(0);
+      const startSample = windowStart - preRoll.length * this.windowSamples;
+      const stream = await this.options.asr.createStream({
+        language: this.options.sourceLanguage,
+        context: this.context,
+      });
+      this.utterance = {
+        stream,
+        startSample,
+        sinceLastPartial: 0,
+        stabiliser: new TranscriptStabiliser(this.options.finalizeMode),
+      };
+      this.segment ??= this.newSegment(Math.floor(startSample / SAMPLES_PER_MS));
+      for (const earlier of preRoll) await stream.write(earlier);
+    }
+
+    const utterance = this.utterance;
+    await utterance.stream.write(window);
+    if (event === "end") {
+      await this.finishUtterance(false);
+      return;
+    }
+    utterance.sinceLastPartial += window.length;
+    if (utterance.sinceLastPartial >= this.partialIntervalSamples && this.options.asr.capabilities.partialResults) {
+      utterance.sinceLastPartial = 0;
+      const hypothesis = await utterance.stream.partial();
+      this.applyStabiliser(utterance.stabiliser.update(toStableWords(hypothesis)), utterance.startSample, false);
+    }
+  }
+
+  /** Ends the open utterance (VAD end, length cap or `finalize`) and emits its finals. */
+  private async finishUtterance(explicit: boolean): Promise<void> {
+    if (explicit) {
+      // Audio that arrived within the finalize wait but does not fill a VAD window still counts.
+      if (this.utterance && this.windowFill > 0) await this.utterance.stream.write(this.window.slice(0, this.windowFill));
+      this.processedSamples += this.windowFill;
+      this.windowFill = 0;
+      this.segmenter.reset();
+      this.preRoll.length = 0;
+    }
+    const utterance = this.utterance;
+    this.utterance = undefined;
+    if (utterance) {
+      const hypothesis = await utterance.stream.finish();
+      this.applyStabiliser(utterance.stabiliser.finish(toStableWords(hypothesis)), utterance.startSample, true);
+    }
+    const segment = this.segment;
+    this.segment = undefined;
+    // Interim text that no final covers must be closed by a final, even an empty one.
+    if (segment && segment.lastShown !== joinWords(segment.committed)) this.emitFinal(segment, [], this.positionMs());
+  }
+
+  private applyStabiliser(
+    update: { commits: StableWord[][]; pending: StableWord[] },
+    utteranceStartSample: number,
+    utteranceEnded: boolean,
+  ): void {
+    const utteranceStartMs = Math.floor(utteranceStartSample / SAMPLES_PER_MS);
+    const endOf = (words: readonly StableWord[]): number => {
+      const last = words.at(-1)?.endMs;
+      return last === undefined ? this.positionMs() : utteranceStartMs + last;
+    };
+    for (const commit of update.commits) {
+      const segment = (this.segment ??= this.newSegment(utteranceStartMs));
+      this.emitFinal(segment, commit, endOf(commit));
+      if (this.options.finalizeMode === "sentence") this.segment = undefined;
+    }
+    if (utteranceEnded || update.pending.length === 0) return;
+    const segment = (this.segment ??= this.newSegment(utteranceStartMs));
+    const committedText = this.options.finalizeMode === "stable" ? joinWords(segment.committed) : "";
+    const pendingText = joinWords(update.pending);
+    const text = [committedText, pendingText].filter(Boolean).join(" ");
+    if (text === segment.lastShown) return;
+    segment.lastShown = text;
+    const endMs = endOf(update.pending);
+    this.events.push({ type: "original", segmentId: segment.id, text, isFinal: false, startMs: segment.startMs, endMs });
+    this.translations.push({
+      kind: "interim",
+      segment,
+      sourceText: pendingText,
+      originalText: text,
+      endMs,
+      seq: ++segment.interimSeq,
+    });
+  }
+
+  private emitFinal(segment: Segment, words: StableWord[], endMs: number): void {
+    segment.committed.push(...words);
+    const originalText = joinWords(segment.committed);
+    segment.lastShown = originalText;
+    this.events.push({
+      type: "original",
+      segmentId: segment.id,
+      text: originalText,
+      isFinal: true,
+      startMs: segment.startMs,
+      endMs,
+    });
+    const sourceText = joinWords(words);
+    this.translations.push({ kind: "final", segment, sourceText, originalText, endMs, seq: segment.interimSeq });
+  }
+
+  private newSegment(startMs: number): Segment {
+    return {
+      id: randomUUID(),
+      startMs,
+      committed: [],
+      translatedSpans: [],
+      lastShown: "",
+      interimSeq: 0,
+    };
+  }
+
+  private positionMs(): number {
+    return Math.floor(this.processedSamples / SAMPLES_PER_MS);
+  }
+
+  // ------------------------------------------------------------------ translation stage
+
+  private async translationStage(): Promise<void> {
+    for await (const job of this.translations) {
+      const { segment } = job;
+      if (this.closed) continue;
+      // Only the newest interim of a segment is worth translating.
+      if (job.kind === "interim" && job.seq !== segment.interimSeq) continue;
+      let translatedSpan: string;
+      try {
+        translatedSpan = job.sourceText === "" ? "" : await this.options.translate(job.sourceText, this.context);
+      } catch (error) {
+        this.fail(`translation failed: ${(error as Error).message}`);
+        continue;
+      }
+      const previous = segment.translatedSpans;
+      if (job.kind === "final" && translatedSpan !== "") previous.push(translatedSpan);
+      const text = [...previous, job.kind === "interim" ? translatedSpan : ""].filter(Boolean).join(" ");
+      this.events.push({
+        type: "translated",
+        segmentId: segment.id,
+        text,
+        originalText: job.originalText,
+        isFinal: job.kind === "final",
+        startMs: segment.startMs,
+        endMs: job.endMs,
+      });
+      if (job.kind === "final" && translatedSpan !== "" && this.options.speak) this.speech.push(translatedSpan);
+    }
+    this.speech.close();
+  }
+
+  // ------------------------------------------------------------------ synthesis stage
+
+  private async synthesisStage(): Promise<void> {
+    for await (const text of this.speech) {
+      if (this.closed) continue;
+      try {
+        for (const samples of await this.options.speak!(text)) this.events.push({ type: "audio", samples });
+      } catch (error) {
+        this.fail(`speech synthesis failed: ${(error as Error).message}`);
+      }
+    }
+  }
+
+  private fail(message: string): void {
+    this.events.push({ type: "error", message });
+  }
+}
+
+function toStableWords(hypothesis: Hypothesis): StableWord[] {
+  const timed = hypothesis.words;
+  const words = hypothesis.text.split(/\s+/u).filter(Boolean);
+  // Word timings are used only when they line up with the text (engines may omit them on partials).
+  if (timed.length === words.length) return timed.map((w, i) => ({ text: words[i]!, endMs: w.endMs }));
+  return words.map((text) => ({ text }));
+}
