@@ -43,7 +43,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return reply.code(500).send(errorBody("internal_error", "internal error; the failure was logged"));
     }
     // Fastify's own client errors (bad JSON, wrong content type, body too large).
-    return reply.code(status).send(errorBody(CODES_BY_STATUS[status] ?? "invalid_request", error.message));
+    return reply
+      .code(status)
+      .send(errorBody(CODES_BY_STATUS[status] ?? "invalid_request", (error as Error).message));
   });
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send(errorBody("not_found", `no route for ${request.method} ${request.url.split("?")[0]}`)),

@@ -1,0 +1,24 @@
+import { describe, expect, it } from "vitest";
+import { frameAudio, OUTPUT_FRAME_SAMPLES } from "../../src/pipeline/framer.js";
+
+describe("frameAudio", () => {
+  it("cuts 80 ms frames and keeps the remainder unpadded", () => {
+    const samples = Float32Array.from({ length: OUTPUT_FRAME_SAMPLES * 2 + 100 }, (_, i) => i);
+    const frames = frameAudio(samples);
+    expect(frames.map((f) => f.length)).toEqual([1920, 1920, 100]);
+    expect(frames[1]![0]).toBe(1920);
+    expect(frames[2]!.at(-1)).toBe(samples.length - 1);
+  });
+
+  it("gives standalone copies", () => {
+    const samples = new Float32Array(OUTPUT_FRAME_SAMPLES);
+    const [frame] = frameAudio(samples);
+    frame![0] = 1;
+    expect(samples[0]).toBe(0);
+    expect(frame!.byteOffset).toBe(0);
+  });
+
+  it("returns nothing for empty audio", () => {
+    expect(frameAudio(new Float32Array(0))).toEqual([]);
+  });
+});
