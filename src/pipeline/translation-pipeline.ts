@@ -54,7 +54,8 @@ export type PipelineEvent =
   | ({ readonly type: "original" } & TranscriptFields)
   | ({ readonly type: "translated"; readonly originalText: string } & TranscriptFields)
   | { readonly type: "audio"; readonly samples: Float32Array }
-  | { readonly type: "error"; readonly message: string };
+  /** `fatal`: the pipeline cannot continue (an engine failed); the session should end. */
+  | { readonly type: "error"; readonly message: string; readonly fatal: boolean };
 
 /** A run of transcript sharing one `correlation_id`. */
 interface Segment {
@@ -191,7 +192,7 @@ export class TranslationPipeline {
         await this.consumeAudio(item);
       }
     } catch (error) {
-      this.fail(`speech recognition failed: ${(error as Error).message}`);
+      this.events.push({ type: "error", message: `speech recognition failed: ${(error as Error).message}`, fatal: true });
     } finally {
       this.utterance?.stream.abort();
       this.utterance = undefined;
@@ -358,6 +359,8 @@ export class TranslationPipeline {
         continue;
       }
       const previous = segment.translatedSpans;
+      // Spans after the first continue a sentence: undo the capital a translator gives every input.
+      if (previous.length > 0) translatedSpan = continueSentence(job.sourceText, translatedSpan);
       if (job.kind === "final" && translatedSpan !== "") previous.push(translatedSpan);
       const text = [...previous, job.kind === "interim" ? translatedSpan : ""].filter(Boolean).join(" ");
       this.events.push({
@@ -388,8 +391,14 @@ export class TranslationPipeline {
   }
 
   private fail(message: string): void {
-    this.events.push({ type: "error", message });
+    this.events.push({ type: "error", message, fatal: false });
   }
+}
+
+function continueSentence(source: string, translated: string): string {
+  const [first] = translated;
+  if (!first || source.charAt(0) !== source.charAt(0).toLocaleLowerCase()) return translated;
+  return first.toLocaleLowerCase() + translated.slice(1);
 }
 
 function toStableWords(hypothesis: Hypothesis): StableWord[] {

@@ -14,8 +14,9 @@ export interface LiveSession {
 
 /**
  * Sessions created by `GET /v1/session` and not yet connected (each can be claimed once, within
- * the token's lifetime), and the sockets currently open. Both count against the per-process
- * capacity so the service never promises more sessions than it will accept.
+ * the token's lifetime), and the sockets currently open. Open sockets count against the
+ * per-process capacity: `GET /v1/session` answers 503 when it is reached, and a socket that
+ * arrives when it is reached is closed with 4503.
  */
 export class RealtimeSessions {
   private readonly pending = new Map<string, PendingSession>();
@@ -31,13 +32,13 @@ export class RealtimeSessions {
     return this.live.size;
   }
 
-  /** Whether a new session can be promised now. */
+  /** Whether a new session can be started now. */
   hasRoom(): boolean {
-    this.prune();
-    return !this.draining && this.live.size + this.pending.size < this.capacity;
+    return !this.draining && this.live.size < this.capacity;
   }
 
   async create(metadata: Record<string, string>): Promise<{ sessionId: string; token: string }> {
+    this.prune();
     const sessionId = randomUUID();
     this.pending.set(sessionId, {
       sessionId,

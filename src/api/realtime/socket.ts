@@ -40,22 +40,18 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 export function serveSessionSocket(socket: WebSocket, pending: PendingSession, deps: SocketDeps): void {
   const { sessions, registry, log } = deps;
   let ended = false;
-  const live = {
-    close(code: number, reason: string) {
-      if (socket.readyState === socket.OPEN) socket.close(code, reason);
-    },
-  };
+  const wire = new Wire(socket);
+  const live = { close: (code: number, reason: string) => wire.close(code, reason) };
   if (!sessions.open(live)) {
-    socket.close(4503, "no capacity on this server; create a new session");
+    wire.close(4503, "no capacity on this server; create a new session");
     return;
   }
 
-  const wire = new Wire(socket);
   wire.send({ type: "ready", session_id: pending.sessionId, worker_id: deps.workerId });
   const planned = planSession(pending.metadata, registry);
   if (!planned.ok) {
     wire.error(planned.message);
-    socket.close(1000, "session parameters rejected");
+    wire.close(1000, "session parameters rejected");
     sessions.ended(live);
     return;
   }
@@ -96,7 +92,7 @@ export function serveSessionSocket(socket: WebSocket, pending: PendingSession, d
       handler.onMessage(type, message as Record<string, unknown>);
     } catch (error) {
       log.error({ err: error, session: pending.sessionId }, "session failed");
-      socket.close(4500, "internal error");
+      wire.close(4500, "internal error");
     }
   });
 
@@ -129,6 +125,10 @@ class Wire {
 
   error(message: string): void {
     this.send({ type: "error", error: message, timestamp: Date.now() / 1000 });
+  }
+
+  close(code: number, reason: string): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.close(code, reason);
   }
 
   /** Speech frames are skipped while the client lags (transcripts are never dropped). */
@@ -249,7 +249,11 @@ class SpeechSession implements ModeHandler {
 
   private forward(event: PipelineEvent): void {
     if (event.type === "audio") return this.wire.audio(event.samples);
-    if (event.type === "error") return this.wire.error(event.message);
+    if (event.type === "error") {
+      this.wire.error(event.message);
+      if (event.fatal) this.wire.close(4500, "internal error");
+      return;
+    }
     const { plan } = this;
     this.wire.send({
       type: event.type === "original" ? "original_transcript" : "translated_transcript",

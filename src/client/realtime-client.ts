@@ -1,0 +1,176 @@
+import WebSocket from "ws";
+
+/**
+ * A small client for the real-time interface, used by the command-line client, the examples,
+ * the benchmark and the integration tests.
+ */
+
+export interface SessionInfo {
+  readonly session_id: string;
+  readonly ws_url: string;
+  readonly expires_in: number;
+  readonly model_version_id: string;
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: unknown,
+  ) {
+    super(`HTTP ${status}: ${JSON.stringify(body)}`);
+  }
+}
+
+/** `GET /v1/session` with the given metadata (every parameter becomes session metadata). */
+export async function createSession(
+  baseUrl: string,
+  apiKey: string,
+  params: Record<string, string> = {},
+): Promise<SessionInfo> {
+  const url = new URL("/v1/session", baseUrl);
+  for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
+  const response = await fetch(url, { headers: { authorization: `Bearer ${apiKey}` } });
+  const body: unknown = await response.json().catch(() => undefined);
+  if (!response.ok) throw new HttpError(response.status, body);
+  return body as SessionInfo;
+}
+
+export type ServerMessage = { readonly type: string; readonly [key: string]: unknown };
+
+export interface Received {
+  readonly at: number;
+  readonly message?: ServerMessage;
+  readonly audio?: Float32Array;
+}
+
+export class RealtimeSocket {
+  /** Every JSON message and audio frame received, in order, with its arrival time (performance.now()). */
+  readonly received: Received[] = [];
+  closeCode: number | undefined;
+  closeReason = "";
+  private readonly waiters = new Set<() => void>();
+
+  private constructor(private readonly ws: WebSocket) {
+    ws.on("message", (data, isBinary) => {
+      const buffer = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+      const at = performance.now();
+      if (isBinary) {
+        const aligned = new Float32Array(buffer.byteLength / 4);
+        new Uint8Array(aligned.buffer).set(buffer);
+        this.received.push({ at, audio: aligned });
+      } else {
+        this.received.push({ at, message: JSON.parse(buffer.toString("utf8")) as ServerMessage });
+      }
+      this.wake();
+    });
+    ws.on("close", (code, reason) => {
+      this.closeCode = code;
+      this.closeReason = reason.toString();
+      this.wake();
+    });
+    ws.on("error", () => this.wake());
+  }
+
+  /** Opens the socket; rejects with the HTTP status when the handshake is refused. */
+  static connect(wsUrl: string): Promise<RealtimeSocket> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(wsUrl);
+      const socket = new RealtimeSocket(ws);
+      ws.once("open", () => resolve(socket));
+      ws.once("unexpected-response", (_request, response) => {
+        reject(new HttpError(response.statusCode ?? 0, undefined));
+        ws.terminate();
+      });
+      ws.once("error", reject);
+    });
+  }
+
+  get messages(): ServerMessage[] {
+    return this.received.flatMap((r) => (r.message ? [r.message] : []));
+  }
+
+  get audioFrames(): Float32Array[] {
+    return this.received.flatMap((r) => (r.audio ? [r.audio] : []));
+  }
+
+  get isOpen(): boolean {
+    return this.ws.readyState === WebSocket.OPEN;
+  }
+
+  sendAudio(pcm: Int16Array): void {
+    this.ws.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength), { binary: true });
+  }
+
+  sendRaw(data: Buffer | string, binary: boolean): void {
+    this.ws.send(data, { binary });
+  }
+
+  send(message: Record<string, unknown>): void {
+    this.ws.send(JSON.stringify(message));
+  }
+
+  finalize(): void {
+    this.send({ type: "finalize" });
+  }
+
+  /** Streams PCM16 16 kHz audio in `chunkMs` frames, paced at `speed` × real time (Infinity: no pacing). */
+  async stream(pcm: Int16Array, { chunkMs = 20, speed = 1 } = {}): Promise<void> {
+    const chunk = chunkMs * 16;
+    const started = performance.now();
+    for (let offset = 0; offset < pcm.length; offset += chunk) {
+      if (!this.isOpen) return;
+      this.sendAudio(pcm.subarray(offset, Math.min(pcm.length, offset + chunk)));
+      const due = started + ((offset + chunk) / 16 / speed);
+      const wait = due - performance.now();
+      if (Number.isFinite(wait) && wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+
+  /** Resolves with the first received message matching `predicate` (searching what arrived already). */
+  async waitFor(predicate: (message: ServerMessage) => boolean, timeoutMs = 30_000): Promise<ServerMessage> {
+    return this.waitUntil(() => this.messages.find(predicate), timeoutMs, true);
+  }
+
+  /** Resolves when the socket has closed, with the close code. */
+  async closed(timeoutMs = 30_000): Promise<number> {
+    return this.waitUntil(() => this.closeCode, timeoutMs);
+  }
+
+  close(code = 1000): void {
+    this.ws.close(code);
+  }
+
+  terminate(): void {
+    this.ws.terminate();
+  }
+
+  private wake(): void {
+    for (const waiter of this.waiters) waiter();
+  }
+
+  private waitUntil<T>(probe: () => T | undefined, timeoutMs: number, failOnClose = false): Promise<T> {
+    return new Promise((resolve, reject) => {
+      const recent = () => JSON.stringify(this.messages.slice(-5));
+      const check = () => {
+        const value = probe();
+        if (value !== undefined) {
+          cleanup();
+          resolve(value);
+        } else if (failOnClose && this.closeCode !== undefined) {
+          cleanup();
+          reject(new Error(`socket closed (${this.closeCode} ${this.closeReason}); last messages: ${recent()}`));
+        }
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`timed out after ${timeoutMs} ms; last messages: ${recent()}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.waiters.delete(check);
+      };
+      this.waiters.add(check);
+      check();
+    });
+  }
+}
