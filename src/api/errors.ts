@@ -48,6 +48,8 @@ export function registerErrorHandling(app: FastifyInstance): void {
       .send(errorBody(CODES_BY_STATUS[status] ?? "invalid_request", (error as Error).message));
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send(errorBody("not_found", `no route for ${request.method} ${request.url.split("?")[0]}`)),
+    reply
+      .code(404)
+      .send(errorBody("not_found", `no route for ${request.method} ${request.url.split("?")[0]}`)),
   );
 }

@@ -120,7 +120,7 @@ export class RealtimeSocket {
     for (let offset = 0; offset < pcm.length; offset += chunk) {
       if (!this.isOpen) return;
       this.sendAudio(pcm.subarray(offset, Math.min(pcm.length, offset + chunk)));
-      const due = started + ((offset + chunk) / 16 / speed);
+      const due = started + (offset + chunk) / 16 / speed;
       const wait = due - performance.now();
       if (Number.isFinite(wait) && wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
@@ -129,6 +129,18 @@ export class RealtimeSocket {
   /** Resolves with the first received message matching `predicate` (searching what arrived already). */
   async waitFor(predicate: (message: ServerMessage) => boolean, timeoutMs = 30_000): Promise<ServerMessage> {
     return this.waitUntil(() => this.messages.find(predicate), timeoutMs, true);
+  }
+
+  /** Resolves once nothing has arrived for `quietMs` (the server has finished what it was sending). */
+  async settle(quietMs = 1000, timeoutMs = 30_000): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const last = this.received.at(-1)?.at ?? 0;
+      const quietFor = performance.now() - last;
+      if (quietFor >= quietMs || this.closeCode !== undefined) return;
+      if (performance.now() > deadline) throw new Error(`still receiving after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, quietMs - quietFor));
+    }
   }
 
   /** Resolves when the socket has closed, with the close code. */
@@ -158,7 +170,9 @@ export class RealtimeSocket {
           resolve(value);
         } else if (failOnClose && this.closeCode !== undefined) {
           cleanup();
-          reject(new Error(`socket closed (${this.closeCode} ${this.closeReason}); last messages: ${recent()}`));
+          reject(
+            new Error(`socket closed (${this.closeCode} ${this.closeReason}); last messages: ${recent()}`),
+          );
         }
       };
       const timer = setTimeout(() => {

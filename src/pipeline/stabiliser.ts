@@ -30,21 +30,37 @@ export class TranscriptStabiliser {
 
   constructor(
     private readonly mode: FinalizeMode,
-    private readonly minCommitWords = 2,
+    private readonly options: {
+      minCommitWords?: number;
+      holdBackMs?: number;
+      /** Whether the recogniser punctuates; without punctuation a sentence ends only with the utterance. */
+      punctuated?: boolean;
+    } = {},
   ) {}
 
-  update(hypothesis: readonly StableWord[]): StabiliserUpdate {
+  /**
+   * `audioMs`: utterance audio decoded so far. With word timings, words ending within
+   * `holdBackMs` of it are not committed yet: recognisers revise recent words most.
+   */
+  update(hypothesis: readonly StableWord[], audioMs = Infinity): StabiliserUpdate {
     const tail = hypothesis.slice(this.committedCount);
     const agreed = commonPrefixLength(this.previousTail, tail);
     this.previousTail = tail;
+    const settledBefore = audioMs - (this.options.holdBackMs ?? 0);
+    let settled = 0;
+    while (settled < tail.length && (tail[settled]!.endMs ?? -Infinity) <= settledBefore) settled++;
+    const timed = tail.length > 0 && tail.every((word) => word.endMs !== undefined);
     // Never commit the newest word while audio is still arriving.
-    const lockable = Math.min(agreed, tail.length - 1);
+    const lockable = Math.min(agreed, tail.length - 1, timed ? settled : Infinity);
+    const minCommitWords = this.options.minCommitWords ?? 2;
     const commitLength =
       this.mode === "stable"
-        ? lockable >= this.minCommitWords
+        ? lockable >= minCommitWords
           ? lockable
           : 0
-        : lastSentenceEnd(tail, lockable) + 1;
+        : this.options.punctuated === false
+          ? 0
+          : lastSentenceEnd(tail, lockable) + 1;
     return this.commit(tail, commitLength);
   }
 
@@ -62,7 +78,8 @@ export class TranscriptStabiliser {
     const committed = tail.slice(0, length);
     this.committedCount += length;
     this.previousTail = this.previousTail.slice(length);
-    const commits = this.mode === "sentence" ? splitSentences(committed) : [committed];
+    const commits =
+      this.mode === "sentence" && this.options.punctuated !== false ? splitSentences(committed) : [committed];
     return { commits, pending: tail.slice(length) };
   }
 }

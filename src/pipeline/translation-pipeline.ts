@@ -38,6 +38,8 @@ export interface PipelineOptions {
   /** Audio kept from before speech onset so the first phoneme is not clipped. */
   readonly preRollMs?: number;
   readonly segmenter?: Partial<Omit<SegmenterOptions, "windowMs">>;
+  /** Recent words (within this of the audio head) are not committed as finals yet. */
+  readonly stabiliserHoldBackMs?: number;
 }
 
 interface TranscriptFields {
@@ -192,7 +194,11 @@ export class TranslationPipeline {
         await this.consumeAudio(item);
       }
     } catch (error) {
-      this.events.push({ type: "error", message: `speech recognition failed: ${(error as Error).message}`, fatal: true });
+      this.events.push({
+        type: "error",
+        message: `speech recognition failed: ${(error as Error).message}`,
+        fatal: true,
+      });
     } finally {
       this.utterance?.stream.abort();
       this.utterance = undefined;
@@ -236,7 +242,10 @@ export class TranslationPipeline {
         stream,
         startSample,
         sinceLastPartial: 0,
-        stabiliser: new TranscriptStabiliser(this.options.finalizeMode),
+        stabiliser: new TranscriptStabiliser(this.options.finalizeMode, {
+          holdBackMs: this.options.stabiliserHoldBackMs ?? 600,
+          punctuated: this.options.asr.capabilities.punctuation,
+        }),
       };
       this.segment ??= this.newSegment(Math.floor(startSample / SAMPLES_PER_MS));
       for (const earlier of preRoll) await stream.write(earlier);
@@ -249,10 +258,18 @@ export class TranslationPipeline {
       return;
     }
     utterance.sinceLastPartial += window.length;
-    if (utterance.sinceLastPartial >= this.partialIntervalSamples && this.options.asr.capabilities.partialResults) {
+    if (
+      utterance.sinceLastPartial >= this.partialIntervalSamples &&
+      this.options.asr.capabilities.partialResults
+    ) {
       utterance.sinceLastPartial = 0;
       const hypothesis = await utterance.stream.partial();
-      this.applyStabiliser(utterance.stabiliser.update(toStableWords(hypothesis)), utterance.startSample, false);
+      const audioMs = (this.processedSamples - utterance.startSample) / SAMPLES_PER_MS;
+      this.applyStabiliser(
+        utterance.stabiliser.update(toStableWords(hypothesis), audioMs),
+        utterance.startSample,
+        false,
+      );
     }
   }
 
@@ -260,7 +277,8 @@ export class TranslationPipeline {
   private async finishUtterance(explicit: boolean): Promise<void> {
     if (explicit) {
       // Audio that arrived within the finalize wait but does not fill a VAD window still counts.
-      if (this.utterance && this.windowFill > 0) await this.utterance.stream.write(this.window.slice(0, this.windowFill));
+      if (this.utterance && this.windowFill > 0)
+        await this.utterance.stream.write(this.window.slice(0, this.windowFill));
       this.processedSamples += this.windowFill;
       this.windowFill = 0;
       this.segmenter.reset();
@@ -270,12 +288,17 @@ export class TranslationPipeline {
     this.utterance = undefined;
     if (utterance) {
       const hypothesis = await utterance.stream.finish();
-      this.applyStabiliser(utterance.stabiliser.finish(toStableWords(hypothesis)), utterance.startSample, true);
+      this.applyStabiliser(
+        utterance.stabiliser.finish(toStableWords(hypothesis)),
+        utterance.startSample,
+        true,
+      );
     }
     const segment = this.segment;
     this.segment = undefined;
     // Interim text that no final covers must be closed by a final, even an empty one.
-    if (segment && segment.lastShown !== joinWords(segment.committed)) this.emitFinal(segment, [], this.positionMs());
+    if (segment && segment.lastShown !== joinWords(segment.committed))
+      this.emitFinal(segment, [], this.positionMs());
   }
 
   private applyStabiliser(
@@ -301,7 +324,14 @@ export class TranslationPipeline {
     if (text === segment.lastShown) return;
     segment.lastShown = text;
     const endMs = endOf(update.pending);
-    this.events.push({ type: "original", segmentId: segment.id, text, isFinal: false, startMs: segment.startMs, endMs });
+    this.events.push({
+      type: "original",
+      segmentId: segment.id,
+      text,
+      isFinal: false,
+      startMs: segment.startMs,
+      endMs,
+    });
     this.translations.push({
       kind: "interim",
       segment,
@@ -325,7 +355,14 @@ export class TranslationPipeline {
       endMs,
     });
     const sourceText = joinWords(words);
-    this.translations.push({ kind: "final", segment, sourceText, originalText, endMs, seq: segment.interimSeq });
+    this.translations.push({
+      kind: "final",
+      segment,
+      sourceText,
+      originalText,
+      endMs,
+      seq: segment.interimSeq,
+    });
   }
 
   private newSegment(startMs: number): Segment {
@@ -353,7 +390,8 @@ export class TranslationPipeline {
       if (job.kind === "interim" && job.seq !== segment.interimSeq) continue;
       let translatedSpan: string;
       try {
-        translatedSpan = job.sourceText === "" ? "" : await this.options.translate(job.sourceText, this.context);
+        translatedSpan =
+          job.sourceText === "" ? "" : await this.options.translate(job.sourceText, this.context);
       } catch (error) {
         this.fail(`translation failed: ${(error as Error).message}`);
         continue;
@@ -372,7 +410,8 @@ export class TranslationPipeline {
         startMs: segment.startMs,
         endMs: job.endMs,
       });
-      if (job.kind === "final" && translatedSpan !== "" && this.options.speak) this.speech.push(translatedSpan);
+      if (job.kind === "final" && translatedSpan !== "" && this.options.speak)
+        this.speech.push(translatedSpan);
     }
     this.speech.close();
   }

@@ -13,7 +13,10 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function get(path: string, apiKey?: string): Promise<{ status: number; body: unknown; headers: Headers }> {
+async function get(
+  path: string,
+  apiKey?: string,
+): Promise<{ status: number; body: unknown; headers: Headers }> {
   const response = await fetch(new URL(path, server.baseUrl), {
     headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
   });
@@ -34,7 +37,9 @@ describe("GET /v1/session", () => {
       session_id: expect.stringMatching(/^[0-9a-f-]{36}$/),
       ws_url: expect.stringMatching(/^ws:\/\/127\.0\.0\.1:\d+\/v1\/ws\?token=/),
       expires_in: 60,
-      model_version_id: expect.stringMatching(/^relay-1\/\d+\.\d+\.\d+\/silero-vad@.*pocketsphinx@.*apertium@.*espeak-ng@/),
+      model_version_id: expect.stringMatching(
+        /^relay-1\/\d+\.\d+\.\d+\/silero-vad@.*pocketsphinx@.*apertium@.*espeak-ng@/,
+      ),
     });
   });
 
@@ -122,7 +127,9 @@ describe("GET /v1/voices", () => {
   it("lists 70 voices of both genders without authentication", async () => {
     const { status, body } = await get("/v1/voices");
     expect(status).toBe(200);
-    const voices = (body as { voices: { id: number; name: string; gender: string; strong_accent: boolean }[] }).voices;
+    const voices = (
+      body as { voices: { id: number; name: string; gender: string; strong_accent: boolean }[] }
+    ).voices;
     expect(voices).toHaveLength(70);
     expect(new Set(voices.map((v) => v.id)).size).toBe(70);
     for (const voice of voices) {
@@ -158,14 +165,18 @@ describe("GET /v1/languages, /healthz and unknown routes", () => {
       voice_output: { language: string }[];
       engines: { kind: string; id: string }[];
     };
-    expect(report.recognition).toContainEqual(expect.objectContaining({ language: "en", engine: "pocketsphinx" }));
+    expect(report.recognition).toContainEqual(
+      expect.objectContaining({ language: "en", engine: "pocketsphinx" }),
+    );
     expect(report.translation).toContainEqual(expect.objectContaining({ from: "en", to: "es", via: null }));
     expect(report.translation).toContainEqual(expect.objectContaining({ from: "en", to: "fr", via: "es" }));
     expect(report.translation).toContainEqual(expect.objectContaining({ from: "pt", to: "it", via: "es" }));
     for (const language of ["en", "es", "fr", "de", "ru", "zh"]) {
       expect(report.voice_output.map((v) => v.language)).toContain(language);
     }
-    expect(report.engines.map((e) => e.kind).sort()).toEqual(expect.arrayContaining(["asr", "mt", "tts", "vad"]));
+    expect(report.engines.map((e) => e.kind).sort()).toEqual(
+      expect.arrayContaining(["asr", "mt", "tts", "vad"]),
+    );
   });
 
   it("answers /healthz once the engines are loaded", async () => {

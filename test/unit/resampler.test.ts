@@ -2,7 +2,10 @@ import { describe, expect, it } from "vitest";
 import { resample } from "../../src/audio/resampler.js";
 
 function tone(frequency: number, rate: number, seconds: number): Float32Array {
-  return Float32Array.from({ length: Math.round(rate * seconds) }, (_, i) => 0.5 * Math.sin((2 * Math.PI * frequency * i) / rate));
+  return Float32Array.from(
+    { length: Math.round(rate * seconds) },
+    (_, i) => 0.5 * Math.sin((2 * Math.PI * frequency * i) / rate),
+  );
 }
 
 /** Amplitude of `frequency` in `samples` (single-bin DFT). */

@@ -1,7 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { joinWords, TranscriptStabiliser, type StableWord } from "../../src/pipeline/stabiliser.js";
 
-const words = (text: string): StableWord[] => text.split(" ").filter(Boolean).map((t) => ({ text: t }));
+const words = (text: string): StableWord[] =>
+  text
+    .split(" ")
+    .filter(Boolean)
+    .map((t) => ({ text: t }));
 const texts = (commits: StableWord[][]) => commits.map(joinWords);
 
 describe("TranscriptStabiliser, stable mode", () => {
@@ -30,9 +34,11 @@ describe("TranscriptStabiliser, stable mode", () => {
     const hyps = ["one two", "one two three", "one two three four five", "one two three four five six"];
     const committed: string[] = [];
     for (const h of hyps) for (const c of s.update(words(h)).commits) committed.push(joinWords(c));
-    for (const c of s.finish(words("one two three four five six seven")).commits) committed.push(joinWords(c));
+    for (const c of s.finish(words("one two three four five six seven")).commits)
+      committed.push(joinWords(c));
     const cumulative = committed.map((_, i) => committed.slice(0, i + 1).join(" "));
-    for (let i = 1; i < cumulative.length; i++) expect(cumulative[i]!.startsWith(cumulative[i - 1]!)).toBe(true);
+    for (let i = 1; i < cumulative.length; i++)
+      expect(cumulative[i]!.startsWith(cumulative[i - 1]!)).toBe(true);
     expect(cumulative.at(-1)).toBe("one two three four five six seven");
   });
 
@@ -66,5 +72,24 @@ describe("TranscriptStabiliser, sentence mode", () => {
       expect(s.update(words(h)).commits).toEqual([]);
     }
     expect(texts(s.finish(words("go forward ten meters")).commits)).toEqual(["go forward ten meters"]);
+  });
+});
+
+describe("TranscriptStabiliser, safeguards", () => {
+  it("holds back words that end close to the audio head when word timings are known", () => {
+    const s = new TranscriptStabiliser("stable", { holdBackMs: 500 });
+    const timed = (text: string) => text.split(" ").map((t, i) => ({ text: t, endMs: (i + 1) * 300 }));
+    s.update(timed("a b c d e"), 1500);
+    // words end at 300..1500 ms; only those ending by 1000 ms (a, b, c) may be committed
+    expect(texts(s.update(timed("a b c d e f"), 1500).commits)).toEqual(["a b c"]);
+  });
+
+  it("treats periods as sentence ends only for punctuating recognisers", () => {
+    const s = new TranscriptStabiliser("sentence", { punctuated: false });
+    s.update(words("mr john s. went home"));
+    expect(s.update(words("mr john s. went home today")).commits).toEqual([]);
+    expect(texts(s.finish(words("mr john s. went home today")).commits)).toEqual([
+      "mr john s. went home today",
+    ]);
   });
 });

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { AsrEngine, AsrStream, VadEngine } from "../../src/engines/types.js";
-import { TranslationPipeline, type PipelineEvent, type PipelineOptions } from "../../src/pipeline/translation-pipeline.js";
+import {
+  TranslationPipeline,
+  type PipelineEvent,
+  type PipelineOptions,
+} from "../../src/pipeline/translation-pipeline.js";
 
 /** Engine doubles: speech is any window whose samples are non-zero; the recogniser reveals one scripted word per 250 ms. */
 const energyVad: VadEngine = {
@@ -14,7 +18,13 @@ function scriptedAsr(script: string[]): AsrEngine & { opened: number } {
   const engine = {
     opened: 0,
     info: { id: "scripted-double", version: "test" },
-    capabilities: { languages: ["en"], sampleRate: 16_000, partialResults: true, wordTimings: false, punctuation: true },
+    capabilities: {
+      languages: ["en"],
+      sampleRate: 16_000,
+      partialResults: true,
+      wordTimings: false,
+      punctuation: true,
+    },
     async createStream(): Promise<AsrStream> {
       engine.opened++;
       let written = 0;
@@ -22,7 +32,10 @@ function scriptedAsr(script: string[]): AsrEngine & { opened: number } {
       return {
         write: async (pcm) => void (written += pcm.length),
         partial: async () => ({ text: words().join(" "), words: [] }),
-        finish: async () => ({ text: script.slice(0, Math.max(1, Math.ceil(written / 4000))).join(" "), words: [] }),
+        finish: async () => ({
+          text: script.slice(0, Math.max(1, Math.ceil(written / 4000))).join(" "),
+          words: [],
+        }),
         abort: () => {},
       };
     },
@@ -34,7 +47,10 @@ function scriptedAsr(script: string[]): AsrEngine & { opened: number } {
 const speech = (ms: number) => new Int16Array(ms * 16).fill(1000);
 const silence = (ms: number) => new Int16Array(ms * 16);
 
-async function collect(pipeline: TranslationPipeline, until: (events: PipelineEvent[]) => boolean): Promise<PipelineEvent[]> {
+async function collect(
+  pipeline: TranslationPipeline,
+  until: (events: PipelineEvent[]) => boolean,
+): Promise<PipelineEvent[]> {
   const events: PipelineEvent[] = [];
   for await (const event of pipeline.events) {
     events.push(event);
@@ -47,7 +63,8 @@ function pipelineWith(overrides: Partial<PipelineOptions> & { asr: AsrEngine }):
   return new TranslationPipeline({
     vad: energyVad,
     sourceLanguage: "en",
-    translate: async (text) => text.toUpperCase(),
+    // a "translation" that keeps case and word boundaries: every word reversed
+    translate: async (text) => text.split(" ").map((w) => [...w].reverse().join("")).join(" "),
     speak: async (text) => [new Float32Array(1920).fill(text.length / 100)],
     finalizeMode: "stable",
     finalizeWaitMs: 5,
@@ -55,8 +72,9 @@ function pipelineWith(overrides: Partial<PipelineOptions> & { asr: AsrEngine }):
   });
 }
 
-const finals = (events: PipelineEvent[], type: "original" | "translated") =>
-  events.filter((e): e is Extract<PipelineEvent, { type: typeof type }> => e.type === type && e.isFinal);
+function finals<T extends "original" | "translated">(events: PipelineEvent[], type: T) {
+  return events.filter((e): e is Extract<PipelineEvent, { type: T }> => e.type === type && e.isFinal);
+}
 
 describe("TranslationPipeline (engine doubles)", () => {
   it("streams interims, prefix-extending stable finals, translations and speech; trailing silence ends the segment", async () => {
@@ -66,7 +84,7 @@ describe("TranslationPipeline (engine doubles)", () => {
     const events = await collect(
       pipeline,
       (evs) =>
-        finals(evs, "translated").at(-1)?.text === "GO FORWARD TEN METERS NOW" &&
+        finals(evs, "translated").at(-1)?.text === "og drawrof net sretem won" &&
         evs.filter((e) => e.type === "audio").length === finals(evs, "translated").length,
     );
     await pipeline.close();
@@ -78,12 +96,21 @@ describe("TranslationPipeline (engine doubles)", () => {
     for (let i = 1; i < originals.length; i++) expect(originals[i]!.startsWith(originals[i - 1]!)).toBe(true);
     expect(originals.at(-1)).toBe("go forward ten meters now");
     const translated = finals(events, "translated");
-    for (let i = 1; i < translated.length; i++) expect(translated[i]!.text.startsWith(translated[i - 1]!.text)).toBe(true);
-    expect(translated.at(-1)!.type === "translated" && translated.at(-1)!.originalText).toBe("go forward ten meters now");
-    expect(new Set(events.filter((e) => "segmentId" in e).map((e) => (e as { segmentId: string }).segmentId)).size).toBe(1);
+    for (let i = 1; i < translated.length; i++)
+      expect(translated[i]!.text.startsWith(translated[i - 1]!.text)).toBe(true);
+    expect(translated.at(-1)!.type === "translated" && translated.at(-1)!.originalText).toBe(
+      "go forward ten meters now",
+    );
+    expect(
+      new Set(events.filter((e) => "segmentId" in e).map((e) => (e as { segmentId: string }).segmentId)).size,
+    ).toBe(1);
     // one spoken clip per committed span, each clip's level encoding its text length in this double
-    expect(events.filter((e) => e.type === "audio").map((e) => (e as { samples: Float32Array }).samples[0])).toEqual(
-      translated.map((t, i) => Math.fround((t.text.length - (translated[i - 1]?.text.length ?? -1) - 1) / 100)),
+    expect(
+      events.filter((e) => e.type === "audio").map((e) => (e as { samples: Float32Array }).samples[0]),
+    ).toEqual(
+      translated.map((t, i) =>
+        Math.fround((t.text.length - (translated[i - 1]?.text.length ?? -1) - 1) / 100),
+      ),
     );
     // a final of a segment is never followed by an interim of the same segment
     const lastFinal = events.findLastIndex((e) => e.type === "original" && e.isFinal);
@@ -96,10 +123,16 @@ describe("TranslationPipeline (engine doubles)", () => {
     pipeline.pushAudio(speech(600));
     pipeline.finalize();
     pipeline.finalize(); // a flood of finalize coalesces
-    const first = await collect(pipeline, (evs) => finals(evs, "translated").length > 0 && evs.at(-1)?.type === "audio");
+    const first = await collect(
+      pipeline,
+      (evs) => finals(evs, "translated").length > 0 && evs.at(-1)?.type === "audio",
+    );
     pipeline.pushAudio(speech(600));
     pipeline.finalize();
-    const second = await collect(pipeline, (evs) => finals(evs, "translated").length > 0 && evs.at(-1)?.type === "audio");
+    const second = await collect(
+      pipeline,
+      (evs) => finals(evs, "translated").length > 0 && evs.at(-1)?.type === "audio",
+    );
     await pipeline.close();
     const idOf = (evs: PipelineEvent[]) => (finals(evs, "original")[0] as { segmentId: string }).segmentId;
     expect(idOf(first)).not.toBe(idOf(second));

@@ -24,9 +24,14 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
   app.get("/v1/session", async (request) => {
     apiKeys.authorize(request.headers.authorization, "realtime");
     if (!sessions.hasRoom()) {
-      throw new ApiError(503, "capacity_exhausted", "no session capacity right now; retry after a short backoff", {
-        "retry-after": "1",
-      });
+      throw new ApiError(
+        503,
+        "capacity_exhausted",
+        "no session capacity right now; retry after a short backoff",
+        {
+          "retry-after": "1",
+        },
+      );
     }
     const metadata = queryMetadata(request.query);
     const { sessionId, token } = await sessions.create(metadata);
@@ -51,7 +56,12 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
         if (!pending) {
           return reply
             .code(401)
-            .send(errorBody("unauthorized", "the session URL is invalid, expired or already used; create a new session"));
+            .send(
+              errorBody(
+                "unauthorized",
+                "the session URL is invalid, expired or already used; create a new session",
+              ),
+            );
         }
         request.pendingSession = pending;
       },

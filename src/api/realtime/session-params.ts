@@ -35,7 +35,12 @@ function reject(message: string): never {
   throw new Rejection(message);
 }
 
-function oneOf<T extends string>(key: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
+function oneOf<T extends string>(
+  key: string,
+  value: string | undefined,
+  allowed: readonly T[],
+  fallback: T,
+): T {
   if (value === undefined) return fallback;
   if ((allowed as readonly string[]).includes(value)) return value as T;
   return reject(`${key}="${value}" is not valid; use one of: ${allowed.join(", ")}`);
@@ -86,7 +91,10 @@ function label(key: string, value: string | undefined): string | undefined {
   return value;
 }
 
-export function planSession(metadata: Readonly<Record<string, string>>, registry: EngineRegistry): PlanResult {
+export function planSession(
+  metadata: Readonly<Record<string, string>>,
+  registry: EngineRegistry,
+): PlanResult {
   try {
     return { ok: true, plan: buildPlan(metadata, registry) };
   } catch (error) {
@@ -116,34 +124,36 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
   const context = checkContext(m.context ?? "");
   const sourceIsAuto = m.sourceLanguage === "auto";
 
-  if (mode === "tts" && !audioOutputEnabled) reject("mode=tts needs audioOutputEnabled=true: it produces only audio");
+  if (mode === "tts" && !audioOutputEnabled)
+    reject("mode=tts needs audioOutputEnabled=true: it produces only audio");
   if (m.voiceId === "auto" && modelName === "relay-1") reject("voiceId=auto needs modelName=relay-2");
   if (sourceIsAuto && modelName === "relay-1") reject("sourceLanguage=auto needs modelName=relay-2");
-  if (sourceIsAuto && twoWay) reject("sourceLanguage=auto cannot be combined with twoWay=true; name both languages");
+  if (sourceIsAuto && twoWay)
+    reject("sourceLanguage=auto cannot be combined with twoWay=true; name both languages");
   // relay-2 features scheduled for a later release are refused clearly rather than silently ignored.
-  if (m.voiceId === "auto") reject("voiceId=auto is not available yet on this server; pass a numeric voiceId");
-  if (sourceIsAuto) reject("sourceLanguage=auto is not available yet on this server; name the spoken language");
+  if (m.voiceId === "auto")
+    reject("voiceId=auto is not available yet on this server; pass a numeric voiceId");
+  if (sourceIsAuto)
+    reject("sourceLanguage=auto is not available yet on this server; name the spoken language");
   if (twoWay) reject("twoWay=true is not available yet on this server");
 
   const sourceLanguage = primaryLanguage("sourceLanguage", m.sourceLanguage ?? "en");
   const targetLanguage = primaryLanguage("targetLanguage", m.targetLanguage ?? "es");
   const voice = m.voiceId !== undefined ? resolveVoice(m.voiceId) : defaultVoice(voiceType);
 
-  if (mode === "s2tt") {
-    if (!registry.recognizer(sourceLanguage)) {
-      reject(
-        `sourceLanguage="${sourceLanguage}" cannot be recognised by the configured engines; ` +
-          `recognition is available for: ${registry.recognitionLanguages().join(", ")}`,
-      );
-    }
-    if (!registry.translationRoute(sourceLanguage, targetLanguage)) {
-      reject(
-        `no translation from "${sourceLanguage}" to "${targetLanguage}" with the configured engines; ` +
-          `from "${sourceLanguage}" the targets are: ${registry.translationTargets(sourceLanguage).join(", ")}`,
-      );
-    }
+  if (mode === "s2tt" && !registry.recognizer(sourceLanguage)) {
+    reject(
+      `sourceLanguage="${sourceLanguage}" cannot be recognised by the configured engines; ` +
+        `recognition is available for: ${registry.recognitionLanguages().join(", ")}`,
+    );
   }
   if (audioOutputEnabled) checkVoiceOutput(registry, "targetLanguage", targetLanguage);
+  if (mode === "s2tt" && !registry.translationRoute(sourceLanguage, targetLanguage)) {
+    reject(
+      `no translation from "${sourceLanguage}" to "${targetLanguage}" with the configured engines; ` +
+        `from "${sourceLanguage}" the targets are: ${registry.translationTargets(sourceLanguage).join(", ")}`,
+    );
+  }
 
   return {
     mode,

@@ -56,7 +56,8 @@ export function serveSessionSocket(socket: WebSocket, pending: PendingSession, d
     return;
   }
   const plan = planned.plan;
-  const handler = plan.mode === "tts" ? new TextToSpeechSession(plan, deps, wire) : new SpeechSession(plan, deps, wire);
+  const handler =
+    plan.mode === "tts" ? new TextToSpeechSession(plan, deps, wire) : new SpeechSession(plan, deps, wire);
   if (plan.mode === "tts") wire.send({ type: "ready", mode: "tts" });
 
   socket.on("message", (data: RawData, isBinary: boolean) => {
@@ -81,12 +82,12 @@ export function serveSessionSocket(socket: WebSocket, pending: PendingSession, d
         return;
       }
       if (typeof message !== "object" || message === null || Array.isArray(message)) {
-        wire.error("a message must be a JSON object with a string \"type\"");
+        wire.error('a message must be a JSON object with a string "type"');
         return;
       }
       const type = (message as { type?: unknown }).type;
       if (typeof type !== "string") {
-        wire.error("a message must be a JSON object with a string \"type\"");
+        wire.error('a message must be a JSON object with a string "type"');
         return;
       }
       handler.onMessage(type, message as Record<string, unknown>);
@@ -148,7 +149,7 @@ interface ModeHandler {
 function metadataOf(message: Record<string, unknown>): Record<string, unknown> | string {
   const metadata = message.metadata;
   if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) {
-    return "update_metadata needs \"metadata\": an object of keys and values";
+    return 'update_metadata needs "metadata": an object of keys and values';
   }
   return metadata as Record<string, unknown>;
 }
@@ -225,7 +226,9 @@ class SpeechSession implements ModeHandler {
           continue;
         }
         const problem =
-          typeof value !== "string" ? "context must be a string" : validationMessage(() => checkContext(value));
+          typeof value !== "string"
+            ? "context must be a string"
+            : validationMessage(() => checkContext(value));
         if (problem) {
           this.wire.error(problem);
           continue;
@@ -258,7 +261,9 @@ class SpeechSession implements ModeHandler {
     this.wire.send({
       type: event.type === "original" ? "original_transcript" : "translated_transcript",
       text: event.text,
-      ...(event.type === "translated" ? { translated_text: event.text, original_text: event.originalText } : {}),
+      ...(event.type === "translated"
+        ? { translated_text: event.text, original_text: event.originalText }
+        : {}),
       correlation_id: event.segmentId,
       is_final: event.isFinal,
       source_language: plan.sourceLanguage,
@@ -268,7 +273,6 @@ class SpeechSession implements ModeHandler {
       ...(plan.modelName === "relay-2" ? { start_ms: event.startMs, end_ms: event.endMs } : {}),
     });
   }
-
 }
 
 class TextToSpeechSession implements ModeHandler {
@@ -294,7 +298,8 @@ class TextToSpeechSession implements ModeHandler {
   onMessage(type: string, message: Record<string, unknown>): void {
     if (type === "speak") this.speak(message);
     else if (type === "update_metadata") this.updateMetadata(message);
-    else if (type === "finalize") this.wire.error("finalize applies to speech sessions; this is a mode=tts session");
+    else if (type === "finalize")
+      this.wire.error("finalize applies to speech sessions; this is a mode=tts session");
   }
 
   async close(): Promise<void> {
@@ -309,7 +314,10 @@ class TextToSpeechSession implements ModeHandler {
     const refused: string[] = [];
     for (const [key, value] of Object.entries(metadata)) {
       if (key === "voiceId" || key === "targetLanguage") {
-        const problem = this.applySticky(key === "voiceId" ? value : undefined, key === "targetLanguage" ? value : undefined);
+        const problem = this.applySticky(
+          key === "voiceId" ? value : undefined,
+          key === "targetLanguage" ? value : undefined,
+        );
         if (problem) this.wire.error(problem);
         else applied.push(key);
       } else {
@@ -342,7 +350,8 @@ class TextToSpeechSession implements ModeHandler {
 
   private speak(message: Record<string, unknown>): void {
     const { text, voiceId, language, correlation_id: correlationId } = message;
-    if (typeof text !== "string" || text.trim() === "") return this.wire.error("speak needs \"text\": a non-empty string");
+    if (typeof text !== "string" || text.trim() === "")
+      return this.wire.error('speak needs "text": a non-empty string');
     if (text.length > MAX_SPEAK_CHARS) {
       return this.wire.error(`speak text is ${text.length} characters long; the limit is ${MAX_SPEAK_CHARS}`);
     }
@@ -364,7 +373,6 @@ class TextToSpeechSession implements ModeHandler {
       this.wire.send({ type: "speech_end" });
     });
   }
-
 }
 
 function toBuffer(data: RawData): Buffer {
