@@ -31,7 +31,17 @@ export async function buildApp(config: Config, registry: EngineRegistry): Promis
   const engines = registry.engineSummary();
 
   await http.register(websocket, {
+    // UTF-8 is validated per message by the session (an error frame, not a dropped connection).
     options: { maxPayload: MAX_MESSAGE_BYTES, skipUTF8Validation: true },
+    errorHandler(error, socket, request) {
+      // Protocol violations (oversized frames: 1009) are closed by ws itself with the right code.
+      if ((error as { code?: string }).code?.startsWith("WS_ERR_")) {
+        request.log.debug({ err: error }, "client broke the WebSocket protocol");
+        return;
+      }
+      request.log.error({ err: error }, "session handler failed");
+      socket.close(4500, "internal error");
+    },
   });
   await http.register(realtimeRoutes, {
     registry,

@@ -11,21 +11,22 @@ import { z } from "zod";
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-const list = z
-  .string()
-  .transform((value) =>
-    value
-      .split(",")
-      .map((item) => item.trim())
-      .filter(Boolean),
-  );
+const list = z.string().transform((value) =>
+  value
+    .split(",")
+    .map((item) => item.trim())
+    .filter(Boolean),
+);
 
 const apiKeySpec = z.string().transform((spec, ctx) => {
   // key[:balanceUsd[:entitlement+entitlement]]
   const [key, balance, entitlements] = spec.split(":");
   const balanceUsd = balance === undefined || balance === "" ? 100 : Number(balance);
   if (!key || !Number.isFinite(balanceUsd)) {
-    ctx.addIssue({ code: "custom", message: `invalid API key entry "${spec}" (expected key[:balance[:realtime+dubbing]])` });
+    ctx.addIssue({
+      code: "custom",
+      message: `invalid API key entry "${spec}" (expected key[:balance[:realtime+dubbing]])`,
+    });
     return z.NEVER;
   }
   const scopes = entitlements ? entitlements.split("+").filter(Boolean) : ["realtime", "rooms", "dubbing"];

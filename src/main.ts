@@ -10,7 +10,8 @@ async function main(): Promise<void> {
   const registry = await EngineRegistry.create(config.engines);
   const app = await buildApp(config, registry);
   for (const { id, reason } of registry.unavailable) app.http.log.warn(`engine ${id} unavailable: ${reason}`);
-  if (config.apiKeys.length === 0) app.http.log.warn("API_KEYS is empty: GET /v1/session will refuse every request");
+  if (config.apiKeys.length === 0)
+    app.http.log.warn("API_KEYS is empty: GET /v1/session will refuse every request");
   await app.http.listen({ port: config.port, host: config.host });
 
   let stopping = false;

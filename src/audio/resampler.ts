@@ -14,7 +14,11 @@ type Converter = Awaited<ReturnType<typeof create>>;
 const oneShotConverters = new Map<string, Promise<Converter>>();
 
 /** Resamples one complete mono signal. Independent calls never share filter state. */
-export async function resample(samples: Float32Array, fromRate: number, toRate: number): Promise<Float32Array> {
+export async function resample(
+  samples: Float32Array,
+  fromRate: number,
+  toRate: number,
+): Promise<Float32Array> {
   if (fromRate === toRate || samples.length === 0) return samples;
   if (samples.length * Math.max(1, toRate / fromRate) < ONE_SHOT_LIMIT) {
     const key = `${fromRate}:${toRate}`;

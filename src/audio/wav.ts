@@ -29,7 +29,8 @@ export async function readWavAsPcm16(path: string, sampleRate = 16_000): Promise
   const audio = await readWav(path);
   const samples = await resample(audio.samples, audio.sampleRate, sampleRate);
   const pcm = new Int16Array(samples.length);
-  for (let i = 0; i < samples.length; i++) pcm[i] = Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767);
+  for (let i = 0; i < samples.length; i++)
+    pcm[i] = Math.round(Math.max(-1, Math.min(1, samples[i]!)) * 32767);
   return pcm;
 }
 

@@ -30,7 +30,8 @@ export class ApiKeyStore {
   /** Resolves `Authorization: Bearer <key>` and checks entitlement and balance (401 / 403 / 402). */
   authorize(header: string | undefined, entitlement: Entitlement): Account {
     const match = /^Bearer\s+(\S+)\s*$/iu.exec(header ?? "");
-    if (!match) throw new ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>'");
+    if (!match)
+      throw new ApiError(401, "unauthorized", "missing API key: send 'Authorization: Bearer <key>'");
     const digest = digestOf(match[1]!);
     const account = this.lookup(digest);
     if (!account) throw new ApiError(401, "unauthorized", "invalid API key");
@@ -38,7 +39,11 @@ export class ApiKeyStore {
       throw new ApiError(403, "forbidden", `this API key is not entitled to ${entitlement}`);
     }
     if (account.balanceUsd <= 0) {
-      throw new ApiError(402, "insufficient_balance", "the account balance is exhausted; top it up to continue");
+      throw new ApiError(
+        402,
+        "insufficient_balance",
+        "the account balance is exhausted; top it up to continue",
+      );
     }
     return account;
   }

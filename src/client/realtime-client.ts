@@ -148,6 +148,15 @@ export class RealtimeSocket {
     return this.waitUntil(() => this.closeCode, timeoutMs);
   }
 
+  /** Stops reading from the network (the server sees a slow reader) until `resume`. */
+  pause(): void {
+    this.ws.pause();
+  }
+
+  resume(): void {
+    this.ws.resume();
+  }
+
   close(code = 1000): void {
     this.ws.close(code);
   }

@@ -27,11 +27,20 @@ const TTS_FACTORIES: Record<string, (c: EngineConfig) => Promise<TtsEngine>> = {
 export interface TranslationRoute {
   readonly from: LanguageCode;
   readonly to: LanguageCode;
-  readonly hops: readonly { readonly engine: MtEngine; readonly from: LanguageCode; readonly to: LanguageCode }[];
+  readonly hops: readonly {
+    readonly engine: MtEngine;
+    readonly from: LanguageCode;
+    readonly to: LanguageCode;
+  }[];
 }
 
 export interface LanguagesReport {
-  readonly recognition: { language: string; engine: string; partial_results: boolean; word_timings: boolean }[];
+  readonly recognition: {
+    language: string;
+    engine: string;
+    partial_results: boolean;
+    word_timings: boolean;
+  }[];
   readonly translation: { from: string; to: string; engines: string[]; via: string | null }[];
   readonly voice_output: { language: string; engine: string }[];
   readonly engines: { kind: string; id: string; version: string }[];
@@ -54,7 +63,10 @@ export class EngineRegistry {
 
   static async create(config: EngineConfig): Promise<EngineRegistry> {
     const unavailable: { id: string; reason: string }[] = [];
-    async function build<T>(ids: readonly string[], factories: Record<string, (c: EngineConfig) => Promise<T>>) {
+    async function build<T>(
+      ids: readonly string[],
+      factories: Record<string, (c: EngineConfig) => Promise<T>>,
+    ) {
       const engines: T[] = [];
       for (const id of ids) {
         const factory = factories[id];
@@ -84,7 +96,14 @@ export class EngineRegistry {
     tts: TtsEngine[];
     pivotLanguage?: LanguageCode;
   }): EngineRegistry {
-    return new EngineRegistry(engines.vad, engines.asr, engines.mt, engines.tts, engines.pivotLanguage ?? "es", []);
+    return new EngineRegistry(
+      engines.vad,
+      engines.asr,
+      engines.mt,
+      engines.tts,
+      engines.pivotLanguage ?? "es",
+      [],
+    );
   }
 
   recognizer(language: LanguageCode): AsrEngine | undefined {
@@ -124,7 +143,10 @@ export class EngineRegistry {
 
   /** Every language some route can translate into from `from`. */
   translationTargets(from: LanguageCode): LanguageCode[] {
-    const candidates = unique([from, ...this.mt.flatMap((e) => e.capabilities.pairs.flatMap((p) => [p.from, p.to]))]);
+    const candidates = unique([
+      from,
+      ...this.mt.flatMap((e) => e.capabilities.pairs.flatMap((p) => [p.from, p.to])),
+    ]);
     return candidates.filter((to) => this.translationRoute(from, to) !== undefined);
   }
 
@@ -189,7 +211,11 @@ export class EngineRegistry {
 }
 
 /** Runs a text through every hop of a route. */
-export async function translateAlong(route: TranslationRoute, text: string, context: string): Promise<string> {
+export async function translateAlong(
+  route: TranslationRoute,
+  text: string,
+  context: string,
+): Promise<string> {
   let current = text;
   for (const hop of route.hops) {
     current = await hop.engine.translate({ text: current, from: hop.from, to: hop.to, context });

@@ -64,7 +64,11 @@ function pipelineWith(overrides: Partial<PipelineOptions> & { asr: AsrEngine }):
     vad: energyVad,
     sourceLanguage: "en",
     // a "translation" that keeps case and word boundaries: every word reversed
-    translate: async (text) => text.split(" ").map((w) => [...w].reverse().join("")).join(" "),
+    translate: async (text) =>
+      text
+        .split(" ")
+        .map((w) => [...w].reverse().join(""))
+        .join(" "),
     speak: async (text) => [new Float32Array(1920).fill(text.length / 100)],
     finalizeMode: "stable",
     finalizeWaitMs: 5,

@@ -70,13 +70,16 @@ describe("voice library", () => {
 
   it("has no two voices that sound identical", () => {
     const keys = VOICES.map(
-      (v) => `${v.timbre.variant}/${v.timbre.pitch}/${v.timbre.pitchRange}/${v.timbre.rate}/${JSON.stringify(v.timbre.accentLocales)}`,
+      (v) =>
+        `${v.timbre.variant}/${v.timbre.pitch}/${v.timbre.pitchRange}/${v.timbre.rate}/${JSON.stringify(v.timbre.accentLocales)}`,
     );
     expect(new Set(keys).size).toBe(70);
     for (const a of VOICES) {
       for (const b of VOICES) {
         if (a.id >= b.id || family(a.timbre.variant) !== family(b.timbre.variant)) continue;
-        expect(timbreDistance(a, b), `voices ${a.id} ${a.name} and ${b.id} ${b.name}`).toBeGreaterThanOrEqual(1);
+        expect(timbreDistance(a, b), `voices ${a.id} ${a.name} and ${b.id} ${b.name}`).toBeGreaterThanOrEqual(
+          1,
+        );
       }
     }
   });

@@ -1,0 +1,196 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readWavAsPcm16 } from "../../src/audio/wav.js";
+import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
+import { sharedPath } from "../support/shared.js";
+import { API_KEY, startServer, type TestServer } from "../support/server.js";
+
+/** Whatever a client sends, the process survives and other sessions are unaffected. */
+let server: TestServer;
+let goForward: Int16Array;
+
+beforeAll(async () => {
+  server = await startServer();
+  goForward = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+async function open(
+  params: Record<string, string> = { audioOutputEnabled: "false" },
+): Promise<RealtimeSocket> {
+  const socket = await RealtimeSocket.connect((await createSession(server.baseUrl, API_KEY, params)).ws_url);
+  await socket.waitFor((m) => m.type === "ready");
+  return socket;
+}
+
+const errors = (socket: RealtimeSocket) => socket.messages.filter((m) => m.type === "error");
+
+async function finalOriginal(socket: RealtimeSocket): Promise<string> {
+  await socket.waitFor((m) => m.type === "translated_transcript" && m.is_final === true);
+  await socket.settle(1500);
+  return socket.messages.filter((m) => m.type === "original_transcript" && m.is_final).at(-1)!.text as string;
+}
+
+async function expectServerHealthy(): Promise<void> {
+  const socket = await open();
+  await socket.stream(goForward, { speed: 8 });
+  socket.finalize();
+  expect(await finalOriginal(socket)).toBe("go forward ten meters");
+  socket.close();
+}
+
+describe("malformed input on the session socket", () => {
+  it("odd-length audio frames: one clear error, the odd byte carried over, recognition intact", async () => {
+    const socket = await open();
+    const bytes = Buffer.from(goForward.buffer, goForward.byteOffset, goForward.byteLength);
+    for (let offset = 0; offset < bytes.length; offset += 321)
+      socket.sendRaw(bytes.subarray(offset, offset + 321), true);
+    socket.finalize();
+    expect(await finalOriginal(socket)).toBe("go forward ten meters");
+    expect(errors(socket)).toHaveLength(1);
+    expect(errors(socket)[0]!.error).toMatch(/321 bytes is not a whole number of PCM16 samples/);
+    socket.close();
+  });
+
+  it("any frame size works: 1-sample and 1-second frames give the same transcript", async () => {
+    for (const samples of [1, 16_000]) {
+      const socket = await open();
+      for (let offset = 0; offset < goForward.length; offset += samples) {
+        socket.sendAudio(goForward.subarray(offset, offset + samples));
+      }
+      socket.finalize();
+      expect(await finalOriginal(socket)).toBe("go forward ten meters");
+      expect(errors(socket)).toHaveLength(0);
+      socket.close();
+    }
+  });
+
+  it("frames over 64 KiB close the socket with 1009; the server carries on", async () => {
+    const binary = await open();
+    binary.sendRaw(Buffer.alloc(64 * 1024 + 2), true);
+    expect(await binary.closed()).toBe(1009);
+    const text = await open();
+    text.sendRaw(
+      JSON.stringify({ type: "update_metadata", metadata: { context: "z".repeat(70_000) } }),
+      false,
+    );
+    expect(await text.closed()).toBe(1009);
+    await expectServerHealthy();
+  });
+
+  it("invalid UTF-8, malformed JSON and wrong types get error frames; the socket stays open", async () => {
+    const socket = await open();
+    const cases: [Buffer | string, RegExp][] = [
+      [Buffer.from([0x7b, 0xff, 0xfe, 0x7d]), /not valid UTF-8/],
+      ["{not json", /malformed JSON/],
+      ["[1,2,3]", /must be a JSON object with a string "type"/],
+      ["42", /must be a JSON object/],
+      ['{"type": 5}', /string "type"/],
+      ['{"type":"update_metadata","metadata":[1]}', /needs "metadata": an object/],
+      ['{"type":"update_metadata"}', /needs "metadata": an object/],
+      ['{"type":"update_metadata","metadata":{"context":5}}', /context must be a string/],
+      ['{"type":"speak","text":"hello"}', /speak is only accepted in mode=tts/],
+    ];
+    for (const [payload, pattern] of cases) {
+      const before = errors(socket).length;
+      socket.sendRaw(payload, false);
+      await expect.poll(() => errors(socket).length).toBe(before + 1);
+      expect(errors(socket).at(-1)!.error).toMatch(pattern);
+    }
+    // unknown types are ignored: the next reply is the ack of the following message
+    await socket.settle(300);
+    const before = socket.messages.length;
+    socket.send({ type: "dance", steps: 3 });
+    socket.send({ type: "update_metadata", metadata: { context: "ok" } });
+    await socket.waitFor((m) => socket.messages.indexOf(m) >= before && m.type === "metadata_ack");
+    expect(socket.messages.slice(before).map((m) => m.type)).toEqual(["metadata_ack"]);
+    expect(socket.isOpen).toBe(true);
+    socket.close();
+  });
+
+  it("a flood of finalize messages coalesces and the session keeps working", async () => {
+    const socket = await open();
+    const half = Math.floor(goForward.length / 2);
+    socket.sendAudio(goForward.subarray(0, half));
+    for (let i = 0; i < 2000; i++) socket.finalize();
+    socket.sendAudio(goForward.subarray(half));
+    for (let i = 0; i < 2000; i++) socket.finalize();
+    await socket.waitFor((m) => m.type === "translated_transcript" && m.is_final === true);
+    await socket.settle(1500);
+    expect(errors(socket)).toHaveLength(0);
+    const finals = socket.messages.filter((m) => m.type === "original_transcript" && m.is_final);
+    expect(new Set(finals.map((m) => m.correlation_id)).size).toBeLessThanOrEqual(2);
+    expect(finals.map((m) => m.text).join(" ")).toMatch(/go|forward|ten|meters/);
+    socket.close();
+    await expectServerHealthy();
+  });
+
+  it("audio sent before ready arrives is processed, not lost", async () => {
+    const session = await createSession(server.baseUrl, API_KEY, { audioOutputEnabled: "false" });
+    const socket = await RealtimeSocket.connect(session.ws_url);
+    await socket.stream(goForward, { chunkMs: 40, speed: Infinity }); // no wait for ready
+    socket.finalize();
+    expect(await finalOriginal(socket)).toBe("go forward ten meters");
+    expect(socket.messages[0]!.type).toBe("ready");
+    socket.close();
+  });
+
+  it("a slow reader gets speech frames dropped, never unbounded buffering; transcripts and ends all arrive", async () => {
+    const text = "This sentence is long enough to produce a few seconds of synthetic speech for the test.";
+    const reference = await open({ mode: "tts", targetLanguage: "en" });
+    reference.send({ type: "speak", text });
+    await reference.waitFor((m) => m.type === "speech_end");
+    const framesPerLine = reference.audioFrames.length;
+    reference.close();
+
+    const socket = await open({ mode: "tts", targetLanguage: "en" });
+    socket.pause();
+    const lines = 60;
+    for (let i = 0; i < lines; i++) socket.send({ type: "speak", text });
+    // the server renders everything while the client reads nothing
+    await new Promise((resolve) => setTimeout(resolve, 6000));
+    socket.resume();
+    await expect
+      .poll(() => socket.messages.filter((m) => m.type === "speech_end").length, { timeout: 60_000 })
+      .toBe(lines);
+    expect(socket.audioFrames.length).toBeLessThan(framesPerLine * lines);
+    expect(socket.audioFrames.length).toBeGreaterThan(0);
+    socket.close();
+  });
+
+  it("a misbehaving session does not disturb a concurrent good one", async () => {
+    const good = await open();
+    const bad = await open();
+    const streaming = good.stream(goForward, { speed: 1 });
+    for (let i = 0; i < 200; i++) {
+      bad.sendRaw(Buffer.from([0xc3, 0x28]), false);
+      bad.sendRaw("{oops", false);
+      bad.sendRaw(Buffer.alloc(3), true);
+    }
+    bad.sendRaw(Buffer.alloc(70_000), true);
+    await streaming;
+    good.finalize();
+    expect(await finalOriginal(good)).toBe("go forward ten meters");
+    expect(errors(good)).toHaveLength(0);
+    expect(await bad.closed()).toBe(1009);
+    good.close();
+  });
+});
+
+describe("engine failure inside a session", () => {
+  it("closes the session with 4500 after an error frame; other processes' sessions are not involved", async () => {
+    const broken = await startServer();
+    try {
+      await broken.registry.recognizer("en")!.close(); // the recogniser dies under the service
+      const socket = await RealtimeSocket.connect((await createSession(broken.baseUrl, API_KEY)).ws_url);
+      await socket.waitFor((m) => m.type === "ready");
+      await socket.stream(goForward, { speed: 8 });
+      expect(await socket.closed()).toBe(4500);
+      expect(socket.messages.find((m) => m.type === "error")!.error).toMatch(/speech recognition failed/);
+    } finally {
+      await broken.close();
+    }
+    await expectServerHealthy();
+  });
+});

@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
+import { API_KEY, startServer, type TestServer } from "../support/server.js";
+
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startServer();
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+async function openTts(params: Record<string, string> = {}): Promise<RealtimeSocket> {
+  const session = await createSession(server.baseUrl, API_KEY, { mode: "tts", ...params });
+  const socket = await RealtimeSocket.connect(session.ws_url);
+  await socket.waitFor((m) => m.type === "ready" && m.mode === "tts");
+  return socket;
+}
+
+/** Sends one `speak` and returns the audio frames received before its `speech_end`. */
+async function speak(socket: RealtimeSocket, message: Record<string, unknown>): Promise<Float32Array[]> {
+  const start = socket.received.length;
+  const ends = () => socket.received.slice(start).filter((r) => r.message?.type === "speech_end").length;
+  socket.send({ type: "speak", ...message });
+  await socket.waitFor(() => ends() > 0);
+  const slice = socket.received.slice(start);
+  const end = slice.findIndex((r) => r.message?.type === "speech_end");
+  return slice.slice(0, end).flatMap((r) => (r.audio ? [r.audio] : []));
+}
+
+const concat = (frames: Float32Array[]) => Float32Array.from(frames.flatMap((f) => Array.from(f)));
+
+describe("mode=tts", () => {
+  it("sends two ready frames, then speak_ack, 24 kHz float32 frames and speech_end per speak", async () => {
+    const socket = await openTts({ targetLanguage: "es" });
+    expect(socket.messages.slice(0, 2)).toEqual([
+      { type: "ready", session_id: expect.any(String), worker_id: expect.any(String) },
+      { type: "ready", mode: "tts" },
+    ]);
+    const frames = await speak(socket, { text: "Buenos días a todos.", correlation_id: "line-1" });
+    const types = socket.received.slice(2).map((r) => (r.audio ? "audio" : r.message!.type));
+    expect(types[0]).toBe("speak_ack");
+    expect(types.at(-1)).toBe("speech_end");
+    expect(new Set(types.slice(1, -1))).toEqual(new Set(["audio"]));
+    expect(socket.messages.find((m) => m.type === "speak_ack")).toEqual({
+      type: "speak_ack",
+      correlation_id: "line-1",
+    });
+    expect(frames.slice(0, -1).every((f) => f.length === 1920)).toBe(true);
+    const seconds = concat(frames).length / 24_000;
+    expect(seconds).toBeGreaterThan(0.7);
+    expect(seconds).toBeLessThan(5);
+    socket.close();
+  });
+
+  it("sends no speak_ack without a correlation_id", async () => {
+    const socket = await openTts();
+    await speak(socket, { text: "Hola." });
+    expect(socket.messages.some((m) => m.type === "speak_ack")).toBe(false);
+    socket.close();
+  });
+
+  it("voiceId and language are sticky for the following lines", async () => {
+    const socket = await openTts({ targetLanguage: "es" });
+    const explicit = concat(
+      await speak(socket, { text: "Bonjour tout le monde.", voiceId: "12", language: "fr" }),
+    );
+    const sticky = concat(await speak(socket, { text: "Bonjour tout le monde." }));
+    expect(Array.from(sticky)).toEqual(Array.from(explicit));
+    const otherVoice = concat(await speak(socket, { text: "Bonjour tout le monde.", voiceId: "3" }));
+    expect(Array.from(otherVoice)).not.toEqual(Array.from(explicit));
+    socket.close();
+
+    // the same line in a fresh session with the default voice and Spanish sounds different
+    const fresh = await openTts({ targetLanguage: "es" });
+    const spanishDefault = concat(await speak(fresh, { text: "Bonjour tout le monde." }));
+    expect(Array.from(spanishDefault)).not.toEqual(Array.from(explicit));
+    fresh.close();
+  });
+
+  it("update_metadata applies voiceId and targetLanguage live and refuses other keys", async () => {
+    const socket = await openTts({ targetLanguage: "es", voiceId: "5" });
+    const before = concat(await speak(socket, { text: "Guten Morgen.", language: "de" }));
+    socket.send({ type: "update_metadata", metadata: { voiceId: 40, targetLanguage: "de", context: "x" } });
+    expect(await socket.waitFor((m) => m.type === "metadata_ack")).toEqual({
+      type: "metadata_ack",
+      applied: { voiceId: true, targetLanguage: true },
+    });
+    expect((await socket.waitFor((m) => m.type === "error")).error).toMatch(/not applied: context/);
+    const after = concat(await speak(socket, { text: "Guten Morgen." }));
+    expect(Array.from(after)).not.toEqual(Array.from(before));
+
+    socket.send({ type: "update_metadata", metadata: { voiceId: "7000" } });
+    await expect.poll(() => socket.messages.filter((m) => m.type === "error").length).toBe(2);
+    expect(socket.messages.filter((m) => m.type === "error")[1]!.error).toMatch(
+      /voiceId "7000" does not exist/,
+    );
+    socket.close();
+  });
+
+  it("rejects bad speak requests with an error frame and keeps the socket open", async () => {
+    const socket = await openTts();
+    const bad: [Record<string, unknown>, RegExp][] = [
+      [{ type: "speak" }, /needs "text"/],
+      [{ type: "speak", text: 42 }, /needs "text"/],
+      [{ type: "speak", text: "   " }, /needs "text"/],
+      [{ type: "speak", text: "x".repeat(5001) }, /5001 characters/],
+      [{ type: "speak", text: "hi", voiceId: "0" }, /voiceId "0" does not exist/],
+      [{ type: "speak", text: "hi", voiceId: { id: 1 } }, /voiceId must be a string or number/],
+      [{ type: "speak", text: "hi", language: "xh" }, /language="xh" has no voice output/],
+      [{ type: "speak", text: "hi", correlation_id: 7 }, /correlation_id must be a string/],
+      [{ type: "finalize" }, /finalize applies to speech sessions/],
+    ];
+    for (const [message, pattern] of bad) {
+      const count = socket.messages.filter((m) => m.type === "error").length;
+      socket.send(message);
+      const error = await socket.waitFor(
+        (m) => m.type === "error" && socket.messages.filter((e) => e.type === "error").indexOf(m) === count,
+      );
+      expect(error.error).toMatch(pattern);
+    }
+    socket.sendAudio(new Int16Array(320));
+    expect(
+      (await socket.waitFor((m) => m.type === "error" && /binary audio frames/.test(m.error as string)))
+        .error,
+    ).toMatch(/not accepted in a mode=tts session/);
+    expect((await speak(socket, { text: "Still here." })).length).toBeGreaterThan(0);
+    socket.close();
+  });
+});

@@ -1,0 +1,336 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEspeakEngine } from "../../src/engines/espeak-ng/index.js";
+import { ConcurrencyLimiter } from "../../src/engines/espeak-ng/limiter.js";
+import { defaultLocales, isoCodeOf, parseVoiceList } from "../../src/engines/espeak-ng/voices.js";
+import { decodeStreamedWav } from "../../src/engines/espeak-ng/wav.js";
+import type { SynthesizedAudio, TtsEngine } from "../../src/engines/types.js";
+import { defaultVoice, findVoice, VOICES } from "../../src/voices/library.js";
+
+// ---------------------------------------------------------------- audio measurements
+
+function rms(samples: Float32Array): number {
+  let sum = 0;
+  for (const s of samples) sum += s * s;
+  return Math.sqrt(sum / Math.max(1, samples.length));
+}
+
+/** Median F0 (Hz) over voiced 40 ms frames, by plain autocorrelation in the 60-400 Hz band. */
+function medianPitch({ samples, sampleRate }: SynthesizedAudio): number {
+  const frame = Math.round(0.04 * sampleRate);
+  const hop = Math.round(0.01 * sampleRate);
+  const minLag = Math.floor(sampleRate / 400);
+  const maxLag = Math.ceil(sampleRate / 60);
+  const pitches: number[] = [];
+  for (let start = 0; start + frame + maxLag < samples.length; start += hop) {
+    const window = samples.subarray(start, start + frame);
+    if (rms(window) < 0.05) continue;
+    const correlate = (lag: number): number => {
+      let sum = 0;
+      for (let i = 0; i < frame; i++) sum += samples[start + i]! * samples[start + i + lag]!;
+      return sum;
+    };
+    const energy = correlate(0);
+    let bestLag = 0;
+    let best = 0;
+    for (let lag = minLag; lag <= maxLag; lag++) {
+      const c = correlate(lag);
+      if (c > best) [best, bestLag] = [c, lag];
+    }
+    if (bestLag > 0 && best > 0.4 * energy) pitches.push(sampleRate / bestLag);
+  }
+  pitches.sort((a, b) => a - b);
+  return pitches[Math.floor(pitches.length / 2)] ?? 0;
+}
+
+const seconds = (audio: SynthesizedAudio): number => audio.samples.length / audio.sampleRate;
+
+const SENTENCES: Readonly<Record<string, string>> = {
+  en: "The weather is lovely today, so we are going for a walk in the park.",
+  es: "Hoy hace un tiempo estupendo, así que vamos a pasear por el parque.",
+  zh: "今天天气很好，我们去公园散步吧。",
+};
+
+// ---------------------------------------------------------------- pure helpers
+
+describe("eSpeak NG voice listing", () => {
+  const listing = [
+    "Pty Language       Age/Gender VoiceName          File                 Other Languages",
+    " 5  af              --/M      Afrikaans          gmw/af               ",
+    " 5  cmn             --/M      Chinese_(Mandarin,_latin_as_English) sit/cmn              (zh-cmn 5)(zh 5)",
+    " 5  cmn-latn-pinyin --/M      Chinese_(Mandarin,_latin_as_Pinyin) sit/cmn-Latn-pinyin  (zh-cmn 5)(zh 5)",
+    " 5  en-029          --/M      English_(Caribbean) gmw/en-029           (en 10)",
+    " 2  en-gb           --/M      English_(Great_Britain) gmw/en               (en 2)",
+    " 2  en-us           --/M      English_(America)  gmw/en-US            (en 3)",
+    " 5  jbo             --/M      Lojban             art/jbo              ",
+    " 5  nb              --/M      Norwegian_Bokmål  gmq/nb               (no 5)",
+    " 5  pt              --/M      Portuguese_(Portugal) roa/pt               (pt-pt 5)",
+    " 5  pt-br           --/M      Portuguese_(Brazil) roa/pt-BR            (pt 6)",
+    " 5  py              --/M      Pyash              art/py               ",
+    " 2  ru-lv           --/M      Russian_(Latvia)   zle/ru-LV            ",
+    " 5  yue             --/M      Chinese_(Cantonese) sit/yue              (zh-yue 5)(zh 8)",
+  ].join("\n");
+
+  it("parses every voice line with its file and other languages", () => {
+    const entries = parseVoiceList(listing);
+    expect(entries).toHaveLength(13);
+    expect(entries[2]).toEqual({
+      language: "cmn-latn-pinyin",
+      file: "sit/cmn-Latn-pinyin",
+      name: "Chinese_(Mandarin,_latin_as_Pinyin)",
+      priority: 5,
+      otherLanguages: [
+        { language: "zh-cmn", priority: 5 },
+        { language: "zh", priority: 5 },
+      ],
+    });
+  });
+
+  it("maps languages to ISO 639-1 codes with documented defaults", () => {
+    const defaults = defaultLocales(parseVoiceList(listing));
+    expect([...defaults.keys()]).toEqual(["af", "en", "nb", "no", "pt", "ru", "zh"]);
+    expect(defaults.get("en")?.file).toBe("gmw/en-US");
+    expect(defaults.get("pt")?.file).toBe("roa/pt-BR");
+    expect(defaults.get("zh")?.file).toBe("sit/cmn-Latn-pinyin");
+    expect(defaults.get("no")?.file).toBe("gmq/nb");
+    expect(defaults.get("ru")?.file).toBe("zle/ru-LV");
+    expect(isoCodeOf("cmn")).toBe("zh");
+    expect(isoCodeOf("py")).toBeUndefined();
+    expect(isoCodeOf("yue")).toBeUndefined();
+  });
+
+  it("never serves Mandarin with the broken cmn or the Cantonese voice", () => {
+    const withoutPinyin = listing
+      .split("\n")
+      .filter((line) => !line.includes("pinyin"))
+      .join("\n");
+    expect(defaultLocales(parseVoiceList(withoutPinyin)).has("zh")).toBe(false);
+  });
+});
+
+describe("streamed WAV decoding", () => {
+  it("reads a header with placeholder sizes up to the end of the stream", () => {
+    const header = Buffer.alloc(44);
+    header.write("RIFF", 0, "ascii");
+    header.writeUInt32LE(0x7ffff024, 4);
+    header.write("WAVEfmt ", 8, "ascii");
+    header.writeUInt32LE(16, 16);
+    header.writeUInt16LE(1, 20);
+    header.writeUInt16LE(1, 22);
+    header.writeUInt32LE(22050, 24);
+    header.writeUInt32LE(44100, 28);
+    header.writeUInt16LE(2, 32);
+    header.writeUInt16LE(16, 34);
+    header.write("data", 36, "ascii");
+    header.writeUInt32LE(0x7ffff000, 40);
+    const body = Buffer.alloc(6);
+    body.writeInt16LE(16384, 0);
+    body.writeInt16LE(-32768, 2);
+    body.writeInt16LE(0, 4);
+    const { samples, sampleRate } = decodeStreamedWav(Buffer.concat([header, body]));
+    expect(sampleRate).toBe(22050);
+    expect([...samples]).toEqual([0.5, -1, 0]);
+    expect(() => decodeStreamedWav(Buffer.from("not a wav"))).toThrow(/not a WAV/);
+  });
+});
+
+describe("ConcurrencyLimiter", () => {
+  it("runs at most `limit` tasks and starts waiting ones in FIFO order", async () => {
+    const limiter = new ConcurrencyLimiter(2);
+    let active = 0;
+    let peak = 0;
+    const started: number[] = [];
+    const task = (n: number) => async (): Promise<number> => {
+      started.push(n);
+      active++;
+      peak = Math.max(peak, active);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      active--;
+      return n;
+    };
+    const results = await Promise.all([0, 1, 2, 3, 4, 5].map((n) => limiter.run(task(n))));
+    expect(results).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(started).toEqual([0, 1, 2, 3, 4, 5]);
+    expect(peak).toBe(2);
+  });
+
+  it("rejects waiting tasks on close", async () => {
+    const limiter = new ConcurrencyLimiter(1);
+    const first = limiter.run(() => new Promise((resolve) => setTimeout(resolve, 20)));
+    const second = limiter.run(async () => "never");
+    limiter.close(new Error("closed"));
+    await expect(second).rejects.toThrow("closed");
+    await first;
+    await expect(limiter.run(async () => 1)).rejects.toThrow("closed");
+  });
+});
+
+// ---------------------------------------------------------------- the real engine
+
+const ESPEAK = "/usr/bin/espeak-ng";
+
+describe.skipIf(!existsSync(ESPEAK))("eSpeak NG engine (real espeak-ng)", () => {
+  let engine: TtsEngine;
+
+  beforeAll(async () => {
+    engine = await createEspeakEngine({});
+  });
+
+  afterAll(async () => {
+    await engine?.close();
+  });
+
+  it("reports its version and the languages eSpeak NG lists", () => {
+    expect(engine.info.id).toBe("espeak-ng");
+    expect(engine.info.version).toMatch(/^\d+\.\d+/);
+    for (const code of ["en", "es", "fr", "de", "it", "pt", "ru", "ja", "ko", "zh"]) {
+      expect(engine.capabilities.languages).toContain(code);
+    }
+    for (const code of engine.capabilities.languages) expect(code).toMatch(/^[a-z]{2}$/);
+    expect(engine.capabilities.languages).not.toContain("py");
+  });
+
+  it("has every variant the voice library uses, with the gender the library assumes", () => {
+    // The same source the engine uses to find its data directory.
+    const dataDir = /Data at:\s*(.+)$/m.exec(execFileSync(ESPEAK, ["--version"], { encoding: "utf8" }))?.[1];
+    const variantDir = path.join(dataDir!.trim(), "voices", "!v");
+    const installed = new Set(readdirSync(variantDir));
+    for (const voice of VOICES) {
+      expect(installed.has(voice.timbre.variant), voice.timbre.variant).toBe(true);
+      const file = readFileSync(path.join(variantDir, voice.timbre.variant), "utf8");
+      const declared = /^\s*gender\s+(\w+)/im.exec(file)?.[1]?.toLowerCase();
+      expect(declared, `${voice.name} (${voice.timbre.variant})`).toBe(voice.gender);
+    }
+  });
+
+  it.each(Object.entries(SENTENCES))(
+    "speaks %s as non-silent audio of plausible length",
+    async (language, text) => {
+      const audio = await engine.synthesize({ text, language, voice: defaultVoice("female") });
+      expect(audio.sampleRate).toBe(22050);
+      expect(seconds(audio)).toBeGreaterThan(0.5);
+      expect(seconds(audio)).toBeLessThan(10);
+      expect(rms(audio.samples)).toBeGreaterThan(0.02);
+      expect(Math.max(...audio.samples.map(Math.abs))).toBeLessThanOrEqual(1);
+    },
+  );
+
+  it("gives male and female voices clearly different pitch", async () => {
+    const text = SENTENCES.en!;
+    const female = await engine.synthesize({ text, language: "en", voice: defaultVoice("female") });
+    const male = await engine.synthesize({ text, language: "en", voice: defaultVoice("male") });
+    const femalePitch = medianPitch(female);
+    const malePitch = medianPitch(male);
+    expect(malePitch).toBeGreaterThan(60);
+    expect(femalePitch).toBeGreaterThan(malePitch * 1.4);
+  });
+
+  it("renders a voice's pitch and rate settings", async () => {
+    const text = SENTENCES.en!;
+    // Same variant (f3), pitch 50 vs 62, rate 1.00 vs 1.08.
+    const emma = await engine.synthesize({ text, language: "en", voice: findVoice(1)! });
+    const yuki = await engine.synthesize({ text, language: "en", voice: findVoice(17)! });
+    expect(findVoice(17)!.timbre.variant).toBe(findVoice(1)!.timbre.variant);
+    expect(medianPitch(yuki)).toBeGreaterThan(medianPitch(emma) * 1.05);
+    expect(seconds(yuki)).toBeLessThan(seconds(emma));
+  });
+
+  it("uses a voice's regional accent only for the language it names", async () => {
+    const isla = VOICES.find((v) => v.timbre.accentLocales?.en === "en-gb-scotland")!;
+    const plain = { ...isla, strongAccent: false, timbre: { ...isla.timbre, accentLocales: undefined } };
+    const text = "I would like a glass of water and a bath, please.";
+    const accented = await engine.synthesize({ text, language: "en", voice: isla });
+    const neutral = await engine.synthesize({ text, language: "en", voice: plain });
+    expect(Buffer.from(accented.samples.buffer).equals(Buffer.from(neutral.samples.buffer))).toBe(false);
+    // No accent for German: identical to the same timbre without accent.
+    const german = "Guten Morgen, wie geht es dir?";
+    const a = await engine.synthesize({ text: german, language: "de", voice: isla });
+    const b = await engine.synthesize({ text: german, language: "de", voice: plain });
+    expect(Buffer.from(a.samples.buffer).equals(Buffer.from(b.samples.buffer))).toBe(true);
+  });
+
+  it("speaks shell and markup characters as text", async () => {
+    const text = `He said "; rm -rf / <speak><prosody rate="x-slow">' $(reboot) \u0001 99S & done.`;
+    const audio = await engine.synthesize({ text, language: "en", voice: defaultVoice("male") });
+    expect(seconds(audio)).toBeGreaterThan(1);
+    expect(seconds(audio)).toBeLessThan(15);
+    expect(rms(audio.samples)).toBeGreaterThan(0.02);
+    // Text starting like an option is still text.
+    const dashed = await engine.synthesize({
+      text: "--version -v xx",
+      language: "en",
+      voice: defaultVoice("male"),
+    });
+    expect(seconds(dashed)).toBeGreaterThan(0.5);
+  });
+
+  it("rejects an unknown language with a clear error", async () => {
+    await expect(
+      engine.synthesize({ text: "hello", language: "xx", voice: defaultVoice("male") }),
+    ).rejects.toThrow(/cannot speak language "xx"/);
+  });
+
+  it("rejects a variant eSpeak NG does not have", async () => {
+    const voice = {
+      ...defaultVoice("male"),
+      timbre: { ...defaultVoice("male").timbre, variant: "../../etc" },
+    };
+    await expect(engine.synthesize({ text: "hello", language: "en", voice })).rejects.toThrow(/variant/);
+  });
+
+  it("returns empty audio for empty text without running eSpeak NG", async () => {
+    const audio = await engine.synthesize({ text: " \n ", language: "en", voice: defaultVoice("male") });
+    expect(audio.samples.length).toBe(0);
+  });
+
+  it("speaks with every library voice", async () => {
+    const results = await Promise.all(
+      VOICES.map((voice) => engine.synthesize({ text: "Good morning.", language: "fr", voice })),
+    );
+    for (const audio of results) expect(rms(audio.samples)).toBeGreaterThan(0.02);
+  });
+
+  it("reports the cost of one 10-word sentence (not asserted)", async () => {
+    const text = "Please remember to bring your passport to the airport tomorrow.";
+    const voice = defaultVoice("female");
+    await engine.synthesize({ text, language: "en", voice });
+    const runs = 10;
+    const started = performance.now();
+    let audioSeconds = 0;
+    for (let i = 0; i < runs; i++)
+      audioSeconds += seconds(await engine.synthesize({ text, language: "en", voice }));
+    const ms = (performance.now() - started) / runs;
+    console.log(
+      `[tts-espeak] 10-word sentence: ${ms.toFixed(1)} ms per utterance (process spawn included), ` +
+        `${(audioSeconds / runs).toFixed(2)} s audio, RTF ${(ms / 1000 / (audioSeconds / runs)).toFixed(3)}`,
+    );
+  });
+});
+
+describe("eSpeak NG engine errors", () => {
+  it("fails clearly when the program cannot be started", async () => {
+    await expect(createEspeakEngine({ binary: "/nonexistent/espeak-ng" })).rejects.toThrow(
+      /could not run \/nonexistent\/espeak-ng/,
+    );
+  });
+
+  it.skipIf(!existsSync(ESPEAK))("fails clearly when the data directory is wrong", async () => {
+    await expect(createEspeakEngine({ dataDir: "/nonexistent" })).rejects.toThrow(
+      "/nonexistent is not an espeak-ng-data directory",
+    );
+  });
+
+  it.skipIf(!existsSync(ESPEAK))("kills an utterance that exceeds its time limit", async () => {
+    const engine = await createEspeakEngine({ timeoutMs: 1 });
+    try {
+      const text = "word ".repeat(5000);
+      await expect(engine.synthesize({ text, language: "en", voice: defaultVoice("male") })).rejects.toThrow(
+        /timed out after 1 ms/,
+      );
+    } finally {
+      await engine.close();
+    }
+  });
+});
