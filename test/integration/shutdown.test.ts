@@ -1,0 +1,69 @@
+import { spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { describe, expect, it } from "vitest";
+import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+describe("the service process (npm start's entry point)", () => {
+  it("serves after start-up, and on SIGTERM closes every session with 1001 and exits 0", async () => {
+    const port = await freePort();
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      env: {
+        ...process.env,
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        API_KEYS: "k1",
+        LOG_LEVEL: "warn",
+        DATA_DIR: "/tmp/relay-shutdown-test",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    try {
+      await expect
+        .poll(async () => (await fetch(`${baseUrl}/healthz`).catch(() => undefined))?.status, {
+          timeout: 30_000,
+          interval: 200,
+        })
+        .toBe(200);
+      const sockets = await Promise.all(
+        [{}, { mode: "tts" }].map(async (params) => {
+          const socket = await RealtimeSocket.connect((await createSession(baseUrl, "k1", params)).ws_url);
+          await socket.waitFor((m) => m.type === "ready");
+          return socket;
+        }),
+      );
+      sockets[0]!.sendAudio(new Int16Array(3200));
+      child.kill("SIGTERM");
+      expect(await Promise.all(sockets.map((s) => s.closed()))).toEqual([1001, 1001]);
+      expect(await exited).toBe(0);
+      expect(stderr).toBe("");
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+
+  it("refuses to start on invalid configuration, saying what is wrong", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+      env: { ...process.env, PORT: "eighty", MAX_SESSIONS: "0" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect(code).toBe(1);
+    expect(stderr).toMatch(/invalid configuration/);
+    expect(stderr).toMatch(/PORT/);
+    expect(stderr).toMatch(/MAX_SESSIONS/);
+  });
+});
