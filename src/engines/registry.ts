@@ -10,7 +10,11 @@ type EngineConfig = Config["engines"];
 
 const ASR_FACTORIES: Record<string, (c: EngineConfig) => Promise<AsrEngine>> = {
   pocketsphinx: (c) =>
-    createPocketSphinxEngine({ modelDir: c.pocketsphinxModelDir, maxDecoders: c.pocketsphinxMaxDecoders }),
+    createPocketSphinxEngine({
+      modelDir: c.pocketsphinxModelDir,
+      maxDecoders: c.pocketsphinxMaxDecoders,
+      decoderSettings: c.pocketsphinxSettings,
+    }),
 };
 const MT_FACTORIES: Record<string, (c: EngineConfig) => Promise<MtEngine>> = {
   apertium: (c) => createApertiumEngine({ modesDir: c.apertiumModesDir }),

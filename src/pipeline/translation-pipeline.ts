@@ -84,6 +84,20 @@ interface TranslationJob {
 }
 
 const SAMPLES_PER_MS = 16;
+/** VAD windows collected before they are written to the recogniser (3 × 32 ms). */
+const ASR_BATCH_WINDOWS = 3;
+
+async function flushToRecogniser(utterance: { stream: AsrStream; unsent: Int16Array[] }): Promise<void> {
+  if (utterance.unsent.length === 0) return;
+  const chunks = utterance.unsent.splice(0);
+  const audio = new Int16Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    audio.set(chunk, offset);
+    offset += chunk.length;
+  }
+  await utterance.stream.write(audio);
+}
 
 export class TranslationPipeline {
   readonly events = new Channel<PipelineEvent>();
@@ -111,7 +125,14 @@ export class TranslationPipeline {
   private finalizeTimer: NodeJS.Timeout | undefined;
 
   private utterance:
-    | { stream: AsrStream; startSample: number; sinceLastPartial: number; stabiliser: TranscriptStabiliser }
+    | {
+        stream: AsrStream;
+        startSample: number;
+        sinceLastPartial: number;
+        stabiliser: TranscriptStabiliser;
+        /** Audio not yet handed to the recogniser (written in batches: each call has a fixed cost). */
+        unsent: Int16Array[];
+      }
     | undefined;
   private segment: Segment | undefined;
   private closed = false;
@@ -242,17 +263,18 @@ export class TranslationPipeline {
         stream,
         startSample,
         sinceLastPartial: 0,
+        unsent: preRoll,
         stabiliser: new TranscriptStabiliser(this.options.finalizeMode, {
           holdBackMs: this.options.stabiliserHoldBackMs ?? 600,
           punctuated: this.options.asr.capabilities.punctuation,
         }),
       };
       this.segment ??= this.newSegment(Math.floor(startSample / SAMPLES_PER_MS));
-      for (const earlier of preRoll) await stream.write(earlier);
     }
 
     const utterance = this.utterance;
-    await utterance.stream.write(window);
+    utterance.unsent.push(window);
+    if (utterance.unsent.length >= ASR_BATCH_WINDOWS) await flushToRecogniser(utterance);
     if (event === "end") {
       await this.finishUtterance(false);
       return;
@@ -263,6 +285,7 @@ export class TranslationPipeline {
       this.options.asr.capabilities.partialResults
     ) {
       utterance.sinceLastPartial = 0;
+      await flushToRecogniser(utterance);
       const hypothesis = await utterance.stream.partial();
       const audioMs = (this.processedSamples - utterance.startSample) / SAMPLES_PER_MS;
       this.applyStabiliser(
@@ -278,7 +301,7 @@ export class TranslationPipeline {
     if (explicit) {
       // Audio that arrived within the finalize wait but does not fill a VAD window still counts.
       if (this.utterance && this.windowFill > 0)
-        await this.utterance.stream.write(this.window.slice(0, this.windowFill));
+        this.utterance.unsent.push(this.window.slice(0, this.windowFill));
       this.processedSamples += this.windowFill;
       this.windowFill = 0;
       this.segmenter.reset();
@@ -287,6 +310,7 @@ export class TranslationPipeline {
     const utterance = this.utterance;
     this.utterance = undefined;
     if (utterance) {
+      await flushToRecogniser(utterance);
       const hypothesis = await utterance.stream.finish();
       this.applyStabiliser(
         utterance.stabiliser.finish(toStableWords(hypothesis)),

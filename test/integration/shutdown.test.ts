@@ -37,7 +37,7 @@ describe("the service process (npm start's entry point)", () => {
         })
         .toBe(200);
       const sockets = await Promise.all(
-        [{}, { mode: "tts" }].map(async (params) => {
+        ([{}, { mode: "tts" }] as Record<string, string>[]).map(async (params) => {
           const socket = await RealtimeSocket.connect((await createSession(baseUrl, "k1", params)).ws_url);
           await socket.waitFor((m) => m.type === "ready");
           return socket;

@@ -1,9 +1,11 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEspeakEngine } from "../../src/engines/espeak-ng/index.js";
-import { ConcurrencyLimiter } from "../../src/engines/espeak-ng/limiter.js";
+import { ProgramLauncher } from "../../src/engines/espeak-ng/launcher.js";
 import { defaultLocales, isoCodeOf, parseVoiceList } from "../../src/engines/espeak-ng/voices.js";
 import { decodeStreamedWav } from "../../src/engines/espeak-ng/wav.js";
 import type { SynthesizedAudio, TtsEngine } from "../../src/engines/types.js";
@@ -136,34 +138,55 @@ describe("streamed WAV decoding", () => {
   });
 });
 
-describe("ConcurrencyLimiter", () => {
-  it("runs at most `limit` tasks and starts waiting ones in FIFO order", async () => {
-    const limiter = new ConcurrencyLimiter(2);
-    let active = 0;
-    let peak = 0;
-    const started: number[] = [];
-    const task = (n: number) => async (): Promise<number> => {
-      started.push(n);
-      active++;
-      peak = Math.max(peak, active);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      active--;
-      return n;
-    };
-    const results = await Promise.all([0, 1, 2, 3, 4, 5].map((n) => limiter.run(task(n))));
-    expect(results).toEqual([0, 1, 2, 3, 4, 5]);
-    expect(started).toEqual([0, 1, 2, 3, 4, 5]);
-    expect(peak).toBe(2);
+describe("ProgramLauncher", () => {
+  /** A stand-in program with eSpeak NG's file interface: copies -f <in> to -w <out>, or misbehaves on request. */
+  let dir: string;
+  let program: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(tmpdir(), "launcher-test-"));
+    program = path.join(dir, "echo-program");
+    await writeFile(
+      program,
+      [
+        "#!/bin/sh",
+        'while [ $# -gt 0 ]; do case "$1" in -f) in="$2"; shift;; -w) out="$2"; shift;; esac; shift; done',
+        'case "$(cat "$in")" in hang) sleep 30;; fail) echo "bad input" >&2; exit 3;; esac',
+        'cp "$in" "$out"',
+      ].join("\n"),
+      { mode: 0o755 },
+    );
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
   });
 
-  it("rejects waiting tasks on close", async () => {
-    const limiter = new ConcurrencyLimiter(1);
-    const first = limiter.run(() => new Promise((resolve) => setTimeout(resolve, 20)));
-    const second = limiter.run(async () => "never");
-    limiter.close(new Error("closed"));
-    await expect(second).rejects.toThrow("closed");
-    await first;
-    await expect(limiter.run(async () => 1)).rejects.toThrow("closed");
+  it("runs requests one after another and returns each output", async () => {
+    const launcher = new ProgramLauncher(program, dir, 5000);
+    const outputs = await Promise.all(["one", "two", "three"].map((text) => launcher.run(["-x", "1"], text)));
+    expect(outputs.map((b) => b.toString())).toEqual(["one", "two", "three"]);
+    launcher.close();
+  });
+
+  it("reports a failing run with its status and error output, then keeps working", async () => {
+    const launcher = new ProgramLauncher(program, dir, 5000);
+    await expect(launcher.run([], "fail")).rejects.toThrow(/exited with status 3: bad input/);
+    expect((await launcher.run([], "fine")).toString()).toBe("fine");
+    launcher.close();
+  });
+
+  it("kills a run that exceeds its time limit and recovers with a fresh shell", async () => {
+    const launcher = new ProgramLauncher(program, dir, 300);
+    await expect(launcher.run([], "hang")).rejects.toThrow(/timed out after 300 ms/);
+    expect((await launcher.run([], "after")).toString()).toBe("after");
+    launcher.close();
+    await expect(launcher.run([], "closed")).rejects.toThrow(/closed/);
+  });
+
+  it("refuses arguments that could split into several", () => {
+    const launcher = new ProgramLauncher(program, dir, 5000);
+    expect(() => launcher.run(["-v", "en us"], "x")).toThrow(/whitespace/);
+    expect(() => launcher.run([""], "x")).toThrow(/empty/);
+    launcher.close();
   });
 });
 

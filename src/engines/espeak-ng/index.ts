@@ -2,20 +2,20 @@
  * eSpeak NG speech synthesis.
  *
  * Licensing: eSpeak NG is GPL-3.0 and this project is Apache-2.0, so eSpeak NG is used ONLY as a
- * separate program — one `espeak-ng` process per utterance, talking over stdin/stdout. Never link
- * or load libespeak-ng (no FFI, no WASM build of it) into this process.
+ * separate program — one `espeak-ng` process per utterance, started by a resident launcher shell
+ * (see launcher.ts). Never link or load libespeak-ng (no FFI, no WASM build of it) into this process.
  *
- * Safety: text reaches eSpeak NG on stdin, never on the command line, and SSML is off (no `-m`), so
+ * Safety: text reaches eSpeak NG in a file, never on the command line, and SSML is off (no `-m`), so
  * text cannot inject options or markup. Every argument is either a number or a voice file/variant
  * name checked against what eSpeak NG itself listed at start-up.
  */
-import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { readdir } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import type { EngineInfo, SynthesisRequest, SynthesizedAudio, TtsCapabilities, TtsEngine } from "../types.js";
 import { levelSpeech } from "../../voices/loudness.js";
-import { ConcurrencyLimiter } from "./limiter.js";
+import { ProgramLauncher } from "./launcher.js";
 import { runProcess } from "./process.js";
 import { defaultLocales, isoCodeOf, parseVoiceList, type EspeakVoiceEntry } from "./voices.js";
 import { decodeStreamedWav } from "./wav.js";
@@ -25,7 +25,7 @@ export interface EspeakEngineOptions {
   readonly binary?: string;
   /** The espeak-ng-data directory (the one holding `voices/!v`); default: the one eSpeak NG reports. */
   readonly dataDir?: string;
-  /** eSpeak NG processes allowed to run at once; further requests queue in FIFO order. Default 2. */
+  /** eSpeak NG processes allowed to run at once; further requests queue. Default 2. */
   readonly maxConcurrent?: number;
   /** Per-utterance time limit; the process is killed when it is exceeded. Default 30 s. */
   readonly timeoutMs?: number;
@@ -49,7 +49,10 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
   const binary = options.binary ?? "espeak-ng";
   const timeoutMs = options.timeoutMs ?? 30_000;
   const amplitude = clampInteger(options.amplitude ?? 100, 0, 200);
-  const limiter = new ConcurrencyLimiter(options.maxConcurrent ?? 2);
+  const concurrency = options.maxConcurrent ?? 2;
+  if (!Number.isInteger(concurrency) || concurrency < 1) {
+    throw new Error(`eSpeak NG maxConcurrent must be a positive integer, got ${concurrency}`);
+  }
   // `--path` accepts the espeak-ng-data directory itself (or its parent).
   const pathArgs = options.dataDir ? [`--path=${options.dataDir}`] : [];
   const setupTimeout = Math.max(timeoutMs, 10_000);
@@ -90,7 +93,12 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
 
   const info: EngineInfo = { id: "espeak-ng", version };
   const capabilities: TtsCapabilities = { languages: Object.freeze([...defaults.keys()]) };
-  const running = new Set<ChildProcess>();
+  const workDir = await mkdtemp(path.join(tmpdir(), "espeak-ng-"));
+  if (/\s/u.test(workDir)) throw new Error(`temporary directory ${workDir} contains whitespace`);
+  const launchers = Array.from(
+    { length: concurrency },
+    () => new ProgramLauncher(binary, workDir, timeoutMs),
+  );
   let closed = false;
 
   /** The voice file for `language`, honouring the voice's regional accent when eSpeak NG has it. */
@@ -121,8 +129,6 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
 
     const args = [
       ...pathArgs,
-      "--stdin",
-      "--stdout",
       "-b",
       "1",
       "-v",
@@ -137,14 +143,11 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
     // The 1.51 CLI has no pitch-range option (-P is rejected); an embedded "R" command sets it.
     const input = `${EMBEDDED}${clampInteger(pitchRange, 0, 99)}R ${text}`;
 
-    const { stdout } = await limiter.run(() =>
-      runProcess(binary, args, {
-        input,
-        timeoutMs,
-        track: (child, active) => (active ? running.add(child) : running.delete(child)),
-      }),
+    const launcher = launchers.reduce((best, candidate) =>
+      candidate.pending < best.pending ? candidate : best,
     );
-    const audio = stdout.length > 0 ? decodeStreamedWav(stdout) : undefined;
+    const output = await launcher.run(args, input);
+    const audio = output.length > 0 ? decodeStreamedWav(output) : undefined;
     if (!audio || audio.samples.length === 0) {
       throw new Error(
         `eSpeak NG produced no audio for ${request.language} with voice ${request.voice.id} (${file}+${variant})`,
@@ -155,9 +158,8 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
 
   async function close(): Promise<void> {
     closed = true;
-    limiter.close(new Error("eSpeak NG engine is closed"));
-    for (const child of running) child.kill("SIGKILL");
-    running.clear();
+    for (const launcher of launchers) launcher.close();
+    await rm(workDir, { recursive: true, force: true });
   }
 
   return { info, capabilities, synthesize, close };

@@ -41,6 +41,8 @@ export interface PocketSphinxOptions {
    * Default: the number of CPUs.
    */
   readonly maxDecoders?: number;
+  /** Further decoder settings as PocketSphinx command-line pairs (e.g. `{ "-maxhmmpf": "3000" }`); they win over the defaults. */
+  readonly decoderSettings?: Readonly<Record<string, string>>;
 }
 
 export interface PocketSphinxEngine extends AsrEngine {
@@ -107,7 +109,10 @@ function modelName(files: ModelFiles): string {
   return lm === acoustic ? acoustic : `${acoustic}+${lm}`;
 }
 
-function decoderArgs(files: ModelFiles): string[] {
+function decoderArgs(files: ModelFiles, settings: Readonly<Record<string, string>>): string[] {
+  for (const key of Object.keys(settings)) {
+    if (!/^-[a-z_]+$/u.test(key)) throw new Error(`PocketSphinx: "${key}" is not a decoder setting name`);
+  }
   return [
     "-hmm",
     files.acousticModel,
@@ -123,6 +128,7 @@ function decoderArgs(files: ModelFiles): string[] {
     // Dithering would draw from sphinxbase's process-global random generator from several threads.
     "-dither",
     "no",
+    ...Object.entries(settings).flat(),
   ];
 }
 
@@ -197,7 +203,7 @@ export async function createPocketSphinxEngine(
   const files = resolveModel(options);
   checkModel(files);
   const native: PocketSphinxNative = loadNative();
-  const args = decoderArgs(files);
+  const args = decoderArgs(files, options.decoderSettings ?? {});
   const pool = new ResourcePool<Decoder>({
     name: "PocketSphinx decoder pool",
     max: maxDecoders,

@@ -1,0 +1,75 @@
+import { getJson } from "./common.js";
+
+/** The listings' shapes as this client reads them (fields it does not print are left out). */
+interface Voice {
+  readonly id: number;
+  readonly name: string;
+  readonly gender: string;
+  readonly strong_accent?: boolean;
+}
+
+interface LanguagesReport {
+  readonly recognition: readonly { language: string; engine: string }[];
+  readonly translation: readonly { from: string; to: string; via: string | null }[];
+  readonly voice_output: readonly { language: string; engine: string }[];
+  readonly engines: readonly { kind: string; id: string; version: string }[];
+}
+
+/** `relay voices`: GET /v1/voices as a table. */
+export async function voices(server: string, gender: string | undefined): Promise<number> {
+  const query = gender ? `?gender=${encodeURIComponent(gender)}` : "";
+  const { voices } = (await getJson(server, `/v1/voices${query}`)) as { voices: Voice[] };
+  const rows = voices.map((v) => [String(v.id), v.name, v.gender, v.strong_accent ? "strong accent" : ""]);
+  printTable(["ID", "NAME", "GENDER", "NOTE"], rows);
+  console.log(`${voices.length} voices`);
+  return 0;
+}
+
+/** `relay languages`: GET /v1/languages as what can be spoken, translated and voiced. */
+export async function languages(server: string): Promise<number> {
+  const report = (await getJson(server, "/v1/languages")) as LanguagesReport;
+  console.log(`Speech input (--from): ${report.recognition.map((r) => r.language).join(", ") || "none"}`);
+
+  console.log("Translation (--from → --to):");
+  const targets = new Map<string, string[]>();
+  for (const { from, to, via } of report.translation) {
+    targets.set(from, [...(targets.get(from) ?? []), via ? `${to} (via ${via})` : to]);
+  }
+  for (const [from, list] of targets) console.log(`  ${from} → ${list.join(", ")}`);
+
+  const voiced = report.voice_output.map((v) => v.language);
+  console.log(`Voice output (--to without --no-audio, and speak --lang; ${voiced.length} languages):`);
+  console.log(wrap(voiced.join(" "), 100, "  "));
+
+  console.log("Engines:");
+  for (const engine of report.engines)
+    console.log(`  ${engine.kind.padEnd(4)} ${engine.id} ${engine.version}`);
+  return 0;
+}
+
+function printTable(header: readonly string[], rows: readonly string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  for (const row of [header, ...rows]) {
+    console.log(
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd(),
+    );
+  }
+}
+
+function wrap(text: string, width: number, indent: string): string {
+  const lines: string[] = [];
+  let line = "";
+  for (const word of text.split(" ")) {
+    if (line && indent.length + line.length + 1 + word.length > width) {
+      lines.push(indent + line);
+      line = word;
+    } else {
+      line = line ? `${line} ${word}` : word;
+    }
+  }
+  if (line) lines.push(indent + line);
+  return lines.join("\n");
+}

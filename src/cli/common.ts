@@ -1,0 +1,161 @@
+import { writeWavFloat32 } from "../audio/wav.js";
+import {
+  createSession,
+  HttpError,
+  RealtimeSocket,
+  type ServerMessage,
+  type SessionInfo,
+} from "../client/realtime-client.js";
+
+/** Output speech format of the service (float32 mono). */
+export const OUTPUT_SAMPLE_RATE = 24_000;
+
+/** A failure already phrased for the user: printed as `relay: <message>`, exit status 1. */
+export class CliError extends Error {}
+
+export interface Connection {
+  readonly server: string;
+  readonly apiKey: string | undefined;
+}
+
+const HTTP_HINTS: Record<number, string> = {
+  401: "check --api-key or RELAY_API_KEY",
+  402: "the API key has no balance left",
+  403: "the API key is not entitled to real-time translation",
+  503: "the server is at capacity; retry shortly",
+};
+
+const CLOSE_MEANINGS: Record<number, string> = {
+  1001: "the server is shutting down",
+  1008: "the server closed the connection (policy violation)",
+  4500: "internal server error",
+  4503: "no capacity on the server that accepted the socket; retry shortly",
+};
+
+/** One line for any error the commands can raise (the service's `{"error":{code,message}}` body included). */
+export function describeError(error: unknown): string {
+  if (error instanceof HttpError) {
+    const body = (error.body ?? {}) as { error?: { code?: unknown; message?: unknown } };
+    const code = typeof body.error?.code === "string" ? ` ${body.error.code}` : "";
+    const message = typeof body.error?.message === "string" ? `: ${body.error.message}` : "";
+    // The service's message already says what is wrong; the hint covers the bare key check and bodiless errors.
+    const hint = error.status === 401 || !message ? HTTP_HINTS[error.status] : undefined;
+    return `HTTP ${error.status}${code}${message}${hint ? ` (${hint})` : ""}`;
+  }
+  if (error instanceof Error) {
+    // fetch() hides the network cause (ECONNREFUSED, ENOTFOUND) one level down.
+    const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
+    if (error.message === "fetch failed" && cause)
+      return `cannot reach the server: ${cause.code ?? cause.message}`;
+    return error.message;
+  }
+  return String(error);
+}
+
+/** GET a JSON document from the service (the voice and language listings need no key). */
+export async function getJson(server: string, path: string): Promise<unknown> {
+  const response = await fetch(new URL(path, server));
+  const body: unknown = await response.json().catch(() => undefined);
+  if (!response.ok) throw new HttpError(response.status, body);
+  return body;
+}
+
+export function requireKey({ apiKey }: Connection): string {
+  if (!apiKey) throw new CliError("no API key: pass --api-key or set RELAY_API_KEY");
+  return apiKey;
+}
+
+/**
+ * Creates a session and opens its socket. The `ready` frame is not awaited here: a rejected session
+ * sends `ready`, `error`, then closes, which `failure` reports.
+ */
+export async function openSession(
+  connection: Connection,
+  params: Record<string, string>,
+): Promise<{ session: SessionInfo; socket: RealtimeSocket }> {
+  const apiKey = requireKey(connection);
+  let session: SessionInfo;
+  try {
+    session = await createSession(connection.server, apiKey, params);
+  } catch (error) {
+    throw new CliError(`session request failed: ${describeError(error)}`);
+  }
+  try {
+    return { session, socket: await RealtimeSocket.connect(session.ws_url) };
+  } catch (error) {
+    const detail =
+      error instanceof HttpError && error.status === 401
+        ? "HTTP 401 (the session URL is invalid or expired; try again)"
+        : describeError(error);
+    throw new CliError(`WebSocket handshake refused: ${detail}`);
+  }
+}
+
+/**
+ * An `error` frame directly after `ready` may be the session-start rejection; it is one if the server
+ * then closes with 1000 (an in-session error can also follow `ready` directly).
+ */
+export function isRejection(messages: readonly ServerMessage[], index: number): boolean {
+  return messages[index]?.type === "error" && messages[index - 1]?.type === "ready";
+}
+
+export function errorText(message: ServerMessage): string {
+  return typeof message.error === "string" ? message.error : JSON.stringify(message);
+}
+
+/** Why the server ended the session, or undefined while it is open (we never close before asking). */
+export function failure(socket: RealtimeSocket): string | undefined {
+  if (socket.closeCode === undefined) return undefined;
+  const { messages } = socket;
+  const rejected = socket.closeCode === 1000 ? messages.findIndex((_, i) => isRejection(messages, i)) : -1;
+  if (rejected >= 0) return `session rejected: ${errorText(messages[rejected]!)}`;
+  const lastError = messages.findLast((m) => m.type === "error");
+  const meaning = CLOSE_MEANINGS[socket.closeCode] ?? "connection closed unexpectedly";
+  const reason = socket.closeReason ? `, "${socket.closeReason}"` : "";
+  return (
+    `${meaning} (close ${socket.closeCode}${reason})` +
+    (lastError ? `; last server error: ${errorText(lastError)}` : "")
+  );
+}
+
+/** Throws the session's failure as a CliError, if it has failed. */
+export function checkSession(socket: RealtimeSocket): void {
+  const problem = failure(socket);
+  if (problem) throw new CliError(problem);
+}
+
+/** Waits for a message, turning a server-side close into the reason the session failed. */
+export async function expectMessage(
+  socket: RealtimeSocket,
+  predicate: (message: ServerMessage) => boolean,
+  what: string,
+  timeoutMs = 30_000,
+): Promise<ServerMessage> {
+  try {
+    return await socket.waitFor(predicate, timeoutMs);
+  } catch {
+    checkSession(socket);
+    throw new CliError(`no ${what} from the server within ${timeoutMs / 1000} s`);
+  }
+}
+
+/** Closes with 1000 (the spec's normal end) and waits briefly for the server's close frame. */
+export async function closeNormally(socket: RealtimeSocket): Promise<void> {
+  if (socket.closeCode !== undefined) return;
+  socket.close(1000);
+  await socket.closed(5_000).catch(() => socket.terminate());
+}
+
+/** Concatenates the received speech frames into one float32 24 kHz WAV; returns its duration in s. */
+export async function writeSpeech(path: string, frames: readonly Float32Array[]): Promise<number> {
+  const samples = new Float32Array(frames.reduce((n, frame) => n + frame.length, 0));
+  let offset = 0;
+  for (const frame of frames) {
+    samples.set(frame, offset);
+    offset += frame.length;
+  }
+  await writeWavFloat32(path, { samples, sampleRate: OUTPUT_SAMPLE_RATE });
+  return samples.length / OUTPUT_SAMPLE_RATE;
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

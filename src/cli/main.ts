@@ -1,0 +1,95 @@
+#!/usr/bin/env node
+import { Command, InvalidArgumentError, Option } from "commander";
+import { SERVICE_VERSION } from "../version.js";
+import { languages, voices } from "./catalog.js";
+import { CliError, describeError, type Connection } from "./common.js";
+import { live } from "./live.js";
+import { speak } from "./speak.js";
+
+/** `relay`: command-line client of the real-time interface, built on src/client/realtime-client.ts. */
+
+interface ServerOptions {
+  readonly server: string;
+  readonly apiKey?: string;
+}
+
+function parseSpeed(value: string): number {
+  if (value === "max") return Infinity;
+  const speed = Number(value);
+  if (!Number.isFinite(speed) || speed < 0) throw new InvalidArgumentError('use a number ≥ 0, or "max"');
+  return speed === 0 ? Infinity : speed;
+}
+
+/** Every command names the server; the session-creating ones also need the API key. */
+function withServer(command: Command, needsKey: boolean): Command {
+  command.addOption(
+    new Option("--server <url>", "service base URL").env("RELAY_SERVER").default("http://localhost:8080"),
+  );
+  if (needsKey) command.addOption(new Option("--api-key <key>", "API key").env("RELAY_API_KEY"));
+  return command;
+}
+
+const connection = (options: ServerOptions): Connection => ({
+  server: options.server,
+  apiKey: options.apiKey,
+});
+
+const program = new Command("relay")
+  .description("Client for the relay speech translation service")
+  .version(SERVICE_VERSION)
+  .showHelpAfterError();
+
+withServer(
+  program
+    .command("live")
+    .description("stream a WAV file for translation; print transcripts and save the translated speech")
+    .requiredOption("--in <wav>", "input WAV (any rate or channels; sent as 16 kHz mono)")
+    .option("--from <lang>", "spoken language", "en")
+    .option("--to <lang>", "language to translate into", "es")
+    .option("--out <wav>", "where to write the translated speech (float32, 24 kHz)")
+    .option("--speed <x>", "pace × real time; 0 or max: as fast as possible", parseSpeed, 1)
+    .option("--voice <id>", "voice ID (see `relay voices`)")
+    .addOption(new Option("--model <name>", "model").choices(["relay-1", "relay-2"]))
+    .addOption(new Option("--finalize-mode <mode>", "when finals are sent").choices(["stable", "sentence"]))
+    .option("--no-audio", "transcripts only: no translated speech, no --out")
+    .option("--json", "print every server message as one JSON line", false),
+  true,
+).action(async (options: Parameters<typeof live>[1] & ServerOptions) => {
+  process.exitCode = await live(connection(options), options);
+});
+
+withServer(
+  program
+    .command("speak")
+    .description("synthesise a line of text into a WAV file (a mode=tts session)")
+    .requiredOption("--text <text>", "text to speak")
+    .requiredOption("--lang <lang>", "language of the text")
+    .requiredOption("--out <wav>", "where to write the speech (float32, 24 kHz)")
+    .option("--voice <id>", "voice ID (see `relay voices`)"),
+  true,
+).action(async (options: Parameters<typeof speak>[1] & ServerOptions) => {
+  process.exitCode = await speak(connection(options), options);
+});
+
+withServer(
+  program
+    .command("voices")
+    .description("list the voice library")
+    .addOption(new Option("--gender <gender>", "only this gender").choices(["female", "male"])),
+  false,
+).action(async (options: ServerOptions & { gender?: string }) => {
+  process.exitCode = await voices(options.server, options.gender);
+});
+
+withServer(
+  program.command("languages").description("list speech input, translation pairs and voice output"),
+  false,
+).action(async (options: ServerOptions) => {
+  process.exitCode = await languages(options.server);
+});
+
+program.parseAsync().catch((error: unknown) => {
+  // CliErrors are already phrased for the user; anything else still gets a single line.
+  console.error(`relay: ${error instanceof CliError ? error.message : describeError(error)}`);
+  process.exitCode = 1;
+});

@@ -1,0 +1,180 @@
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readWav } from "../../src/audio/wav.js";
+import { sharedPath } from "../support/shared.js";
+import { API_KEY, BROKE_KEY, startServer, type TestServer } from "../support/server.js";
+
+/** The `relay` CLI and the raw-protocol example, run as child processes against the real server. */
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+let server: TestServer;
+let tmp: string;
+let goForward: string;
+
+beforeAll(async () => {
+  server = await startServer();
+  tmp = await mkdtemp(path.join(os.tmpdir(), "relay-cli-"));
+  goForward = sharedPath("data/speech/librivox-pocketsphinx/goforward.wav");
+});
+afterAll(async () => {
+  await server?.close();
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+interface Run {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs a TypeScript entry point with tsx, pointed at the test server through the environment. */
+function run(script: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+      cwd: ROOT,
+      env: { ...process.env, RELAY_SERVER: server.baseUrl, RELAY_API_KEY: API_KEY, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const relay = (...args: string[]) => run("src/cli/main.ts", args);
+/** The `relay:`-prefixed lines are the CLI's error messages (other stderr lines are progress). */
+const errorLines = (result: Run) => result.stderr.split("\n").filter((line) => line.startsWith("relay:"));
+
+describe("relay live", () => {
+  it("streams a WAV file, prints the final transcripts and writes the translated speech", async () => {
+    const out = path.join(tmp, "live.wav");
+    const result = await relay(
+      "live",
+      "--in",
+      goForward,
+      "--from",
+      "en",
+      "--to",
+      "es",
+      "--out",
+      out,
+      "--speed",
+      "0",
+    );
+    expect(result.stderr).not.toMatch(/^relay:/mu);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("[en] go forward ten meters");
+    expect(result.stdout).toMatch(/^\[es\] \S+/mu);
+    const speech = await readWav(out);
+    expect(speech.sampleRate).toBe(24_000);
+    expect(speech.samples.length / speech.sampleRate).toBeGreaterThan(0.5);
+  });
+
+  it("--json prints every server message as one JSON line; --no-audio writes no file", async () => {
+    const result = await relay(
+      "live",
+      "--in",
+      goForward,
+      "--to",
+      "fr",
+      "--speed",
+      "max",
+      "--no-audio",
+      "--json",
+    );
+    expect(result.code).toBe(0);
+    const messages = result.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string; is_final?: boolean; text?: string });
+    expect(messages[0]?.type).toBe("ready");
+    const finals = messages.filter((m) => m.type === "original_transcript" && m.is_final === true);
+    expect(finals.at(-1)?.text).toBe("go forward ten meters");
+    expect(messages.some((m) => m.type === "translated_transcript" && m.is_final === true)).toBe(true);
+  });
+
+  it("reports a refused session request (401, 402) on stderr and exits non-zero", async () => {
+    const wrongKey = await run("src/cli/main.ts", ["live", "--in", goForward, "--no-audio"], {
+      RELAY_API_KEY: "not-a-key",
+    });
+    expect(wrongKey.code).not.toBe(0);
+    expect(errorLines(wrongKey)).toEqual([expect.stringMatching(/HTTP 401 unauthorized: invalid API key/u)]);
+    expect(wrongKey.stdout).toBe("");
+
+    const broke = await relay("live", "--in", goForward, "--no-audio", "--api-key", BROKE_KEY);
+    expect(broke.code).not.toBe(0);
+    expect(errorLines(broke)).toEqual([expect.stringMatching(/HTTP 402 insufficient_balance/u)]);
+  });
+
+  it("exits non-zero with the session-start error when the server rejects the parameters", async () => {
+    const result = await relay("live", "--in", goForward, "--to", "ja", "--out", path.join(tmp, "ja.wav"));
+    expect(result.code).not.toBe(0);
+    expect(errorLines(result)).toEqual([
+      expect.stringMatching(/^relay: session rejected: no translation from "en" to "ja"/u),
+    ]);
+    expect(existsSync(path.join(tmp, "ja.wav"))).toBe(false);
+  });
+});
+
+describe("relay speak, voices, languages", () => {
+  it("speak writes a WAV of speech", async () => {
+    const out = path.join(tmp, "hola.wav");
+    const result = await relay(
+      "speak",
+      "--text",
+      "Hola, buenos días",
+      "--lang",
+      "es",
+      "--out",
+      out,
+      "--voice",
+      "12",
+    );
+    expect(result.code).toBe(0);
+    const speech = await readWav(out);
+    expect(speech.sampleRate).toBe(24_000);
+    expect(speech.samples.length).toBeGreaterThan(0);
+    expect(speech.samples.some((sample) => sample !== 0)).toBe(true);
+  });
+
+  it("voices --gender female prints a table of exactly the female voices", async () => {
+    const result = await relay("voices", "--gender", "female");
+    expect(result.code).toBe(0);
+    const listed = (await (await fetch(new URL("/v1/voices?gender=female", server.baseUrl))).json()) as {
+      voices: { id: number; name: string }[];
+    };
+    const rows = result.stdout.split("\n").filter((line) => /^\d+\s{2,}/u.test(line));
+    expect(rows).toHaveLength(listed.voices.length);
+    expect(rows.every((row) => /^\d+\s+\S+\s+female\b/u.test(row))).toBe(true);
+    expect(result.stdout).not.toMatch(/\bmale\b/u);
+    for (const voice of listed.voices)
+      expect(result.stdout).toMatch(new RegExp(`^${voice.id}\\s+${voice.name}\\b`, "mu"));
+  });
+
+  it("languages summarises recognition, translation pairs and voice output", async () => {
+    const result = await relay("languages");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Speech input \(--from\): .*\ben\b/mu);
+    expect(result.stdout).toMatch(/^ {2}en → es\b/mu);
+    expect(result.stdout).toMatch(/^Voice output .*\d+ languages/mu);
+  });
+});
+
+describe("examples/realtime-translate.ts", () => {
+  it("translates a WAV file over the raw protocol and prints the final transcript", async () => {
+    const result = await run("examples/realtime-translate.ts", [goForward]);
+    expect(result.stderr).not.toMatch(/error/iu);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("[en] go forward ten meters");
+    expect(result.stdout).toMatch(/^\[es\] \S+/mu);
+    const seconds = /^received (\d+\.\d+) s of translated speech/mu.exec(result.stdout)?.[1];
+    expect(Number(seconds)).toBeGreaterThan(0);
+  });
+});
