@@ -8,11 +8,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { cpus } from "node:os";
 import path from "node:path";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createSession, RealtimeSocket } from "../src/client/realtime-client.js";
+import { freePort } from "../test/support/ports.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 const QUICK = process.argv.includes("--quick");
@@ -52,14 +52,6 @@ async function loadClip(name: string): Promise<Clip> {
   const last = levels.findLastIndex((level) => level > threshold);
   const end = Math.min(pcm.length, (last + 1) * frame + 1600); // keep 100 ms after the last loud frame
   return { name, pcm: pcm.subarray(0, end), onset: first * frame };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function startService(maxSessions: number): Promise<{ child: ChildProcess; baseUrl: string }> {

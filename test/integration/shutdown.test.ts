@@ -1,15 +1,7 @@
 import { spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { describe, expect, it } from "vitest";
 import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
+import { freePort } from "../support/ports.js";
 
 describe("the service process (npm start's entry point)", () => {
   it("serves after start-up, and on SIGTERM closes every session with 1001 and exits 0", async () => {

@@ -1,0 +1,91 @@
+/**
+ * PocketSphinx decoder settings: word error rate, CPU and end-of-utterance time on the LibriVox
+ * clips in ../shared/data/speech (streamed in 32 ms writes with a partial hypothesis every 160 ms,
+ * as the pipeline does). Chooses the `POCKETSPHINX_SETTINGS` default.
+ *
+ *   npm run bench:asr
+ */
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { readWavAsPcm16 } from "../src/audio/wav.js";
+import { createPocketSphinxEngine } from "../src/engines/pocketsphinx/index.js";
+
+const DIR = path.resolve(
+  process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared"),
+  "data/speech/librivox-pocketsphinx",
+);
+
+const PROFILES: Record<string, Record<string, string>> = {
+  "library defaults": {},
+  "-maxhmmpf 3000": { "-maxhmmpf": "3000" },
+  "-fwdflat no -bestpath no": { "-fwdflat": "no", "-bestpath": "no" },
+  "-maxhmmpf 3000 -fwdflat no -bestpath yes": { "-maxhmmpf": "3000", "-fwdflat": "no", "-bestpath": "yes" },
+  "-maxhmmpf 2000 -fwdflat no -bestpath yes (default)": {
+    "-maxhmmpf": "2000",
+    "-fwdflat": "no",
+    "-bestpath": "yes",
+  },
+  "-maxhmmpf 1500 -fwdflat no -bestpath yes": { "-maxhmmpf": "1500", "-fwdflat": "no", "-bestpath": "yes" },
+};
+
+function wordErrors(reference: string[], hypothesis: string[]): number {
+  const row = Array.from({ length: hypothesis.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= reference.length; i++) {
+    let diagonal = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= hypothesis.length; j++) {
+      const above = row[j]!;
+      row[j] = Math.min(
+        above + 1,
+        row[j - 1]! + 1,
+        diagonal + (reference[i - 1] === hypothesis[j - 1] ? 0 : 1),
+      );
+      diagonal = above;
+    }
+  }
+  return row[hypothesis.length]!;
+}
+
+const references = readFileSync(path.join(DIR, "transcription"), "utf8")
+  .trim()
+  .split("\n")
+  .map((line) => /<s> (.*) <\/s> \((.*)\)/u.exec(line)!)
+  .map((match) => ({ words: match[1]!.split(" "), file: `${match[2]}.wav` }));
+references.push({ words: "go forward ten meters".split(" "), file: "goforward.wav" });
+const clips = await Promise.all(
+  references.map(async (r) => ({ ...r, pcm: await readWavAsPcm16(path.join(DIR, r.file)) })),
+);
+const totalWords = references.reduce((sum, r) => sum + r.words.length, 0);
+const audioSeconds = clips.reduce((sum, clip) => sum + clip.pcm.length / 16_000, 0);
+
+console.log(`${clips.length} clips, ${totalWords} words, ${audioSeconds.toFixed(1)} s\n`);
+console.log("| settings | WER | CPU s per audio s | finish() mean (ms) |");
+console.log("| --- | --- | --- | --- |");
+for (const [name, settings] of Object.entries(PROFILES)) {
+  const engine = await createPocketSphinxEngine({ decoderSettings: settings, maxDecoders: 1 });
+  let errors = 0;
+  let finishMs = 0;
+  const cpuBefore = process.cpuUsage();
+  for (const clip of clips) {
+    const stream = await engine.createStream({ language: "en" });
+    for (let i = 0; i < clip.pcm.length; i += 512) {
+      await stream.write(clip.pcm.subarray(i, i + 512));
+      if (i % 2560 === 2048) await stream.partial();
+    }
+    const started = performance.now();
+    const { text } = await stream.finish();
+    finishMs += performance.now() - started;
+    const words = text
+      .replace(/\bmr\b/gu, "mister")
+      .replace(/\./gu, "")
+      .split(" ")
+      .filter(Boolean);
+    errors += wordErrors(clip.words, words);
+  }
+  const cpu = process.cpuUsage(cpuBefore);
+  const cpuPerSecond = (cpu.user + cpu.system) / 1e6 / audioSeconds;
+  console.log(
+    `| ${name} | ${(errors / totalWords).toFixed(3)} | ${cpuPerSecond.toFixed(3)} | ${(finishMs / clips.length).toFixed(0)} |`,
+  );
+  await engine.close();
+}
