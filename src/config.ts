@@ -51,9 +51,9 @@ const envSchema = z.object({
   SILERO_VAD_MODEL: z.string().optional(),
   POCKETSPHINX_MODEL_DIR: z.string().default("/usr/share/pocketsphinx/model/en-us"),
   POCKETSPHINX_MAX_DECODERS: z.coerce.number().int().min(1).optional(),
-  // Real-time profile: a bounded search without the second (flat) pass. Measured on the LibriVox clips:
-  // 0.15 CPU-s per audio second and 24 ms to finish an utterance, against 0.37 and 283 ms with the
-  // library defaults, for WER 0.347 instead of 0.307 (docs/benchmarks.md).
+  // Real-time profile: a bounded search without the second (flat) pass. `npm run bench:asr` on the
+  // LibriVox clips: 0.12 CPU-s per audio second and 18 ms to finish an utterance, against 0.31 and
+  // 239 ms with the library defaults, for WER 0.347 instead of 0.307 (docs/benchmarks.md).
   POCKETSPHINX_SETTINGS: z
     .string()
     .default("-maxhmmpf 2000 -fwdflat no -bestpath yes")

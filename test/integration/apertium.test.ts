@@ -10,10 +10,11 @@ import {
   type ApertiumEngine,
   type ApertiumPairStatus,
 } from "../../src/engines/apertium/index.js";
-import { sharedPath } from "../support/shared.js";
+import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const MODES_DIR = "/usr/share/apertium/modes";
 const HAVE_APERTIUM = existsSync(path.join(MODES_DIR, "eng-spa.mode"));
+const FLORES_MISSING = sharedMissing("data", "text", "flores-dev");
 if (!HAVE_APERTIUM) console.warn(`[apertium] skipping engine tests: no eng-spa mode in ${MODES_DIR}`);
 
 function flores(language: string, count: number): string[] {
@@ -127,7 +128,7 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium engine (real pipelines)", () => {
     expect(spanish).not.toMatch(/[*#@]/);
   });
 
-  it("translates a sentence in every declared pair", async () => {
+  it.skipIf(FLORES_MISSING)("translates a sentence in every declared pair", async () => {
     for (const { from, to } of engine.capabilities.pairs) {
       const [source] = flores(from, 1);
       const translation = await engine.translate({ from, to, text: source! });
@@ -167,72 +168,81 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium engine (real pipelines)", () => {
     expect(await engine.translate({ from: "en", to: "es", text: "Hello, how are you?" })).toMatch(/Hola/);
   });
 
-  it("answers 200 concurrent requests in order, identical to sequential translation", async () => {
-    const sources = flores("en", 200);
-    // Apertium's tagger keeps state across requests the first time it meets certain words (see the
-    // report), so the pipeline sees every sentence once before results are compared.
-    for (const text of sources) await engine.translate({ from: "en", to: "es", text });
-    const sequential: string[] = [];
-    for (const text of sources) sequential.push(await engine.translate({ from: "en", to: "es", text }));
-    const order: number[] = [];
-    const concurrent = await Promise.all(
-      sources.map((text, i) =>
-        engine.translate({ from: "en", to: "es", text }).then((translation) => {
-          order.push(i);
-          return translation;
-        }),
-      ),
-    );
-    expect(concurrent).toEqual(sequential);
-    expect(order).toEqual(sources.map((_, i) => i));
-  });
+  it.skipIf(FLORES_MISSING)(
+    "answers 200 concurrent requests in order, identical to sequential translation",
+    async () => {
+      const sources = flores("en", 200);
+      // Apertium's tagger keeps state across requests the first time it meets certain words (see the
+      // report), so the pipeline sees every sentence once before results are compared.
+      for (const text of sources) await engine.translate({ from: "en", to: "es", text });
+      const sequential: string[] = [];
+      for (const text of sources) sequential.push(await engine.translate({ from: "en", to: "es", text }));
+      const order: number[] = [];
+      const concurrent = await Promise.all(
+        sources.map((text, i) =>
+          engine.translate({ from: "en", to: "es", text }).then((translation) => {
+            order.push(i);
+            return translation;
+          }),
+        ),
+      );
+      expect(concurrent).toEqual(sequential);
+      expect(order).toEqual(sources.map((_, i) => i));
+    },
+  );
 
-  it("matches the apertium command line on FLORES sentences (whitespace aside)", async () => {
-    const dir = await mkdtemp(path.join(tmpdir(), "apertium-cli-"));
-    try {
-      const normalise = (s: string): string => s.replace(/[*#@]/g, "").replace(/\s+/g, " ").trim();
-      for (const { from, to } of engine.capabilities.pairs) {
-        const mode = engine.pipelines().find((p) => p.from === from && p.to === to)!.mode;
-        const sources = flores(from, 50);
-        const file = path.join(dir, `${mode}.txt`);
-        await writeFile(file, sources.join("\n") + "\n");
-        const cli = execFileSync("apertium", ["-u", mode, file], { encoding: "utf8" }).split("\n");
-        // A fresh pipeline sees the sentences in the same order as the command line does.
-        const fresh = await createApertiumEngine({ modesDir: await modesDirWith([mode], dir) });
-        try {
-          let same = 0;
-          for (const [i, text] of sources.entries()) {
-            if (normalise(await fresh.translate({ from, to, text })) === normalise(cli[i] ?? "")) same++;
+  it.skipIf(FLORES_MISSING)(
+    "matches the apertium command line on FLORES sentences (whitespace aside)",
+    async () => {
+      const dir = await mkdtemp(path.join(tmpdir(), "apertium-cli-"));
+      try {
+        const normalise = (s: string): string => s.replace(/[*#@]/g, "").replace(/\s+/g, " ").trim();
+        for (const { from, to } of engine.capabilities.pairs) {
+          const mode = engine.pipelines().find((p) => p.from === from && p.to === to)!.mode;
+          const sources = flores(from, 50);
+          const file = path.join(dir, `${mode}.txt`);
+          await writeFile(file, sources.join("\n") + "\n");
+          const cli = execFileSync("apertium", ["-u", mode, file], { encoding: "utf8" }).split("\n");
+          // A fresh pipeline sees the sentences in the same order as the command line does.
+          const fresh = await createApertiumEngine({ modesDir: await modesDirWith([mode], dir) });
+          try {
+            let same = 0;
+            for (const [i, text] of sources.entries()) {
+              if (normalise(await fresh.translate({ from, to, text })) === normalise(cli[i] ?? "")) same++;
+            }
+            // Differences left are context effects: the command line translates the file as one text.
+            expect(same, `${mode}: ${same}/${sources.length} identical`).toBeGreaterThanOrEqual(
+              sources.length * 0.9,
+            );
+          } finally {
+            await fresh.close();
           }
-          // Differences left are context effects: the command line translates the file as one text.
-          expect(same, `${mode}: ${same}/${sources.length} identical`).toBeGreaterThanOrEqual(
-            sources.length * 0.9,
-          );
-        } finally {
-          await fresh.close();
         }
+      } finally {
+        await rm(dir, { recursive: true, force: true });
       }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 
-  it("translates 100 FLORES sentences en→es with a plausible chrF and reports warm latency", async () => {
-    const sources = flores("en", 200);
-    const references = flores("es", 200);
-    const hypotheses: string[] = [];
-    const started = performance.now();
-    for (const text of sources) hypotheses.push(await engine.translate({ from: "en", to: "es", text }));
-    const meanMs = (performance.now() - started) / sources.length;
-    expect(hypotheses.every((h) => h.trim().length > 0)).toBe(true);
-    const score = chrF(hypotheses.slice(0, 100), references.slice(0, 100));
-    expect(score).toBeGreaterThan(25);
-    const words = sources.reduce((sum, s) => sum + s.split(/\s+/).length, 0) / sources.length;
-    console.log(
-      `[apertium] en→es FLORES: chrF ${score.toFixed(1)} (100 sentences); warm latency ` +
-        `${meanMs.toFixed(2)} ms/sentence (mean of ${sources.length}, ${words.toFixed(0)} words each)`,
-    );
-  });
+  it.skipIf(FLORES_MISSING)(
+    "translates 100 FLORES sentences en→es with a plausible chrF and reports warm latency",
+    async () => {
+      const sources = flores("en", 200);
+      const references = flores("es", 200);
+      const hypotheses: string[] = [];
+      const started = performance.now();
+      for (const text of sources) hypotheses.push(await engine.translate({ from: "en", to: "es", text }));
+      const meanMs = (performance.now() - started) / sources.length;
+      expect(hypotheses.every((h) => h.trim().length > 0)).toBe(true);
+      const score = chrF(hypotheses.slice(0, 100), references.slice(0, 100));
+      expect(score).toBeGreaterThan(25);
+      const words = sources.reduce((sum, s) => sum + s.split(/\s+/).length, 0) / sources.length;
+      console.log(
+        `[apertium] en→es FLORES: chrF ${score.toFixed(1)} (100 sentences); warm latency ` +
+          `${meanMs.toFixed(2)} ms/sentence (mean of ${sources.length}, ${words.toFixed(0)} words each)`,
+      );
+    },
+  );
 });
 
 describe.skipIf(!HAVE_APERTIUM)("Apertium pipeline failures", () => {

@@ -6,11 +6,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWav } from "../../src/audio/wav.js";
-import { sharedPath } from "../support/shared.js";
+import { sharedMissing, sharedPath } from "../support/shared.js";
 import { API_KEY, BROKE_KEY, startServer, type TestServer } from "../support/server.js";
 
 /** The `relay` CLI and the raw-protocol example, run as child processes against the real server. */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 let server: TestServer;
 let tmp: string;
 let goForward: string;
@@ -18,7 +19,7 @@ let goForward: string;
 beforeAll(async () => {
   server = await startServer();
   tmp = await mkdtemp(path.join(os.tmpdir(), "relay-cli-"));
-  goForward = sharedPath("data/speech/librivox-pocketsphinx/goforward.wav");
+  if (!SPEECH_MISSING) goForward = sharedPath("data/speech/librivox-pocketsphinx/goforward.wav");
 });
 afterAll(async () => {
   await server?.close();
@@ -52,7 +53,7 @@ const relay = (...args: string[]) => run("src/cli/main.ts", args);
 /** The `relay:`-prefixed lines are the CLI's error messages (other stderr lines are progress). */
 const errorLines = (result: Run) => result.stderr.split("\n").filter((line) => line.startsWith("relay:"));
 
-describe("relay live", () => {
+describe.skipIf(SPEECH_MISSING)("relay live", () => {
   it("streams a WAV file, prints the final transcripts and writes the translated speech", async () => {
     const out = path.join(tmp, "live.wav");
     const result = await relay(
@@ -167,7 +168,7 @@ describe("relay speak, voices, languages", () => {
   });
 });
 
-describe("examples/realtime-translate.ts", () => {
+describe.skipIf(SPEECH_MISSING)("examples/realtime-translate.ts", () => {
   it("translates a WAV file over the raw protocol and prints the final transcript", async () => {
     const result = await run("examples/realtime-translate.ts", [goForward]);
     expect(result.stderr).not.toMatch(/error/iu);

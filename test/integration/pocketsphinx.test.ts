@@ -7,9 +7,10 @@ import {
   type PocketSphinxEngine,
 } from "../../src/engines/pocketsphinx/index.js";
 import type { AsrStream, Hypothesis } from "../../src/engines/types.js";
-import { sharedPath } from "../support/shared.js";
+import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const CLIPS = "librivox-pocketsphinx";
+const SPEECH_MISSING = sharedMissing("data", "speech", CLIPS);
 const SAMPLE_RATE = 16_000;
 const CHUNK_20MS = 320;
 
@@ -77,7 +78,7 @@ function expectTimingsValid(hypothesis: Hypothesis, samples: number): void {
 /** Lets queued callbacks and worker-thread completions run. */
 const turns = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 20));
 
-describe("PocketSphinx engine (maxDecoders 2)", () => {
+describe.skipIf(SPEECH_MISSING)("PocketSphinx engine (maxDecoders 2)", () => {
   let engine: PocketSphinxEngine;
   let goforward: Int16Array;
 
@@ -211,7 +212,7 @@ describe("PocketSphinx engine (maxDecoders 2)", () => {
   });
 });
 
-describe("PocketSphinx engine (maxDecoders 1)", () => {
+describe.skipIf(SPEECH_MISSING)("PocketSphinx engine (maxDecoders 1)", () => {
   let engine: PocketSphinxEngine;
   let goforward: Int16Array;
 

@@ -157,6 +157,25 @@ describe("TranslationPipeline (engine doubles)", () => {
     expect(new Set(originals.map((e) => e.segmentId)).size).toBe(3);
   });
 
+  it("stable-mode spans after the first continue the sentence: a translator's leading capital is undone", async () => {
+    const capitalising = async (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["go", "forward", "ten", "meters", "now", "please"]),
+      translate: capitalising,
+      speak: undefined,
+    });
+    pipeline.pushAudio(speech(1700));
+    pipeline.pushAudio(silence(800));
+    const events = await collect(
+      pipeline,
+      (evs) => finals(evs, "translated").at(-1)?.originalText === "go forward ten meters now please",
+    );
+    await pipeline.close();
+    const translated = finals(events, "translated").map((e) => e.text);
+    expect(translated.length).toBeGreaterThan(1);
+    expect(translated.at(-1)).toBe("Go forward ten meters now please");
+  });
+
   it("reports translation failures as errors and keeps going", async () => {
     let calls = 0;
     const pipeline = pipelineWith({
