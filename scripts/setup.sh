@@ -19,6 +19,9 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
 fi
 
-if [ -f package-lock.json ]; then npm ci --no-audit --no-fund; else npm install --no-audit --no-fund; fi
+# onnxruntime-node's install script would download GPU providers (offline machines cannot); its CPU
+# build ships in the package. `npm install` follows package-lock.json; `npm ci` is avoided because
+# npm 11.19 rejects its own lock file here (it leaves out other platforms' optional packages).
+ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund
 npm run build
 echo "setup: done"
