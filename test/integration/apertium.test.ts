@@ -258,23 +258,6 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium pipeline failures", () => {
     await rm(modesDir, { recursive: true, force: true });
   });
 
-  it("reports a single pipeline's start-up time and the cost of a process per sentence", async () => {
-    const startupMs = statusOf(engine, "en", "es").startupMs ?? NaN;
-    expect(startupMs).toBeGreaterThan(0);
-    const first = performance.now();
-    await engine.translate({ from: "en", to: "es", text: "The weather is nice today." });
-    const firstMs = performance.now() - first;
-    const file = path.join(modesDir, "one.txt");
-    await writeFile(file, "The weather is nice today.\n");
-    const cliStart = performance.now();
-    for (let i = 0; i < 3; i++) execFileSync("apertium", ["-u", "eng-spa", file]);
-    const cliMs = (performance.now() - cliStart) / 3;
-    console.log(
-      `[apertium] eng-spa start-up ${startupMs.toFixed(0)} ms (spawn → first answer); first request ` +
-        `after creation ${firstMs.toFixed(1)} ms; 'apertium' command per sentence ${cliMs.toFixed(0)} ms`,
-    );
-  });
-
   it("fails in-flight requests when a pipeline process dies, then restarts on the next request", async () => {
     const before = statusOf(engine, "en", "es").processes.map((p) => p.pid);
     const pid = pretransferOf(engine, "en", "es");

@@ -279,22 +279,6 @@ describe.skipIf(!existsSync(ESPEAK))("eSpeak NG engine (real espeak-ng)", () => 
     );
     for (const audio of results) expect(rms(audio.samples)).toBeGreaterThan(0.02);
   });
-
-  it("reports the cost of one 10-word sentence (not asserted)", async () => {
-    const text = "Please remember to bring your passport to the airport tomorrow.";
-    const voice = defaultVoice("female");
-    await engine.synthesize({ text, language: "en", voice });
-    const runs = 10;
-    const started = performance.now();
-    let audioSeconds = 0;
-    for (let i = 0; i < runs; i++)
-      audioSeconds += seconds(await engine.synthesize({ text, language: "en", voice }));
-    const ms = (performance.now() - started) / runs;
-    console.log(
-      `[tts-espeak] 10-word sentence: ${ms.toFixed(1)} ms per utterance (process spawn included), ` +
-        `${(audioSeconds / runs).toFixed(2)} s audio, RTF ${(ms / 1000 / (audioSeconds / runs)).toFixed(3)}`,
-    );
-  });
 });
 
 describe("eSpeak NG engine errors", () => {

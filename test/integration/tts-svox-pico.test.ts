@@ -160,20 +160,4 @@ describe.skipIf(!HAVE_LINGWARE)("SVOX Pico engine (WASM, real lingware)", () => 
     expect(b!.samples.length).toBe(french.samples.length);
     expect(c!.samples.length).toBe(german.samples.length);
   });
-
-  it("reports the cost of one 10-word sentence (not asserted)", async () => {
-    const text = "Please remember to bring your passport to the airport tomorrow.";
-    const voice = defaultVoice("female");
-    await engine.synthesize({ text, language: "en", voice });
-    const runs = 10;
-    const started = performance.now();
-    let audioSeconds = 0;
-    for (let i = 0; i < runs; i++)
-      audioSeconds += seconds(await engine.synthesize({ text, language: "en", voice }));
-    const ms = (performance.now() - started) / runs;
-    console.log(
-      `[tts-svox-pico] 10-word sentence: ${ms.toFixed(1)} ms per utterance, ` +
-        `${(audioSeconds / runs).toFixed(2)} s audio, RTF ${(ms / 1000 / (audioSeconds / runs)).toFixed(3)}`,
-    );
-  });
 });
