@@ -1,0 +1,123 @@
+import { lookup as dnsLookup, type LookupAddress } from "node:dns";
+import { createWriteStream } from "node:fs";
+import { rename, rm } from "node:fs/promises";
+import http from "node:http";
+import https from "node:https";
+import type { LookupFunction } from "node:net";
+import { pipeline } from "node:stream/promises";
+import ipaddr from "ipaddr.js";
+
+/**
+ * Downloads a job's source over http(s) into a local file with the size cap enforced while
+ * streaming. Server-side request forgery is refused: every address a host name resolves to must be
+ * public (not private, loopback, link-local, unique-local, multicast or unspecified) unless
+ * `allowPrivate`, and the connection is pinned to the checked address (no DNS rebinding between
+ * the check and the connect). Redirects are followed (up to 5), each one checked again.
+ */
+
+/** How a job whose source is one of the service's own uploads records it: `upload:<upload id>`. */
+export const UPLOAD_SOURCE_SCHEME = "upload:";
+
+export class DownloadError extends Error {}
+export class SourceTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`the source is larger than the ${maxBytes}-byte limit`);
+  }
+}
+
+const MAX_REDIRECTS = 5;
+
+export interface DownloadOptions {
+  readonly maxBytes: number;
+  readonly allowPrivate: boolean;
+  readonly timeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+export function isPublicAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return false;
+  const range = ipaddr.process(address).range();
+  return range === "unicast";
+}
+
+function guardedLookup(allowPrivate: boolean): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+      if (error) return callback(error, "", 0);
+      const refused = addresses.find((a) => !allowPrivate && !isPublicAddress(a.address));
+      if (refused) {
+        return callback(
+          new DownloadError(`${hostname} resolves to a non-public address (${refused.address}); refused`),
+          "",
+          0,
+        );
+      }
+      const [first] = addresses;
+      if (!first) return callback(new DownloadError(`${hostname} did not resolve`), "", 0);
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      callback(null, first.address, first.family);
+    });
+  };
+}
+
+/** Downloads `url` to `destination` (atomically: a partial download never appears there). */
+export async function downloadSource(url: string, destination: string, options: DownloadOptions): Promise<number> {
+  const partial = `${destination}.partial`;
+  try {
+    let current = new URL(url);
+    for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+      const response = await request(current, options);
+      const status = response.statusCode ?? 0;
+      if (status >= 300 && status < 400 && response.headers.location) {
+        response.resume();
+        current = new URL(response.headers.location, current);
+        continue;
+      }
+      if (status !== 200) {
+        response.resume();
+        throw new DownloadError(`the source answered HTTP ${status}`);
+      }
+      const declared = Number(response.headers["content-length"] ?? Number.NaN);
+      if (declared > options.maxBytes) {
+        response.destroy();
+        throw new SourceTooLargeError(options.maxBytes);
+      }
+      let bytes = 0;
+      response.on("data", (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (bytes > options.maxBytes) response.destroy(new SourceTooLargeError(options.maxBytes));
+      });
+      await pipeline(response, createWriteStream(partial));
+      await rename(partial, destination);
+      return bytes;
+    }
+    throw new DownloadError(`more than ${MAX_REDIRECTS} redirects`);
+  } catch (error) {
+    await rm(partial, { force: true });
+    if (error instanceof SourceTooLargeError || error instanceof DownloadError) throw error;
+    throw new DownloadError((error as Error).message);
+  }
+}
+
+function request(url: URL, options: DownloadOptions): Promise<http.IncomingMessage> {
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return Promise.reject(new DownloadError(`unsupported URL scheme ${url.protocol}`));
+  }
+  const client = url.protocol === "https:" ? https : http;
+  const literal = url.hostname.replace(/^\[|\]$/gu, "");
+  // A literal IP in the URL skips DNS, so it is checked here.
+  if (ipaddr.isValid(literal) && !options.allowPrivate && !isPublicAddress(literal)) {
+    return Promise.reject(new DownloadError(`${literal} is not a public address; refused`));
+  }
+  return new Promise((resolve, reject) => {
+    const req = client.get(url, {
+      lookup: guardedLookup(options.allowPrivate),
+      timeout: options.timeoutMs ?? 30_000,
+      signal: options.signal,
+      headers: { "user-agent": "relay-dubbing/1" },
+    });
+    req.once("response", resolve);
+    req.once("timeout", () => req.destroy(new DownloadError("the source did not answer in time")));
+    req.once("error", (error) => reject(error instanceof DownloadError ? error : new DownloadError(error.message)));
+  });
+}
