@@ -60,9 +60,9 @@ describe("downloadSource", () => {
 
   it("refuses loopback sources given as an address or as a name resolving to one", async () => {
     const options = { maxBytes: 1e9, allowPrivate: false };
-    await expect(downloadSource(`${base}/file`, path.join(dir, "a"), options)).rejects.toThrow(
-      /not a public address/,
-    );
+    const refused = downloadSource(`${base}/file`, path.join(dir, "a"), options);
+    await expect(refused).rejects.toBeInstanceOf(DownloadError);
+    await expect(refused).rejects.toThrow(/not a public address/);
     const port = (server.address() as { port: number }).port;
     await expect(
       downloadSource(`http://localhost:${port}/file`, path.join(dir, "b"), options),
