@@ -1,0 +1,49 @@
+/**
+ * Object storage behind one interface: the embedded store under DATA_DIR (presigned URLs signed by
+ * the service itself) or any S3-compatible service. Keys are "/"-separated, e.g. "uploads/<id>".
+ */
+
+export interface PresignedUpload {
+  readonly url: string;
+  readonly expiresAt: Date;
+  /** Headers the client must send with the PUT (at least Content-Type). */
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+export interface PresignedDownload {
+  readonly url: string;
+  readonly expiresAt: Date;
+}
+
+export class ObjectTooLargeError extends Error {
+  constructor(readonly maxBytes: number) {
+    super(`object is larger than ${maxBytes} bytes`);
+  }
+}
+
+export class ObjectNotFoundError extends Error {
+  constructor(readonly key: string) {
+    super(`no object "${key}"`);
+  }
+}
+
+export interface ObjectStore {
+  readonly kind: "local" | "s3";
+  /** A URL the client PUTs the object to, valid for `expiresInSec`, bound to `contentType`. */
+  presignUpload(
+    key: string,
+    options: { contentType: string; maxBytes: number; expiresInSec: number },
+  ): Promise<PresignedUpload>;
+  /** A URL anyone holding it can GET the object from until it expires. */
+  presignDownload(
+    key: string,
+    options: { expiresInSec: number; downloadName?: string },
+  ): Promise<PresignedDownload>;
+  /** Stores a local file under `key` (replacing any previous object atomically). */
+  putFile(key: string, path: string, contentType: string): Promise<void>;
+  /** Copies the object to a local file; throws ObjectTooLargeError past `maxBytes`, ObjectNotFoundError when absent. */
+  getToFile(key: string, path: string, maxBytes: number): Promise<{ bytes: number }>;
+  exists(key: string): Promise<boolean>;
+  delete(key: string): Promise<void>;
+  close(): Promise<void>;
+}
