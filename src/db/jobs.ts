@@ -1,0 +1,260 @@
+import type { Expression, ExpressionBuilder, Kysely, SqlBool } from "kysely";
+import {
+  ACTIVE_STATUSES,
+  isTerminal,
+  monotonicProgress,
+  toJobRecord,
+  toMicroUsd,
+  type Schema,
+} from "./schema.js";
+import { run, type TransactionRunner, type TxBody } from "./transactions.js";
+import type { JobProgress, JobsRepository, JobUpdate } from "./types.js";
+
+type JobsExpressions = ExpressionBuilder<Schema, "jobs">;
+
+/** The worker's write guard: it holds the lease and the job has not finished. */
+function heldBy(jobId: string, workerId: string) {
+  return (eb: JobsExpressions): Expression<SqlBool> =>
+    eb.and([eb("id", "=", jobId), eb("lease_owner", "=", workerId), eb("status", "in", ACTIVE_STATUSES)]);
+}
+
+function checkLeaseMs(leaseMs: number): void {
+  if (!Number.isFinite(leaseMs) || leaseMs <= 0)
+    throw new RangeError(`leaseMs must be positive, got ${leaseMs}`);
+}
+
+export function createJobsRepository(
+  db: Kysely<Schema>,
+  dialect: "sqlite" | "postgres",
+  transaction: TransactionRunner,
+): JobsRepository {
+  // Row locks only exist on PostgreSQL; SQLite transactions already hold the database write lock.
+  const postgres = dialect === "postgres";
+
+  function* updateTx(jobId: string, workerId: string, update: JobUpdate): TxBody<boolean> {
+    const { rows } = yield* run(
+      db
+        .selectFrom("jobs")
+        .select("progress")
+        .where(heldBy(jobId, workerId))
+        .$if(postgres, (qb) => qb.forUpdate()),
+    );
+    const current = rows[0];
+    if (!current) return false;
+    yield* run(
+      db
+        .updateTable("jobs")
+        .set({
+          updated_at: Date.now(),
+          ...(update.status !== undefined && { status: update.status }),
+          ...(update.progress !== undefined && {
+            progress: JSON.stringify(monotonicProgress(current.progress, update.progress)),
+          }),
+          ...(update.inputDurationSec !== undefined && { input_duration_sec: update.inputDurationSec }),
+          ...(update.outputKind !== undefined && { output_kind: update.outputKind }),
+          ...(update.segments !== undefined && { segments: JSON.stringify(update.segments) }),
+        })
+        .where(heldBy(jobId, workerId)),
+    );
+    return true;
+  }
+
+  function* completeTx(
+    jobId: string,
+    workerId: string,
+    result: { outputKey: string; costMicroUsd: number; progress: JobProgress },
+  ): TxBody<boolean> {
+    const { rows } = yield* run(
+      db
+        .selectFrom("jobs")
+        .select(["account_id", "progress"])
+        .where(heldBy(jobId, workerId))
+        .$if(postgres, (qb) => qb.forUpdate()),
+    );
+    const current = rows[0];
+    if (!current) return false;
+    // UNIQUE(job_id, kind) (and the derived id) make this a no-op if the job was ever charged.
+    yield* run(
+      db
+        .insertInto("ledger_entries")
+        .values({
+          id: `charge:${jobId}`,
+          account_id: current.account_id,
+          amount_micro_usd: -result.costMicroUsd,
+          kind: "charge",
+          job_id: jobId,
+          created_at: Date.now(),
+        })
+        .onConflict((oc) => oc.doNothing()),
+    );
+    yield* run(
+      db
+        .updateTable("jobs")
+        .set({
+          status: "completed",
+          output_key: result.outputKey,
+          cost_micro_usd: result.costMicroUsd,
+          progress: JSON.stringify(monotonicProgress(current.progress, result.progress)),
+          lease_owner: null,
+          lease_expires_at: null,
+          updated_at: Date.now(),
+        })
+        .where(heldBy(jobId, workerId)),
+    );
+    return true;
+  }
+
+  return {
+    async create(job) {
+      const now = Date.now();
+      const inserted = await db
+        .insertInto("jobs")
+        .values({
+          id: job.id,
+          account_id: job.accountId,
+          status: "pending",
+          source_url: job.sourceUrl,
+          source_lang: job.sourceLang,
+          target_lang: job.targetLang,
+          progress: null,
+          error: null,
+          input_duration_sec: null,
+          cost_micro_usd: null,
+          output_key: null,
+          output_kind: null,
+          segments: null,
+          idempotency_key: job.idempotencyKey ?? null,
+          attempts: 0,
+          lease_owner: null,
+          lease_expires_at: null,
+          created_at: now,
+          updated_at: now,
+        })
+        // Only the idempotency key may collide quietly; a duplicate job id is still an error.
+        .onConflict((oc) => oc.columns(["account_id", "idempotency_key"]).doNothing())
+        .returningAll()
+        .executeTakeFirst();
+      if (inserted) return { job: toJobRecord(inserted), created: true };
+      const existing = await db
+        .selectFrom("jobs")
+        .selectAll()
+        .where("account_id", "=", job.accountId)
+        .where("idempotency_key", "=", job.idempotencyKey ?? null)
+        .executeTakeFirstOrThrow();
+      return { job: toJobRecord(existing), created: false };
+    },
+
+    async get(accountId, jobId) {
+      const row = await db
+        .selectFrom("jobs")
+        .selectAll()
+        .where("id", "=", jobId)
+        .where("account_id", "=", accountId)
+        .executeTakeFirst();
+      return row && toJobRecord(row);
+    },
+
+    async list(accountId, limit, offset) {
+      const [rows, count] = await Promise.all([
+        db
+          .selectFrom("jobs")
+          .selectAll()
+          .where("account_id", "=", accountId)
+          .orderBy("created_at", "desc")
+          .orderBy("id", "desc")
+          .limit(limit)
+          .offset(offset)
+          .execute(),
+        db
+          .selectFrom("jobs")
+          .select((eb) => eb.fn.countAll<number | string>().as("total"))
+          .where("account_id", "=", accountId)
+          .executeTakeFirstOrThrow(),
+      ]);
+      return { jobs: rows.map(toJobRecord), total: Number(count.total) };
+    },
+
+    async claim(workerId, leaseMs) {
+      checkLeaseMs(leaseMs);
+      const now = Date.now();
+      // One statement, so the choice and the take are atomic: SQLite runs it under the database
+      // write lock; on PostgreSQL, SKIP LOCKED lets concurrent claimers pass over a row another
+      // claimer has just locked instead of queueing for it. A job is claimable when active and
+      // unleased (never claimed) or its lease has expired (its worker died); it keeps its status
+      // and progress, and the new worker restarts it.
+      const row = await db
+        .updateTable("jobs")
+        .set((eb) => ({
+          lease_owner: workerId,
+          lease_expires_at: now + leaseMs,
+          attempts: eb("attempts", "+", 1),
+          updated_at: now,
+        }))
+        .where((eb) =>
+          eb(
+            "id",
+            "=",
+            eb
+              .selectFrom("jobs as candidate")
+              .select("candidate.id")
+              .where("candidate.status", "in", ACTIVE_STATUSES)
+              .where((inner) =>
+                inner.or([
+                  inner("candidate.lease_expires_at", "is", null),
+                  inner("candidate.lease_expires_at", "<", now),
+                ]),
+              )
+              .orderBy("candidate.created_at")
+              .orderBy("candidate.id")
+              .limit(1)
+              .$if(postgres, (qb) => qb.forUpdate().skipLocked()),
+          ),
+        )
+        .returningAll()
+        .executeTakeFirst();
+      return row && toJobRecord(row);
+    },
+
+    async heartbeat(jobId, workerId, leaseMs) {
+      checkLeaseMs(leaseMs);
+      const result = await db
+        .updateTable("jobs")
+        .set({ lease_expires_at: Date.now() + leaseMs })
+        .where(heldBy(jobId, workerId))
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
+    async update(jobId, workerId, update) {
+      // Finishing goes through complete() (which charges) or fail(), never a bare status change.
+      if (update.status !== undefined && isTerminal(update.status)) {
+        throw new Error(`update() cannot set status "${update.status}"; use complete() or fail()`);
+      }
+      // Read-modify-write in a transaction: progress.percent is kept at its maximum.
+      return transaction(() => updateTx(jobId, workerId, update));
+    },
+
+    async complete(jobId, workerId, result) {
+      if (!(result.costUsd >= 0)) throw new RangeError(`costUsd must be ≥ 0, got ${result.costUsd}`);
+      const costMicroUsd = toMicroUsd(result.costUsd);
+      return transaction(() =>
+        completeTx(jobId, workerId, { outputKey: result.outputKey, costMicroUsd, progress: result.progress }),
+      );
+    },
+
+    async fail(jobId, workerId, error) {
+      const result = await db
+        .updateTable("jobs")
+        .set({
+          status: "failed",
+          error,
+          lease_owner: null,
+          lease_expires_at: null,
+          updated_at: Date.now(),
+        })
+        .where(heldBy(jobId, workerId))
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+  };
+}

@@ -1,0 +1,108 @@
+import { sql, type Kysely, type Migration, type MigrationProvider } from "kysely";
+
+/**
+ * The schema, as in-code migrations run by Kysely's `Migrator` at open. One definition serves both
+ * dialects, so only portable types are used (text, integer, bigint, double precision); see
+ * `schema.ts` for the storage conventions. Append new migrations; never edit applied ones.
+ */
+const migrations: Record<string, Migration> = {
+  "0001_dubbing": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable("accounts")
+        .addColumn("id", "text", (col) => col.primaryKey())
+        .addColumn("created_at", "bigint", (col) => col.notNull())
+        .execute();
+
+      await db.schema
+        .createTable("api_keys")
+        .addColumn("key_hash", "text", (col) => col.primaryKey())
+        .addColumn("account_id", "text", (col) => col.notNull().references("accounts.id"))
+        .addColumn("entitlements", "text", (col) => col.notNull())
+        .addColumn("created_at", "bigint", (col) => col.notNull())
+        .execute();
+      await db.schema.createIndex("api_keys_account_idx").on("api_keys").column("account_id").execute();
+
+      await db.schema
+        .createTable("uploads")
+        .addColumn("id", "text", (col) => col.primaryKey())
+        .addColumn("account_id", "text", (col) => col.notNull().references("accounts.id"))
+        .addColumn("object_key", "text", (col) => col.notNull())
+        .addColumn("content_type", "text", (col) => col.notNull())
+        .addColumn("filename", "text", (col) => col.notNull())
+        .addColumn("expires_at", "bigint", (col) => col.notNull())
+        .addColumn("created_at", "bigint", (col) => col.notNull())
+        .execute();
+      await db.schema.createIndex("uploads_account_idx").on("uploads").column("account_id").execute();
+
+      await db.schema
+        .createTable("jobs")
+        .addColumn("id", "text", (col) => col.primaryKey())
+        .addColumn("account_id", "text", (col) => col.notNull().references("accounts.id"))
+        .addColumn("status", "text", (col) => col.notNull())
+        .addColumn("source_url", "text", (col) => col.notNull())
+        .addColumn("source_lang", "text", (col) => col.notNull())
+        .addColumn("target_lang", "text", (col) => col.notNull())
+        .addColumn("progress", "text")
+        .addColumn("error", "text")
+        .addColumn("input_duration_sec", "double precision")
+        .addColumn("cost_micro_usd", "bigint")
+        .addColumn("output_key", "text")
+        .addColumn("output_kind", "text")
+        .addColumn("segments", "text")
+        .addColumn("idempotency_key", "text")
+        .addColumn("attempts", "integer", (col) => col.notNull().defaultTo(0))
+        .addColumn("lease_owner", "text")
+        .addColumn("lease_expires_at", "bigint")
+        .addColumn("created_at", "bigint", (col) => col.notNull())
+        .addColumn("updated_at", "bigint", (col) => col.notNull())
+        .addCheckConstraint(
+          "jobs_status_check",
+          sql`status in ('pending', 'downloading', 'processing', 'uploading', 'completed', 'failed')`,
+        )
+        .addCheckConstraint(
+          "jobs_output_kind_check",
+          sql`output_kind is null or output_kind in ('video', 'audio')`,
+        )
+        // NULL keys never conflict (both dialects), so jobs without a key are unconstrained.
+        .addUniqueConstraint("jobs_account_idempotency_key", ["account_id", "idempotency_key"])
+        .execute();
+      // Listing: newest first per account, with the id tie-break.
+      await db.schema
+        .createIndex("jobs_account_created_idx")
+        .on("jobs")
+        .columns(["account_id", "created_at", "id"])
+        .execute();
+      // Claiming: oldest job among the active statuses.
+      await db.schema.createIndex("jobs_claim_idx").on("jobs").columns(["status", "created_at"]).execute();
+
+      await db.schema
+        .createTable("ledger_entries")
+        .addColumn("id", "text", (col) => col.primaryKey())
+        .addColumn("account_id", "text", (col) => col.notNull().references("accounts.id"))
+        .addColumn("amount_micro_usd", "bigint", (col) => col.notNull())
+        .addColumn("kind", "text", (col) => col.notNull())
+        .addColumn("job_id", "text", (col) => col.references("jobs.id"))
+        .addColumn("created_at", "bigint", (col) => col.notNull())
+        .addCheckConstraint("ledger_entries_kind_check", sql`kind in ('grant', 'charge')`)
+        // A job is charged at most once; grants (job_id NULL) are made unique by their id instead.
+        .addUniqueConstraint("ledger_entries_job_kind", ["job_id", "kind"])
+        .execute();
+      await db.schema
+        .createIndex("ledger_entries_account_idx")
+        .on("ledger_entries")
+        .column("account_id")
+        .execute();
+    },
+
+    async down(db: Kysely<unknown>): Promise<void> {
+      for (const table of ["ledger_entries", "jobs", "uploads", "api_keys", "accounts"]) {
+        await db.schema.dropTable(table).execute();
+      }
+    },
+  },
+};
+
+export const migrationProvider: MigrationProvider = {
+  getMigrations: () => Promise.resolve(migrations),
+};

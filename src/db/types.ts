@@ -1,0 +1,128 @@
+/**
+ * The service's durable state: accounts, hashed API keys, the billing ledger, uploads and dubbing
+ * jobs. One schema and one set of queries (Kysely) on SQLite (embedded default) and PostgreSQL.
+ */
+
+export type JobStatus = "pending" | "downloading" | "processing" | "uploading" | "completed" | "failed";
+
+export interface JobProgress {
+  readonly stage: string;
+  readonly stageName: string;
+  readonly percent: number;
+}
+
+export interface JobSegment {
+  readonly startSec: number;
+  readonly endSec: number;
+  readonly speaker?: string;
+  readonly text: string;
+  readonly translatedText: string;
+}
+
+export interface JobRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly status: JobStatus;
+  readonly sourceUrl: string;
+  readonly sourceLang: string;
+  readonly targetLang: string;
+  readonly progress: JobProgress | null;
+  readonly error: string | null;
+  readonly inputDurationSec: number | null;
+  readonly costUsd: number | null;
+  /** Storage key of the result, once completed. */
+  readonly outputKey: string | null;
+  /** "video" (MP4) or "audio" (MP3), once known. */
+  readonly outputKind: "video" | "audio" | null;
+  readonly segments: readonly JobSegment[] | null;
+  readonly idempotencyKey: string | null;
+  readonly attempts: number;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+export interface NewJob {
+  readonly id: string;
+  readonly accountId: string;
+  readonly sourceUrl: string;
+  readonly sourceLang: string;
+  readonly targetLang: string;
+  readonly idempotencyKey?: string;
+}
+
+/** Fields a worker holding the lease may change while a job runs. */
+export interface JobUpdate {
+  readonly status?: JobStatus;
+  readonly progress?: JobProgress;
+  readonly inputDurationSec?: number;
+  readonly outputKind?: "video" | "audio";
+  readonly segments?: readonly JobSegment[];
+}
+
+export interface Account {
+  readonly id: string;
+  readonly entitlements: readonly string[];
+}
+
+export interface AccountsRepository {
+  /** Idempotently provisions a key from configuration: its account, the hashed key and one development grant. */
+  ensureKey(key: string, options: { balanceUsd: number; entitlements: readonly string[] }): Promise<Account>;
+  /** The account behind a plaintext key (looked up by its hash), if any. */
+  findByKey(key: string): Promise<Account | undefined>;
+  /** Sum of the account's ledger entries. */
+  balanceUsd(accountId: string): Promise<number>;
+}
+
+export interface UploadRecord {
+  readonly id: string;
+  readonly accountId: string;
+  readonly objectKey: string;
+  readonly contentType: string;
+  readonly filename: string;
+  readonly expiresAt: Date;
+  readonly createdAt: Date;
+}
+
+export interface UploadsRepository {
+  create(upload: Omit<UploadRecord, "createdAt">): Promise<UploadRecord>;
+  get(id: string): Promise<UploadRecord | undefined>;
+}
+
+export interface JobsRepository {
+  /**
+   * Creates a pending job. With an idempotency key already used by the account, returns the
+   * existing job and `created: false` instead.
+   */
+  create(job: NewJob): Promise<{ job: JobRecord; created: boolean }>;
+  get(accountId: string, jobId: string): Promise<JobRecord | undefined>;
+  /** Newest first. */
+  list(accountId: string, limit: number, offset: number): Promise<{ jobs: JobRecord[]; total: number }>;
+  /**
+   * Atomically takes the oldest job that is pending, or running with an expired lease (its worker
+   * died), for `workerId` until now + `leaseMs`; increments `attempts`. Safe with many workers.
+   */
+  claim(workerId: string, leaseMs: number): Promise<JobRecord | undefined>;
+  /** Extends the lease; false when the worker no longer holds it. */
+  heartbeat(jobId: string, workerId: string, leaseMs: number): Promise<boolean>;
+  /** Applies `update` when `workerId` holds the lease; false otherwise. */
+  update(jobId: string, workerId: string, update: JobUpdate): Promise<boolean>;
+  /**
+   * Marks the job completed and charges `costUsd` to its account in ONE transaction; the ledger
+   * makes the charge unique per job, so a repeated call never charges twice. Releases the lease.
+   */
+  complete(
+    jobId: string,
+    workerId: string,
+    result: { outputKey: string; costUsd: number; progress: JobProgress },
+  ): Promise<boolean>;
+  /** Marks the job failed with `error` (no charge); releases the lease. */
+  fail(jobId: string, workerId: string, error: string): Promise<boolean>;
+}
+
+export interface Database {
+  readonly kind: "sqlite" | "postgres";
+  readonly accounts: AccountsRepository;
+  readonly uploads: UploadsRepository;
+  readonly jobs: JobsRepository;
+  close(): Promise<void>;
+}

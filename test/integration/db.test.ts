@@ -1,0 +1,769 @@
+import { execFile } from "node:child_process";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import BetterSqlite3 from "better-sqlite3";
+import pg from "pg";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/db/index.js";
+import type { Database, JobProgress, JobRecord } from "../../src/db/types.js";
+
+/**
+ * The database layer against real databases: the same suite on SQLite (a temporary file) and on
+ * PostgreSQL (a fresh database per run, dropped afterwards; skipped when the server is unreachable).
+ */
+
+const PG_ADMIN_URL = process.env.RELAY_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+const TABLES = ["ledger_entries", "jobs", "uploads", "api_keys", "accounts"] as const;
+
+/** Plain SQL on the test database, behind the layer's back, for checks and cleanup. */
+interface Raw {
+  query(text: string, params?: readonly unknown[]): Promise<Record<string, unknown>[]>;
+  close(): Promise<void>;
+}
+
+interface Backend {
+  /** URL of the database shared by the suite. */
+  readonly url: string;
+  readonly raw: Raw;
+  /** Another empty database (dropped at teardown), for tests that need their own. */
+  fresh(): Promise<string>;
+  teardown(): Promise<void>;
+}
+
+async function sqliteBackend(): Promise<Backend> {
+  const dir = await mkdtemp(path.join(tmpdir(), "relay-db-test-"));
+  const file = path.join(dir, "main.db");
+  let opened: BetterSqlite3.Database | undefined;
+  const handle = (): BetterSqlite3.Database => (opened ??= new BetterSqlite3(file, { timeout: 5_000 }));
+  return {
+    url: `sqlite:${file}`,
+    raw: {
+      query: async (text, params = []) => {
+        const statement = handle().prepare<unknown[], Record<string, unknown>>(text);
+        if (statement.reader) return statement.all(...params);
+        statement.run(...params);
+        return [];
+      },
+      close: async () => {
+        opened?.close();
+      },
+    },
+    fresh: async () => `sqlite:${path.join(dir, `${randomUUID()}.db`)}`,
+    teardown: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+function pgUrl(database: string): string {
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+async function withAdmin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3_000 });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function postgresBackend(): Promise<Backend> {
+  const created: string[] = [];
+  const create = async (): Promise<string> => {
+    const name = `relay_test_${randomBytes(6).toString("hex")}`;
+    await withAdmin((admin) => admin.query(`CREATE DATABASE ${name}`));
+    created.push(name);
+    return name;
+  };
+  const main = await create();
+  const client = new pg.Client({ connectionString: pgUrl(main) });
+  await client.connect();
+  return {
+    url: pgUrl(main),
+    raw: {
+      query: async (text, params = []) => {
+        // The layer's placeholders are `?` on SQLite; number them for pg.
+        let n = 0;
+        const result = await client.query<Record<string, unknown>>(
+          text.replace(/\?/gu, () => `$${++n}`),
+          [...params],
+        );
+        return result.rows;
+      },
+      close: () => client.end(),
+    },
+    fresh: async () => pgUrl(await create()),
+    teardown: () =>
+      withAdmin(async (admin) => {
+        for (const name of created) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      }),
+  };
+}
+
+async function postgresUnavailable(): Promise<string | undefined> {
+  try {
+    await withAdmin((admin) => admin.query("SELECT 1"));
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+}
+
+const pgProblem = await postgresUnavailable();
+if (pgProblem !== undefined) {
+  console.warn(`[db] skipping the PostgreSQL suite: cannot reach ${PG_ADMIN_URL} (${pgProblem})`);
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
+const progress = (percent: number, stage = "asr"): JobProgress => ({ stage, stageName: stage, percent });
+
+function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend>): void {
+  describe.skipIf(skip)(`database layer on ${name}`, () => {
+    let backend: Backend;
+    /** Two independent instances (two connections / pools) on the same database, like two processes. */
+    let db: Database;
+    let db2: Database;
+
+    beforeAll(async () => {
+      backend = await makeBackend();
+      db = await openDatabase(backend.url);
+      db2 = await openDatabase(backend.url);
+    });
+
+    afterAll(async () => {
+      await db?.close();
+      await db2?.close();
+      await backend?.raw.close();
+      await backend?.teardown();
+    });
+
+    beforeEach(async () => {
+      for (const table of TABLES) await backend.raw.query(`DELETE FROM ${table}`);
+    });
+
+    async function account(balanceUsd = 10): Promise<string> {
+      const key = `key-${randomUUID()}`;
+      return (await db.accounts.ensureKey(key, { balanceUsd, entitlements: ["dubbing"] })).id;
+    }
+
+    async function createJobs(accountId: string, count: number, prefix = "job"): Promise<JobRecord[]> {
+      const jobs: JobRecord[] = [];
+      for (let i = 0; i < count; i++) {
+        const { job } = await db.jobs.create({
+          id: `${prefix}-${String(i).padStart(3, "0")}`,
+          accountId,
+          sourceUrl: `https://example.com/${i}.mp4`,
+          sourceLang: "en",
+          targetLang: "es",
+        });
+        jobs.push(job);
+      }
+      return jobs;
+    }
+
+    async function count(table: string, where = "1 = 1", params: readonly unknown[] = []): Promise<number> {
+      const rows = await backend.raw.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, params);
+      return Number(rows[0]?.n);
+    }
+
+    describe("migrations", () => {
+      it("are recorded once and re-opening an up-to-date database is a no-op", async () => {
+        const again = await openDatabase(backend.url);
+        await again.close();
+        const rows = await backend.raw.query("SELECT name FROM kysely_migration");
+        expect(rows.map((row) => row.name)).toEqual(["0001_dubbing"]);
+        // The instances opened earlier still work after the re-open.
+        expect(await db.accounts.findByKey("nobody")).toBeUndefined();
+      });
+
+      it("several instances opening a new database at once migrate it exactly once", async () => {
+        const url = await backend.fresh();
+        const instances = await Promise.all(Array.from({ length: 4 }, () => openDatabase(url)));
+        try {
+          const accounts = await Promise.all(
+            instances.map((instance) =>
+              instance.accounts.ensureKey("shared", { balanceUsd: 1, entitlements: [] }),
+            ),
+          );
+          expect(new Set(accounts.map((a) => a.id)).size).toBe(1);
+          expect(instances[0]!.kind).toBe(name === "SQLite" ? "sqlite" : "postgres");
+        } finally {
+          await Promise.all(instances.map((instance) => instance.close()));
+        }
+      });
+
+      it("close() is idempotent", async () => {
+        const instance = await openDatabase(backend.url);
+        await instance.close();
+        await instance.close();
+      });
+    });
+
+    describe("accounts", () => {
+      it("ensureKey is idempotent: one account, one grant, the configured balance", async () => {
+        const first = await db.accounts.ensureKey("dev-key", { balanceUsd: 12.5, entitlements: ["dubbing"] });
+        const second = await db.accounts.ensureKey("dev-key", {
+          balanceUsd: 12.5,
+          entitlements: ["dubbing"],
+        });
+        expect(second).toEqual(first);
+        expect(first.entitlements).toEqual(["dubbing"]);
+        expect(await count("accounts")).toBe(1);
+        expect(await count("ledger_entries", "kind = 'grant'")).toBe(1);
+        expect(await db.accounts.balanceUsd(first.id)).toBe(12.5);
+      });
+
+      it("ensureKey under concurrency (10 at once on two instances) still makes one account and one grant", async () => {
+        const results = await Promise.all(
+          Array.from({ length: 10 }, (_, i) =>
+            (i % 2 === 0 ? db : db2).accounts.ensureKey("racy-key", {
+              balanceUsd: 3.25,
+              entitlements: ["realtime", "dubbing"],
+            }),
+          ),
+        );
+        expect(new Set(results.map((a) => a.id)).size).toBe(1);
+        expect(await count("accounts")).toBe(1);
+        expect(await count("api_keys")).toBe(1);
+        expect(await count("ledger_entries")).toBe(1);
+        expect(await db.accounts.balanceUsd(results[0]!.id)).toBe(3.25);
+      });
+
+      it("a later change of the configured balance does not grant again; entitlements follow the configuration", async () => {
+        const first = await db.accounts.ensureKey("k", { balanceUsd: 5, entitlements: ["dubbing"] });
+        const later = await db.accounts.ensureKey("k", { balanceUsd: 50, entitlements: ["realtime"] });
+        expect(later.id).toBe(first.id);
+        expect(later.entitlements).toEqual(["realtime"]);
+        expect(await db.accounts.balanceUsd(first.id)).toBe(5);
+        expect(await db.accounts.findByKey("k")).toEqual(later);
+      });
+
+      it("different keys get different accounts", async () => {
+        const a = await db.accounts.ensureKey("key-a", { balanceUsd: 1, entitlements: [] });
+        const b = await db.accounts.ensureKey("key-b", { balanceUsd: 2, entitlements: [] });
+        expect(a.id).not.toBe(b.id);
+        expect(await db.accounts.balanceUsd(a.id)).toBe(1);
+        expect(await db.accounts.balanceUsd(b.id)).toBe(2);
+      });
+
+      it("findByKey finds the account by its key and nothing for a wrong key", async () => {
+        const created = await db.accounts.ensureKey("right-key", {
+          balanceUsd: 1,
+          entitlements: ["dubbing"],
+        });
+        expect(await db2.accounts.findByKey("right-key")).toEqual(created);
+        expect(await db.accounts.findByKey("wrong-key")).toBeUndefined();
+        expect(await db.accounts.findByKey("right-key ")).toBeUndefined();
+        expect(await db.accounts.findByKey("")).toBeUndefined();
+      });
+
+      it("keys are stored only as SHA-256 digests", async () => {
+        const key = `sk-plaintext-${randomUUID()}`;
+        await db.accounts.ensureKey(key, { balanceUsd: 1, entitlements: ["dubbing"] });
+        const keys = await backend.raw.query("SELECT * FROM api_keys");
+        expect(keys.map((row) => row.key_hash)).toEqual([sha256(key)]);
+        for (const table of TABLES) {
+          const dump = JSON.stringify(await backend.raw.query(`SELECT * FROM ${table}`));
+          expect(dump).not.toContain(key);
+        }
+      });
+
+      it("an account with no ledger entries has a zero balance", async () => {
+        expect(await db.accounts.balanceUsd("acct_nobody")).toBe(0);
+      });
+    });
+
+    describe("uploads", () => {
+      it("creates and reads back an upload", async () => {
+        const accountId = await account();
+        const expiresAt = new Date(Date.now() + 3_600_000);
+        const created = await db.uploads.create({
+          id: "up-1",
+          accountId,
+          objectKey: "uploads/up-1",
+          contentType: "video/mp4",
+          filename: "talk.mp4",
+          expiresAt,
+        });
+        expect(created.expiresAt.getTime()).toBe(expiresAt.getTime());
+        expect(created.createdAt).toBeInstanceOf(Date);
+        expect(await db2.uploads.get("up-1")).toEqual(created);
+        expect(await db.uploads.get("up-missing")).toBeUndefined();
+      });
+    });
+
+    describe("jobs: create, get, list", () => {
+      it("creates a pending job with empty results and reads it back scoped by account", async () => {
+        const accountId = await account();
+        const other = await account();
+        const before = Date.now();
+        const { job, created } = await db.jobs.create({
+          id: "job-1",
+          accountId,
+          sourceUrl: "https://example.com/a.mp4",
+          sourceLang: "en",
+          targetLang: "fr",
+        });
+        expect(created).toBe(true);
+        expect(job).toMatchObject({
+          id: "job-1",
+          accountId,
+          status: "pending",
+          sourceUrl: "https://example.com/a.mp4",
+          sourceLang: "en",
+          targetLang: "fr",
+          progress: null,
+          error: null,
+          inputDurationSec: null,
+          costUsd: null,
+          outputKey: null,
+          outputKind: null,
+          segments: null,
+          idempotencyKey: null,
+          attempts: 0,
+        });
+        expect(job.createdAt.getTime()).toBeGreaterThanOrEqual(before);
+        expect(job.updatedAt.getTime()).toBe(job.createdAt.getTime());
+        expect(await db2.jobs.get(accountId, "job-1")).toEqual(job);
+        expect(await db.jobs.get(other, "job-1")).toBeUndefined();
+        expect(await db.jobs.get(accountId, "job-404")).toBeUndefined();
+      });
+
+      it("a duplicate job id is an error, not a silent no-op", async () => {
+        const accountId = await account();
+        await createJobs(accountId, 1);
+        await expect(
+          db.jobs.create({ id: "job-000", accountId, sourceUrl: "u", sourceLang: "en", targetLang: "es" }),
+        ).rejects.toThrow();
+      });
+
+      it("lists newest first with limit, offset and the total, per account", async () => {
+        const accountId = await account();
+        const other = await account();
+        await createJobs(other, 2, "other");
+        for (let i = 0; i < 5; i++) {
+          await createJobs(accountId, 1, `job-${i}`);
+          await sleep(3); // distinct creation times; equal ones fall back to id order
+        }
+        const page1 = await db.jobs.list(accountId, 2, 0);
+        expect(page1.total).toBe(5);
+        expect(page1.jobs.map((j) => j.id)).toEqual(["job-4-000", "job-3-000"]);
+        const page3 = await db.jobs.list(accountId, 2, 4);
+        expect(page3.jobs.map((j) => j.id)).toEqual(["job-0-000"]);
+        expect(page3.total).toBe(5);
+        const all = await db2.jobs.list(accountId, 100, 0);
+        expect(all.jobs.map((j) => j.id)).toEqual([
+          "job-4-000",
+          "job-3-000",
+          "job-2-000",
+          "job-1-000",
+          "job-0-000",
+        ]);
+        expect((await db.jobs.list(other, 10, 0)).total).toBe(2);
+        expect(await db.jobs.list(accountId, 10, 10)).toEqual({ jobs: [], total: 5 });
+      });
+
+      it("breaks ties in creation time by id, descending", async () => {
+        const accountId = await account();
+        await createJobs(accountId, 12);
+        // Force equal timestamps, then the id decides.
+        await backend.raw.query("UPDATE jobs SET created_at = 1000");
+        const { jobs } = await db.jobs.list(accountId, 3, 0);
+        expect(jobs.map((j) => j.id)).toEqual(["job-011", "job-010", "job-009"]);
+      });
+
+      it("an idempotency key returns the same job (also under concurrency), per account", async () => {
+        const accountId = await account();
+        const other = await account();
+        const spec = { sourceUrl: "https://example.com/x.mp4", sourceLang: "en", targetLang: "de" };
+        const first = await db.jobs.create({ id: "j-a", accountId, idempotencyKey: "idem-1", ...spec });
+        const again = await db2.jobs.create({ id: "j-b", accountId, idempotencyKey: "idem-1", ...spec });
+        expect(first.created).toBe(true);
+        expect(again.created).toBe(false);
+        expect(again.job).toEqual(first.job);
+        expect(first.job.idempotencyKey).toBe("idem-1");
+
+        const racing = await Promise.all(
+          Array.from({ length: 8 }, (_, i) =>
+            (i % 2 ? db : db2).jobs.create({ id: `race-${i}`, accountId, idempotencyKey: "idem-2", ...spec }),
+          ),
+        );
+        expect(racing.filter((r) => r.created)).toHaveLength(1);
+        expect(new Set(racing.map((r) => r.job.id)).size).toBe(1);
+
+        const elsewhere = await db.jobs.create({
+          id: "j-c",
+          accountId: other,
+          idempotencyKey: "idem-1",
+          ...spec,
+        });
+        expect(elsewhere.created).toBe(true);
+        expect(await count("jobs")).toBe(3);
+      });
+    });
+
+    describe("jobs: leases", () => {
+      it("claims the oldest claimable job, takes the lease and counts the attempt", async () => {
+        const accountId = await account();
+        await createJobs(accountId, 3);
+        const claimed = await db.jobs.claim("w1", 60_000);
+        expect(claimed).toMatchObject({ id: "job-000", status: "pending", attempts: 1 });
+        const rows = await backend.raw.query("SELECT lease_owner, lease_expires_at FROM jobs WHERE id = ?", [
+          "job-000",
+        ]);
+        expect(rows[0]?.lease_owner).toBe("w1");
+        expect(Number(rows[0]?.lease_expires_at)).toBeGreaterThan(Date.now() + 50_000);
+        // A claimed job, even still "pending", is not handed out again while its lease runs.
+        expect((await db2.jobs.claim("w2", 60_000))?.id).toBe("job-001");
+        expect((await db2.jobs.claim("w2", 60_000))?.id).toBe("job-002");
+        expect(await db.jobs.claim("w3", 60_000)).toBeUndefined();
+      });
+
+      it("two instances with several workers claiming 20 jobs concurrently never share one", async () => {
+        const accountId = await account();
+        await createJobs(accountId, 20);
+        const drain = async (instance: Database, worker: string): Promise<string[]> => {
+          const got: string[] = [];
+          for (;;) {
+            const job = await instance.jobs.claim(worker, 60_000);
+            if (!job) return got;
+            got.push(job.id);
+          }
+        };
+        const results = await Promise.all([
+          drain(db, "w1"),
+          drain(db2, "w2"),
+          drain(db, "w3"),
+          drain(db2, "w4"),
+        ]);
+        const all = results.flat();
+        expect(all).toHaveLength(20);
+        expect(new Set(all).size).toBe(20);
+        const attempts = await backend.raw.query("SELECT DISTINCT attempts FROM jobs");
+        expect(attempts.map((row) => Number(row.attempts))).toEqual([1]);
+      });
+
+      it("an expired lease is reclaimed by another worker; the job keeps its state and the old worker is locked out", async () => {
+        const accountId = await account();
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("dead", 100);
+        expect(await db.jobs.update(job!.id, "dead", { status: "processing", progress: progress(30) })).toBe(
+          true,
+        );
+        expect(await db2.jobs.claim("alive", 60_000)).toBeUndefined();
+        await sleep(150);
+        const reclaimed = await db2.jobs.claim("alive", 60_000);
+        expect(reclaimed).toMatchObject({
+          id: job!.id,
+          status: "processing",
+          attempts: 2,
+          progress: progress(30),
+        });
+        expect(await db.jobs.heartbeat(job!.id, "dead", 60_000)).toBe(false);
+        expect(await db.jobs.update(job!.id, "dead", { progress: progress(90) })).toBe(false);
+        expect(await db.jobs.fail(job!.id, "dead", "late")).toBe(false);
+        expect(
+          await db.jobs.complete(job!.id, "dead", { outputKey: "x", costUsd: 1, progress: progress(100) }),
+        ).toBe(false);
+        expect(await db2.jobs.update(job!.id, "alive", { progress: progress(40) })).toBe(true);
+        expect((await db.jobs.get(accountId, job!.id))?.progress).toEqual(progress(40));
+      });
+
+      it("heartbeat extends the lease so the job is not reclaimed", async () => {
+        const accountId = await account();
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("w1", 100);
+        expect(await db.jobs.heartbeat(job!.id, "w1", 60_000)).toBe(true);
+        await sleep(150);
+        expect(await db2.jobs.claim("w2", 60_000)).toBeUndefined();
+      });
+
+      it("update and heartbeat by a worker without the lease are refused", async () => {
+        const accountId = await account();
+        const [job, unclaimed] = await createJobs(accountId, 2);
+        await db.jobs.claim("owner", 60_000);
+        expect(await db.jobs.heartbeat(job!.id, "intruder", 60_000)).toBe(false);
+        expect(await db.jobs.update(job!.id, "intruder", { status: "processing" })).toBe(false);
+        expect(await db.jobs.fail(job!.id, "intruder", "nope")).toBe(false);
+        expect(await db.jobs.update(unclaimed!.id, "owner", { status: "processing" })).toBe(false);
+        expect(await db.jobs.heartbeat("job-missing", "owner", 60_000)).toBe(false);
+        expect((await db.jobs.get(accountId, job!.id))?.status).toBe("pending");
+      });
+
+      it("update applies the worker's fields", async () => {
+        const accountId = await account();
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("w", 60_000);
+        const segments = [
+          { startSec: 0, endSec: 1.5, speaker: "A", text: "Hello", translatedText: "Hola" },
+          { startSec: 1.5, endSec: 3.25, text: "World", translatedText: "Mundo" },
+        ];
+        expect(
+          await db.jobs.update(job!.id, "w", {
+            status: "uploading",
+            progress: progress(80, "mux"),
+            inputDurationSec: 3.25,
+            outputKind: "video",
+            segments,
+          }),
+        ).toBe(true);
+        const stored = await db2.jobs.get(accountId, job!.id);
+        expect(stored).toMatchObject({
+          status: "uploading",
+          progress: progress(80, "mux"),
+          inputDurationSec: 3.25,
+          outputKind: "video",
+          segments,
+        });
+        expect(stored!.updatedAt.getTime()).toBeGreaterThanOrEqual(stored!.createdAt.getTime());
+        await expect(db.jobs.update(job!.id, "w", { status: "completed" })).rejects.toThrow(/complete/);
+      });
+
+      it("progress.percent never decreases through update or complete", async () => {
+        const accountId = await account();
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("w", 60_000);
+        await db.jobs.update(job!.id, "w", { progress: progress(40, "asr") });
+        await db.jobs.update(job!.id, "w", { progress: progress(10, "translate") });
+        expect((await db.jobs.get(accountId, job!.id))?.progress).toEqual(progress(40, "translate"));
+        await db.jobs.update(job!.id, "w", { progress: progress(70, "tts") });
+        expect((await db.jobs.get(accountId, job!.id))?.progress).toEqual(progress(70, "tts"));
+        await db.jobs.update(job!.id, "w", { status: "uploading" });
+        expect((await db.jobs.get(accountId, job!.id))?.progress).toEqual(progress(70, "tts"));
+        await db.jobs.complete(job!.id, "w", { outputKey: "o", costUsd: 0, progress: progress(50, "done") });
+        expect((await db.jobs.get(accountId, job!.id))?.progress).toEqual(progress(70, "done"));
+      });
+    });
+
+    describe("jobs: completion and billing", () => {
+      it("complete records the result, releases the lease and charges once even when repeated", async () => {
+        const accountId = await account(10);
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("w", 60_000);
+        const result = {
+          outputKey: "results/job-000.mp4",
+          costUsd: 0.123456,
+          progress: progress(100, "done"),
+        };
+        expect(await db.jobs.complete(job!.id, "w", result)).toBe(true);
+        expect(await db.jobs.complete(job!.id, "w", result)).toBe(false);
+        expect(await db2.jobs.complete(job!.id, "w", { ...result, costUsd: 5 })).toBe(false);
+        const stored = await db.jobs.get(accountId, job!.id);
+        expect(stored).toMatchObject({
+          status: "completed",
+          outputKey: "results/job-000.mp4",
+          costUsd: 0.123456,
+          progress: progress(100, "done"),
+          attempts: 1,
+        });
+        const lease = await backend.raw.query("SELECT lease_owner, lease_expires_at FROM jobs");
+        expect(lease).toEqual([{ lease_owner: null, lease_expires_at: null }]);
+        expect(await count("ledger_entries", "kind = 'charge'")).toBe(1);
+        expect(await db.accounts.balanceUsd(accountId)).toBe(9.876544);
+        // Completed jobs are never claimed again.
+        expect(await db.jobs.claim("w2", 60_000)).toBeUndefined();
+      });
+
+      it("two workers completing the same job at once charge exactly once", async () => {
+        const accountId = await account(10);
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("slow", 100);
+        await sleep(150);
+        await db2.jobs.claim("fast", 60_000);
+        const result = { outputKey: "out", costUsd: 2, progress: progress(100) };
+        const outcomes = await Promise.all([
+          db.jobs.complete(job!.id, "slow", result),
+          db2.jobs.complete(job!.id, "fast", result),
+          db.jobs.complete(job!.id, "fast", result),
+          db2.jobs.complete(job!.id, "fast", result),
+        ]);
+        expect(outcomes[0]).toBe(false);
+        expect(outcomes.filter(Boolean)).toHaveLength(1);
+        expect(await count("ledger_entries", "kind = 'charge' AND job_id = ?", [job!.id])).toBe(1);
+        expect(await db.accounts.balanceUsd(accountId)).toBe(8);
+      });
+
+      it("failed jobs cost nothing, keep their error and are not claimed again", async () => {
+        const accountId = await account(10);
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("w", 60_000);
+        expect(await db.jobs.fail(job!.id, "w", "could not download the source")).toBe(true);
+        expect(await db.jobs.fail(job!.id, "w", "again")).toBe(false);
+        expect(
+          await db.jobs.complete(job!.id, "w", { outputKey: "o", costUsd: 3, progress: progress(100) }),
+        ).toBe(false);
+        expect(await db.jobs.get(accountId, job!.id)).toMatchObject({
+          status: "failed",
+          error: "could not download the source",
+          costUsd: null,
+        });
+        expect(await count("ledger_entries", "kind = 'charge'")).toBe(0);
+        expect(await db.accounts.balanceUsd(accountId)).toBe(10);
+        expect(await db.jobs.claim("w2", 60_000)).toBeUndefined();
+      });
+
+      it("the balance is grants minus charges, exact to the micro-dollar", async () => {
+        const accountId = await account(1);
+        const other = await account(1);
+        await createJobs(accountId, 3);
+        await createJobs(other, 1, "other");
+        const costs = [0.000001, 0.25, 0.333333];
+        for (;;) {
+          const job = await db.jobs.claim("w", 60_000);
+          if (!job) break;
+          const costUsd = job.accountId === accountId ? costs.shift()! : 0.5;
+          expect(
+            await db.jobs.complete(job.id, "w", { outputKey: job.id, costUsd, progress: progress(100) }),
+          ).toBe(true);
+        }
+        expect(await db.accounts.balanceUsd(accountId)).toBe(0.416666);
+        expect(await db.accounts.balanceUsd(other)).toBe(0.5);
+        const entries = await backend.raw.query(
+          "SELECT kind, amount_micro_usd FROM ledger_entries WHERE account_id = ? ORDER BY amount_micro_usd",
+          [accountId],
+        );
+        expect(entries.map((e) => [e.kind, Number(e.amount_micro_usd)])).toEqual([
+          ["charge", -333333],
+          ["charge", -250000],
+          ["charge", -1],
+          ["grant", 1_000_000],
+        ]);
+      });
+
+      it("a charge can overdraw the account (the balance goes negative, never re-charged)", async () => {
+        const accountId = await account(1);
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("w", 60_000);
+        expect(
+          await db.jobs.complete(job!.id, "w", { outputKey: "o", costUsd: 2.5, progress: progress(100) }),
+        ).toBe(true);
+        expect(await db.accounts.balanceUsd(accountId)).toBe(-1.5);
+      });
+    });
+
+    describe("separate processes", () => {
+      let dir: string;
+      beforeAll(async () => {
+        dir = await mkdtemp(path.join(tmpdir(), "relay-db-proc-"));
+      });
+      afterAll(async () => {
+        await rm(dir, { recursive: true, force: true });
+      });
+
+      it("migrate, seed, submit and work the same new database at once without double claims or charges", async () => {
+        const url = await backend.fresh();
+        const script = path.join(dir, "worker.mts");
+        // Each process opens the new database (migrations race), provisions the same key, submits the
+        // same 30 jobs by idempotency key, then works jobs until none is left.
+        await writeFile(
+          script,
+          `import { openDatabase } from ${JSON.stringify(path.join(ROOT, "src/db/index.ts"))};
+const [url, worker, startAt] = process.argv.slice(2);
+const db = await openDatabase(url);
+const account = await db.accounts.ensureKey("multi-process", { balanceUsd: 100, entitlements: ["dubbing"] });
+for (let i = 0; i < 30; i++) {
+  await db.jobs.create({ id: worker + "-" + i, accountId: account.id, sourceUrl: "u" + i, sourceLang: "en",
+    targetLang: "es", idempotencyKey: "k" + i });
+}
+while (Date.now() < Number(startAt)) await new Promise((resolve) => setTimeout(resolve, 5));
+const claimed = [];
+for (;;) {
+  const job = await db.jobs.claim(worker, 60000);
+  if (!job) break;
+  claimed.push(job.id);
+  await db.jobs.update(job.id, worker, { status: "processing", progress: { stage: "a", stageName: "A", percent: 50 } });
+  await db.jobs.complete(job.id, worker, { outputKey: job.id, costUsd: 0.5, progress: { stage: "z", stageName: "Z", percent: 100 } });
+}
+console.log(JSON.stringify({ account: account.id, claimed }));
+await db.close();
+`,
+        );
+        const run = promisify(execFile);
+        const startAt = String(Date.now() + 4_000);
+        const outputs = await Promise.all(
+          ["p1", "p2", "p3"].map((worker) =>
+            run(process.execPath, ["--import", "tsx", script, url, worker, startAt], {
+              cwd: ROOT,
+              timeout: 45_000,
+            }),
+          ),
+        );
+        const results = outputs.map(
+          ({ stdout }) =>
+            JSON.parse(stdout.trim().split("\n").at(-1)!) as { account: string; claimed: string[] },
+        );
+        expect(new Set(results.map((r) => r.account)).size).toBe(1);
+        const claimed = results.flatMap((r) => r.claimed);
+        expect(claimed).toHaveLength(30);
+        expect(new Set(claimed).size).toBe(30);
+
+        const check = await openDatabase(url);
+        try {
+          expect(await check.accounts.balanceUsd(results[0]!.account)).toBe(85);
+          const { jobs, total } = await check.jobs.list(results[0]!.account, 100, 0);
+          expect(total).toBe(30);
+          expect(jobs.every((job) => job.status === "completed" && job.attempts === 1)).toBe(true);
+        } finally {
+          await check.close();
+        }
+      });
+    });
+  });
+}
+
+dbSuite("SQLite", false, sqliteBackend);
+dbSuite("PostgreSQL", pgProblem !== undefined, postgresBackend);
+
+describe("opening", () => {
+  it("opens sqlite::memory: with the full schema", async () => {
+    const db = await openDatabase("sqlite::memory:");
+    try {
+      expect(db.kind).toBe("sqlite");
+      const account = await db.accounts.ensureKey("mem", { balanceUsd: 2, entitlements: ["dubbing"] });
+      const { job } = await db.jobs.create({
+        id: "m1",
+        accountId: account.id,
+        sourceUrl: "u",
+        sourceLang: "en",
+        targetLang: "es",
+      });
+      expect((await db.jobs.claim("w", 1_000))?.id).toBe(job.id);
+      expect(
+        await db.jobs.complete(job.id, "w", { outputKey: "o", costUsd: 0.5, progress: progress(100) }),
+      ).toBe(true);
+      expect(await db.accounts.balanceUsd(account.id)).toBe(1.5);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it("a file that is not a database fails the open cleanly, and the path can be opened again once fixed", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "relay-db-bad-"));
+    try {
+      const file = path.join(dir, "garbage.db");
+      await writeFile(file, "this is not an SQLite database, just text padded out. ".repeat(100));
+      await expect(openDatabase(`sqlite:${file}`)).rejects.toThrow(/not a database/);
+      await rm(file);
+      const db = await openDatabase(`sqlite:${file}`);
+      await db.close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("an unreachable PostgreSQL server fails the open", async () => {
+    await expect(openDatabase("postgres://postgres@127.0.0.1:1/nothing")).rejects.toThrow();
+  });
+
+  it("rejects unsupported URLs", async () => {
+    await expect(openDatabase("mysql://root@localhost/db")).rejects.toThrow(/unsupported database URL/);
+  });
+});
