@@ -1,25 +1,37 @@
+import rateLimit from "@fastify/rate-limit";
 import websocket from "@fastify/websocket";
-import Fastify, { type FastifyInstance } from "fastify";
-import { registerErrorHandling } from "./api/errors.js";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import { dubbingRoutes } from "./api/dubbing/routes.js";
+import { ApiError, registerErrorHandling } from "./api/errors.js";
 import { realtimeRoutes } from "./api/realtime/routes.js";
 import { RealtimeSessions } from "./api/realtime/sessions.js";
-import { ApiKeyStore } from "./auth/api-keys.js";
+import { Accounts } from "./auth/accounts.js";
 import { SessionTokens } from "./auth/session-tokens.js";
 import type { Config } from "./config.js";
+import type { Database } from "./db/types.js";
 import type { EngineRegistry } from "./engines/registry.js";
+import { localStorageRoutes } from "./storage/local.js";
+import type { ObjectStore } from "./storage/types.js";
 import { SERVICE_VERSION } from "./version.js";
 
 /** Largest WebSocket message accepted; bigger ones close the socket with 1009. */
 export const MAX_MESSAGE_BYTES = 64 * 1024;
 
+export interface Services {
+  readonly registry: EngineRegistry;
+  readonly db: Database;
+  readonly store: ObjectStore;
+}
+
 export interface App {
   readonly http: FastifyInstance;
   readonly sessions: RealtimeSessions;
-  /** Closes every session with 1001, then the server; engines stay with their owner. */
+  /** Closes every session with 1001, then the server; engines, database and store stay with their owner. */
   shutdown(): Promise<void>;
 }
 
-export async function buildApp(config: Config, registry: EngineRegistry): Promise<App> {
+export async function buildApp(config: Config, services: Services): Promise<App> {
+  const { registry, db, store } = services;
   const http = Fastify({
     logger: { level: config.logLevel },
     bodyLimit: 1 << 20,
@@ -27,9 +39,20 @@ export async function buildApp(config: Config, registry: EngineRegistry): Promis
   });
   registerErrorHandling(http);
   const sessions = new RealtimeSessions(config.maxSessions, new SessionTokens(config.sessionSecret));
-  const apiKeys = new ApiKeyStore(config.apiKeys);
+  const accounts = new Accounts(db.accounts);
   const engines = registry.engineSummary();
+  const publicBaseUrl = (request: FastifyRequest) =>
+    config.publicBaseUrl ?? `${request.protocol}://${request.host}`;
 
+  await http.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_request, context) =>
+      new ApiError(
+        429,
+        "rate_limited",
+        `more than ${context.max} requests a minute; retry in ${context.after}`,
+      ),
+  });
   await http.register(websocket, {
     // UTF-8 is validated per message by the session (an error frame, not a dropped connection).
     options: { maxPayload: MAX_MESSAGE_BYTES, skipUTF8Validation: true },
@@ -46,11 +69,23 @@ export async function buildApp(config: Config, registry: EngineRegistry): Promis
   await http.register(realtimeRoutes, {
     registry,
     sessions,
-    apiKeys,
+    accounts,
     publicBaseUrl: config.publicBaseUrl,
     workerId: config.workerId,
     modelVersionId: (modelName) => `${modelName}/${SERVICE_VERSION}/${engines}`,
   });
+  await http.register(dubbingRoutes, {
+    db,
+    store,
+    accounts,
+    registry,
+    publicBaseUrl,
+    maxFileBytes: config.dubbing.maxFileBytes,
+    maxDurationSec: config.dubbing.maxDurationSec,
+    rateLimitPerMinute: config.rateLimitPerMinute,
+  });
+  if (store.kind === "local")
+    await http.register(localStorageRoutes, { store, maxBytes: config.dubbing.maxFileBytes });
   http.get("/healthz", async () => ({
     status: registry.unavailable.length === 0 ? "ok" : "degraded",
     version: SERVICE_VERSION,

@@ -44,6 +44,26 @@ const envSchema = z.object({
   SESSION_SECRET: z.string().min(16).optional(),
   WORKER_ID: z.string().optional(),
 
+  DATABASE_URL: z.string().optional(),
+  STORAGE_BACKEND: z.enum(["local", "s3"]).default("local"),
+  S3_BUCKET: z.string().optional(),
+  S3_REGION: z.string().default("us-east-1"),
+  S3_ENDPOINT: z.string().url().optional(),
+  S3_ACCESS_KEY_ID: z.string().optional(),
+  S3_SECRET_ACCESS_KEY: z.string().optional(),
+  S3_FORCE_PATH_STYLE: z.enum(["true", "false", "1", "0"]).default("false"),
+  STORAGE_SECRET: z.string().min(16).optional(),
+  DUBBING_WORKERS: z.coerce.number().int().min(0).max(16).default(1),
+  DUBBING_LEASE_SEC: z.coerce.number().int().min(1).default(30),
+  DUBBING_MAX_DURATION_SEC: z.coerce.number().int().min(1).default(600),
+  DUBBING_MAX_FILE_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(500 * 1024 * 1024),
+  SOURCE_URL_ALLOW_PRIVATE: z.enum(["true", "false", "1", "0"]).default("false"),
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(10),
+
   VAD_ENGINE: z.enum(["silero"]).default("silero"),
   ASR_ENGINES: list.default(["pocketsphinx"]),
   MT_ENGINES: list.default(["apertium"]),
@@ -88,6 +108,28 @@ export interface Config {
   /** Signs `ws_url` tokens; random per process when not set (then URLs are only valid on this process). */
   readonly sessionSecret: string;
   readonly workerId: string;
+  /** `sqlite:<file>` (default: `<DATA_DIR>/relay.db`) or `postgres://…`. */
+  readonly databaseUrl: string;
+  readonly storage:
+    | { readonly kind: "local"; readonly dir: string; readonly secret: string | undefined }
+    | {
+        readonly kind: "s3";
+        readonly bucket: string;
+        readonly region: string;
+        readonly endpoint: string | undefined;
+        readonly accessKeyId: string | undefined;
+        readonly secretAccessKey: string | undefined;
+        readonly forcePathStyle: boolean;
+      };
+  readonly dubbing: {
+    readonly workers: number;
+    /** How long a job stays with a worker that stopped sending heartbeats before another takes it. */
+    readonly leaseMs: number;
+    readonly maxDurationSec: number;
+    readonly maxFileBytes: number;
+    readonly allowPrivateSources: boolean;
+  };
+  readonly rateLimitPerMinute: number;
   readonly engines: {
     readonly vad: "silero";
     readonly asr: readonly string[];
@@ -113,16 +155,42 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration:\n  ${problems.join("\n  ")}`);
   }
   const e = parsed.data;
+  const dataDir = path.resolve(e.DATA_DIR);
+  const truthy = (value: string) => value === "true" || value === "1";
+  if (e.STORAGE_BACKEND === "s3" && !e.S3_BUCKET) {
+    throw new ConfigError("invalid configuration:\n  S3_BUCKET: required when STORAGE_BACKEND=s3");
+  }
   return {
     port: e.PORT,
     host: e.HOST,
-    dataDir: path.resolve(e.DATA_DIR),
+    dataDir,
     publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/u, ""),
     apiKeys: e.API_KEYS,
     logLevel: e.LOG_LEVEL,
     maxSessions: e.MAX_SESSIONS,
     sessionSecret: e.SESSION_SECRET ?? randomBytes(32).toString("hex"),
     workerId: e.WORKER_ID ?? `worker-${process.pid}`,
+    databaseUrl: e.DATABASE_URL ?? `sqlite:${path.join(dataDir, "relay.db")}`,
+    storage:
+      e.STORAGE_BACKEND === "s3"
+        ? {
+            kind: "s3",
+            bucket: e.S3_BUCKET!,
+            region: e.S3_REGION,
+            endpoint: e.S3_ENDPOINT,
+            accessKeyId: e.S3_ACCESS_KEY_ID,
+            secretAccessKey: e.S3_SECRET_ACCESS_KEY,
+            forcePathStyle: truthy(e.S3_FORCE_PATH_STYLE),
+          }
+        : { kind: "local", dir: path.join(dataDir, "objects"), secret: e.STORAGE_SECRET },
+    dubbing: {
+      workers: e.DUBBING_WORKERS,
+      leaseMs: e.DUBBING_LEASE_SEC * 1000,
+      maxDurationSec: e.DUBBING_MAX_DURATION_SEC,
+      maxFileBytes: e.DUBBING_MAX_FILE_BYTES,
+      allowPrivateSources: truthy(e.SOURCE_URL_ALLOW_PRIVATE),
+    },
+    rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     engines: {
       vad: e.VAD_ENGINE,
       asr: e.ASR_ENGINES,

@@ -1,18 +1,23 @@
-import { mkdir } from "node:fs/promises";
 import { buildApp } from "./app.js";
 import { ConfigError, loadConfig } from "./config.js";
-import { EngineRegistry } from "./engines/registry.js";
+import { startDubbingWorkers } from "./dubbing/worker.js";
+import { openServices } from "./services.js";
 
-/** Process entry: configuration → engines → HTTP/WebSocket server; SIGTERM/SIGINT drain and exit. */
+/**
+ * Process entry: configuration → engines, database, storage → HTTP/WebSocket server and dubbing
+ * workers. SIGTERM/SIGINT close every session with 1001, stop the workers (a job in progress is
+ * resumed from its lease by the next worker) and exit.
+ */
 async function main(): Promise<void> {
   const config = loadConfig();
-  await mkdir(config.dataDir, { recursive: true });
-  const registry = await EngineRegistry.create(config.engines);
-  const app = await buildApp(config, registry);
-  for (const { id, reason } of registry.unavailable) app.http.log.warn(`engine ${id} unavailable: ${reason}`);
+  const services = await openServices(config);
+  const app = await buildApp(config, services);
+  for (const { id, reason } of services.registry.unavailable)
+    app.http.log.warn(`engine ${id} unavailable: ${reason}`);
   if (config.apiKeys.length === 0)
-    app.http.log.warn("API_KEYS is empty: GET /v1/session will refuse every request");
+    app.http.log.warn("API_KEYS is empty: only keys already in the database work");
   await app.http.listen({ port: config.port, host: config.host });
+  const workers = startDubbingWorkers(config, services, app.http.log);
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -20,7 +25,8 @@ async function main(): Promise<void> {
     stopping = true;
     app.http.log.info(`${signal}: closing sessions and shutting down`);
     await app.shutdown();
-    await registry.close();
+    await workers.stop();
+    await services.close();
     process.exit(0);
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));

@@ -61,7 +61,11 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
 }
 
 /** Downloads `url` to `destination` (atomically: a partial download never appears there). */
-export async function downloadSource(url: string, destination: string, options: DownloadOptions): Promise<number> {
+export async function downloadSource(
+  url: string,
+  destination: string,
+  options: DownloadOptions,
+): Promise<number> {
   const partial = `${destination}.partial`;
   try {
     let current = new URL(url);
@@ -118,6 +122,8 @@ function request(url: URL, options: DownloadOptions): Promise<http.IncomingMessa
     });
     req.once("response", resolve);
     req.once("timeout", () => req.destroy(new DownloadError("the source did not answer in time")));
-    req.once("error", (error) => reject(error instanceof DownloadError ? error : new DownloadError(error.message)));
+    req.once("error", (error) =>
+      reject(error instanceof DownloadError ? error : new DownloadError(error.message)),
+    );
   });
 }

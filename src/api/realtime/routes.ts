@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import type { ApiKeyStore } from "../../auth/api-keys.js";
+import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import { listVoices } from "../../voices/library.js";
 import { ApiError, errorBody } from "../errors.js";
@@ -9,7 +9,7 @@ import type { RealtimeSessions } from "./sessions.js";
 export interface RealtimeRouteOptions {
   readonly registry: EngineRegistry;
   readonly sessions: RealtimeSessions;
-  readonly apiKeys: ApiKeyStore;
+  readonly accounts: Accounts;
   readonly publicBaseUrl: string | undefined;
   readonly workerId: string;
   readonly modelVersionId: (modelName: string) => string;
@@ -19,10 +19,11 @@ export const SESSION_SOCKET_PATH = "/v1/ws";
 
 /** `GET /v1/session`, the session WebSocket, `GET /v1/voices` and `GET /v1/languages`. */
 export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRouteOptions): Promise<void> {
-  const { registry, sessions, apiKeys } = options;
+  const { registry, sessions, accounts } = options;
 
   app.get("/v1/session", async (request) => {
-    apiKeys.authorize(request.headers.authorization, "realtime");
+    // Real-time use is not metered yet; a positive balance is still required to start sessions.
+    await accounts.requireBalance(await accounts.authenticate(request.headers.authorization, "realtime"));
     if (!sessions.hasRoom()) {
       throw new ApiError(
         503,

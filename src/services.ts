@@ -1,0 +1,58 @@
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { Services } from "./app.js";
+import type { Config } from "./config.js";
+import { openDatabase } from "./db/index.js";
+import { EngineRegistry } from "./engines/registry.js";
+import { createObjectStore } from "./storage/index.js";
+
+/**
+ * Opens everything the service runs on — engines, database, object store — and provisions the
+ * configured API keys. The HTTP app and the dubbing workers are built on top of these.
+ */
+export async function openServices(config: Config): Promise<Services & { close(): Promise<void> }> {
+  await mkdir(config.dataDir, { recursive: true });
+  const [registry, db] = await Promise.all([
+    EngineRegistry.create(config.engines),
+    openDatabase(config.databaseUrl),
+  ]);
+  for (const { key, balanceUsd, entitlements } of config.apiKeys) {
+    await db.accounts.ensureKey(key, { balanceUsd, entitlements });
+  }
+  const storage = config.storage;
+  const store = await createObjectStore(
+    storage.kind === "local"
+      ? {
+          kind: "local",
+          dir: storage.dir,
+          publicBaseUrl:
+            config.publicBaseUrl ??
+            `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}`,
+          secret: storage.secret ?? (await persistentSecret(path.join(config.dataDir, "storage.secret"))),
+        }
+      : storage,
+  );
+  return {
+    registry,
+    db,
+    store,
+    async close() {
+      await Promise.allSettled([registry.close(), db.close(), store.close()]);
+    },
+  };
+}
+
+/**
+ * Presigned download URLs live 48 hours, so the key signing them must survive restarts: when none
+ * is configured, one is generated once and kept in DATA_DIR.
+ */
+async function persistentSecret(file: string): Promise<string> {
+  try {
+    return (await readFile(file, "utf8")).trim();
+  } catch {
+    const secret = randomBytes(32).toString("hex");
+    await writeFile(file, secret, { mode: 0o600, flag: "wx" }).catch(() => undefined);
+    return (await readFile(file, "utf8")).trim();
+  }
+}

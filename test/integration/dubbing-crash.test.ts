@@ -1,0 +1,126 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase } from "../../src/db/index.js";
+import { makeTestVideo } from "../support/media.js";
+import { freePort } from "../support/ports.js";
+import { createTestDatabase, postgresProblem } from "../support/postgres.js";
+import { sharedMissing } from "../support/shared.js";
+
+/**
+ * Jobs survive a crash: service processes share one PostgreSQL database and one data directory;
+ * the process running a job is killed with SIGKILL mid-job, and the job is picked up by the other
+ * workers once its lease expires, completes, and is charged exactly once.
+ */
+const problem = await postgresProblem();
+if (problem) console.warn(`skipping the crash-recovery test: PostgreSQL unavailable (${problem})`);
+const SKIP = problem !== undefined || sharedMissing("data/speech/librivox-pocketsphinx");
+const KEY = "crash-key";
+
+let dir: string;
+let database: { url: string; drop(): Promise<void> };
+const children: ChildProcess[] = [];
+
+async function startService(name: string): Promise<{ child: ChildProcess; baseUrl: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
+      API_KEYS: `${KEY}:100`,
+      LOG_LEVEL: "warn",
+      DATA_DIR: dir,
+      DATABASE_URL: database.url,
+      STORAGE_SECRET: "crash-test-storage-secret",
+      DUBBING_WORKERS: "1",
+      DUBBING_LEASE_SEC: "3",
+      WORKER_ID: name,
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  children.push(child);
+  const baseUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if ((await fetch(`${baseUrl}/healthz`).catch(() => undefined))?.status === 200) return { child, baseUrl };
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${name} did not start`);
+}
+
+async function api(baseUrl: string, method: string, route: string, body?: unknown) {
+  const response = await fetch(new URL(route, baseUrl), {
+    method,
+    headers: { authorization: `Bearer ${KEY}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return (await response.json()) as Record<string, unknown>;
+}
+
+beforeAll(async () => {
+  if (SKIP) return;
+  dir = await mkdtemp(path.join(tmpdir(), "dubbing-crash-"));
+  database = await createTestDatabase();
+});
+afterAll(async () => {
+  for (const child of children) child.kill("SIGKILL");
+  if (SKIP) return;
+  await database.drop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(SKIP)("a worker killed mid-job (kill -9)", () => {
+  it("leaves the job to another worker, which completes it; nothing is lost or charged twice", async () => {
+    const first = await startService("worker-a");
+    const video = await makeTestVideo(dir);
+    const upload = await api(first.baseUrl, "POST", "/api/dubbing/upload-url", {
+      filename: "talk.mp4",
+      content_type: "video/mp4",
+    });
+    await fetch(upload.upload_url as string, {
+      method: "PUT",
+      headers: { "content-type": "video/mp4" },
+      body: await readFile(video),
+    });
+    const created = await api(first.baseUrl, "POST", "/api/dubbing/jobs", {
+      source_url: upload.source_url,
+      target_lang: "es",
+    });
+    const jobId = created.job_id as string;
+
+    // kill the first process as soon as its worker is inside the job
+    for (;;) {
+      const job = await api(first.baseUrl, "GET", `/api/dubbing/jobs/${jobId}`);
+      if (job.status !== "pending") break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    first.child.kill("SIGKILL");
+    await new Promise((resolve) => first.child.once("exit", resolve));
+
+    // two more processes share the database; one of them takes the job over after the lease lapses
+    const [second, third] = await Promise.all([startService("worker-b"), startService("worker-c")]);
+    let job: Record<string, unknown> = {};
+    for (let i = 0; i < 600; i++) {
+      job = await api(second.baseUrl, "GET", `/api/dubbing/jobs/${jobId}`);
+      if (job.status === "completed" || job.status === "failed") break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(job.error ?? null).toBeNull();
+    expect(job.status).toBe("completed");
+    expect((await fetch(job.output_url as string)).status).toBe(200);
+    expect((await api(third.baseUrl, "GET", `/api/dubbing/jobs/${jobId}`)).status).toBe("completed");
+
+    const db = await openDatabase(database.url);
+    try {
+      const account = (await db.accounts.findByKey(KEY))!;
+      const record = (await db.jobs.get(account.id, jobId))!;
+      expect(record.attempts).toBeGreaterThanOrEqual(2);
+      expect(100 - (await db.accounts.balanceUsd(account.id))).toBeCloseTo(record.costUsd!, 6);
+    } finally {
+      await db.close();
+    }
+  });
+});
