@@ -96,7 +96,7 @@ export interface DubOptions {
   readonly signal?: AbortSignal;
   /** Output file name without extension; default "dubbed". */
   readonly outputName?: string;
-  /** Segments recognised or fitted at once (synthesis runs one at a time); default min(2, CPUs). */
+  /** Segments recognised, synthesised or fitted at once; default min(2, CPUs). */
   readonly concurrency?: number;
 }
 
@@ -215,9 +215,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
     let synthesised = 0;
     const clips = await mapLimit(
       segments,
-      // One at a time: the eSpeak NG engine's launchers share one scratch directory and number their
-      // files from 0 each, so two concurrent synthesize() calls can overwrite each other's files.
-      1,
+      concurrency,
       async (segment, i) => {
         const clip = await synthesizeClip(synthesizer, segment.translatedText, targetLang, voice, work, i);
         progress.report("synthesizing", ++synthesised / segments.length);

@@ -147,6 +147,14 @@ describe("ProgramLauncher", () => {
     await expect(launcher.run([], "closed")).rejects.toThrow(/closed/);
   });
 
+  it("keeps concurrent runs of launchers sharing one directory apart", async () => {
+    const launchers = [new ProgramLauncher(program, dir, 5000), new ProgramLauncher(program, dir, 5000)];
+    const texts = Array.from({ length: 20 }, (_, i) => `text number ${i} `.repeat(i + 1));
+    const outputs = await Promise.all(texts.map((text, i) => launchers[i % 2]!.run([], text)));
+    expect(outputs.map((b) => b.toString())).toEqual(texts);
+    for (const launcher of launchers) launcher.close();
+  });
+
   it("refuses arguments that could split into several", () => {
     const launcher = new ProgramLauncher(program, dir, 5000);
     expect(() => launcher.run(["-v", "en us"], "x")).toThrow(/whitespace/);

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -31,7 +32,6 @@ export class ProgramLauncher {
   private shell: ChildProcessWithoutNullStreams | undefined;
   private readonly answers = new Map<string, (status: number) => void>();
   private queue: Promise<unknown> = Promise.resolve();
-  private nextId = 0;
   private pendingCount = 0;
   private closed = false;
 
@@ -64,7 +64,8 @@ export class ProgramLauncher {
 
   private async execute(args: readonly string[], input: string): Promise<Buffer> {
     if (this.closed) throw new Error(`${this.program} launcher is closed`);
-    const id = String(this.nextId++);
+    // Unique across every launcher sharing the directory (they run concurrently).
+    const id = randomUUID();
     const inputFile = path.join(this.workDir, `${id}.txt`);
     const outputFile = path.join(this.workDir, `${id}.wav`);
     await writeFile(inputFile, input, "utf8");
