@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -20,6 +19,7 @@ import {
   type ObjectStore,
 } from "../../src/storage/index.js";
 import { freePort } from "../support/ports.js";
+import { S3_CREDENTIALS, startS3 } from "../support/s3.js";
 
 const MB = 1024 * 1024;
 
@@ -540,43 +540,19 @@ describe("local object store over HTTP", () => {
   });
 });
 
-interface S3rverInstance {
-  run(): Promise<{ port: number }>;
-  close(): Promise<void>;
-}
-type S3rverConstructor = new (options: {
-  port: number;
-  address: string;
-  silent: boolean;
-  directory: string;
-  configureBuckets: { name: string }[];
-}) => S3rverInstance;
-
 describe("S3 object store against s3rver", () => {
-  let s3dir: string;
   let work: string;
-  let server: S3rverInstance;
+  let server: Awaited<ReturnType<typeof startS3>>;
   let store: ObjectStore;
 
   beforeAll(async () => {
-    s3dir = await mkdtemp(join(tmpdir(), "relay-s3rver-"));
     work = await mkdtemp(join(tmpdir(), "relay-s3-work-"));
-    // s3rver is CommonJS without type declarations.
-    const S3rver = createRequire(import.meta.url)("s3rver") as S3rverConstructor;
-    server = new S3rver({
-      port: 0,
-      address: "127.0.0.1",
-      silent: true,
-      directory: s3dir,
-      configureBuckets: [{ name: "test-bucket" }],
-    });
-    const { port } = await server.run();
+    server = await startS3("test-bucket");
     store = createS3ObjectStore({
       bucket: "test-bucket",
       region: "us-east-1",
-      endpoint: `http://127.0.0.1:${port}`,
-      accessKeyId: "S3RVER",
-      secretAccessKey: "S3RVER",
+      endpoint: server.endpoint,
+      ...S3_CREDENTIALS,
       forcePathStyle: true,
     });
   });
@@ -584,7 +560,6 @@ describe("S3 object store against s3rver", () => {
   afterAll(async () => {
     await store?.close();
     await server?.close();
-    await rm(s3dir, { recursive: true, force: true });
     await rm(work, { recursive: true, force: true });
   });
 
