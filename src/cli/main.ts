@@ -3,10 +3,11 @@ import { Command, InvalidArgumentError, Option } from "commander";
 import { SERVICE_VERSION } from "../version.js";
 import { languages, voices } from "./catalog.js";
 import { CliError, describeError, type Connection } from "./common.js";
+import { dub, type DubCommandOptions } from "./dub.js";
 import { live } from "./live.js";
 import { speak } from "./speak.js";
 
-/** `relay`: command-line client of the real-time interface, built on src/client/realtime-client.ts. */
+/** `relay`: command-line client of the real-time interface (src/client/realtime-client.ts) and of dubbing. */
 
 interface ServerOptions {
   readonly server: string;
@@ -69,6 +70,20 @@ withServer(
   true,
 ).action(async (options: Parameters<typeof speak>[1] & ServerOptions) => {
   process.exitCode = await speak(connection(options), options);
+});
+
+withServer(
+  program
+    .command("dub")
+    .description("dub a video or audio file (a path or an http(s) URL) into another language")
+    .argument("<file-or-url>", "media to dub: mp4 mov mkv wav mp3 flac ogg m4a, or an http(s) URL")
+    .requiredOption("--to <lang>", "language to dub into (en es fr de it pt ru ja ko zh)")
+    .option("--from <lang>", "spoken language, or auto", "auto")
+    .requiredOption("--out <file>", "where to save the result (MP4; MP3 when the input has no video)")
+    .option("--json", "print the finished job's status as one JSON line", false),
+  true,
+).action(async (input: string, options: DubCommandOptions & ServerOptions) => {
+  process.exitCode = await dub(connection(options), input, options);
 });
 
 withServer(
