@@ -1,17 +1,15 @@
-import { spawn } from "node:child_process";
 import { createReadStream, existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestVideo, probeStreams } from "../support/media.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
+import { runScript, type Run } from "../support/run-script.js";
 
 /** `relay dub` as a child process against the real service (HTTP, upload, in-process worker, engines, ffmpeg). */
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 /** A dubbing job on the 7.2 s test video takes a few seconds; the margin is for slow CI machines. */
 const JOB_TIMEOUT_MS = 180_000;
@@ -47,27 +45,8 @@ afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs `relay <args>` with tsx, pointed at the test server through the environment (stdio not a TTY). */
 function relay(args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", ...args], {
-      cwd: ROOT,
-      env: { ...process.env, RELAY_SERVER: server.baseUrl, RELAY_API_KEY: API_KEY, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runScript("src/cli/main.ts", args, { RELAY_SERVER: server.baseUrl, RELAY_API_KEY: API_KEY, ...env });
 }
 
 /** The `relay:`-prefixed lines are the CLI's error messages (other stderr lines are progress). */

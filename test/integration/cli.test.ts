@@ -1,16 +1,14 @@
-import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWav } from "../../src/audio/wav.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { API_KEY, BROKE_KEY, startServer, type TestServer } from "../support/server.js";
+import { runScript, type Run } from "../support/run-script.js";
 
 /** The `relay` CLI and the raw-protocol example, run as child processes against the real server. */
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 let server: TestServer;
 let tmp: string;
@@ -26,27 +24,8 @@ afterAll(async () => {
   if (tmp) await rm(tmp, { recursive: true, force: true });
 });
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** Runs a TypeScript entry point with tsx, pointed at the test server through the environment. */
 function run(script: string, args: string[], env: Record<string, string> = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
-      cwd: ROOT,
-      env: { ...process.env, RELAY_SERVER: server.baseUrl, RELAY_API_KEY: API_KEY, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runScript(script, args, { RELAY_SERVER: server.baseUrl, RELAY_API_KEY: API_KEY, ...env });
 }
 
 const relay = (...args: string[]) => run("src/cli/main.ts", args);
