@@ -26,10 +26,6 @@ export class Channel<T> implements AsyncIterable<T> {
     waiter?.({ value: undefined, done: true });
   }
 
-  get size(): number {
-    return this.items.length;
-  }
-
   [Symbol.asyncIterator](): AsyncIterator<T> {
     return {
       next: () => {

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,13 +10,13 @@ import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/index.js";
 import type { Database, JobProgress, JobRecord } from "../../src/db/types.js";
+import { createTestDatabase, postgresProblem } from "../support/postgres.js";
 
 /**
  * The database layer against real databases: the same suite on SQLite (a temporary file) and on
  * PostgreSQL (a fresh database per run, dropped afterwards; skipped when the server is unreachable).
  */
 
-const PG_ADMIN_URL = process.env.RELAY_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const TABLES = ["ledger_entries", "jobs", "uploads", "api_keys", "accounts"] as const;
 
@@ -58,35 +58,18 @@ async function sqliteBackend(): Promise<Backend> {
   };
 }
 
-function pgUrl(database: string): string {
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-async function withAdmin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_ADMIN_URL, connectionTimeoutMillis: 3_000 });
-  await client.connect();
-  try {
-    return await use(client);
-  } finally {
-    await client.end();
-  }
-}
-
 async function postgresBackend(): Promise<Backend> {
-  const created: string[] = [];
+  const created: { drop(): Promise<void> }[] = [];
   const create = async (): Promise<string> => {
-    const name = `relay_test_${randomBytes(6).toString("hex")}`;
-    await withAdmin((admin) => admin.query(`CREATE DATABASE ${name}`));
-    created.push(name);
-    return name;
+    const database = await createTestDatabase();
+    created.push(database);
+    return database.url;
   };
   const main = await create();
-  const client = new pg.Client({ connectionString: pgUrl(main) });
+  const client = new pg.Client({ connectionString: main });
   await client.connect();
   return {
-    url: pgUrl(main),
+    url: main,
     raw: {
       query: async (text, params = []) => {
         // The layer's placeholders are `?` on SQLite; number them for pg.
@@ -99,26 +82,16 @@ async function postgresBackend(): Promise<Backend> {
       },
       close: () => client.end(),
     },
-    fresh: async () => pgUrl(await create()),
-    teardown: () =>
-      withAdmin(async (admin) => {
-        for (const name of created) await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      }),
+    fresh: create,
+    teardown: async () => {
+      for (const database of created) await database.drop();
+    },
   };
 }
 
-async function postgresUnavailable(): Promise<string | undefined> {
-  try {
-    await withAdmin((admin) => admin.query("SELECT 1"));
-    return undefined;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
-}
-
-const pgProblem = await postgresUnavailable();
+const pgProblem = await postgresProblem();
 if (pgProblem !== undefined) {
-  console.warn(`[db] skipping the PostgreSQL suite: cannot reach ${PG_ADMIN_URL} (${pgProblem})`);
+  console.warn(`[db] skipping the PostgreSQL suite: PostgreSQL unavailable (${pgProblem})`);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

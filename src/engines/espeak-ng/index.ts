@@ -9,14 +9,15 @@
  * text cannot inject options or markup. Every argument is either a number or a voice file/variant
  * name checked against what eSpeak NG itself listed at start-up.
  */
+import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import type { EngineInfo, SynthesisRequest, SynthesizedAudio, TtsCapabilities, TtsEngine } from "../types.js";
 import { levelSpeech } from "../../voices/loudness.js";
 import { ProgramLauncher } from "./launcher.js";
-import { runProcess } from "./process.js";
 import { defaultLocales, isoCodeOf, parseVoiceList, type EspeakVoiceEntry } from "./voices.js";
 import { decodeStreamedWav } from "./wav.js";
 
@@ -32,6 +33,8 @@ export interface EspeakEngineOptions {
   /** eSpeak NG amplitude 0..200 (output is levelled afterwards; this only sets headroom). Default 100. */
   readonly amplitude?: number;
 }
+
+const execFileAsync = promisify(execFile);
 
 /** eSpeak NG's speed at rate factor 1 (its own default, words per minute). */
 const DEFAULT_WPM = 175;
@@ -61,20 +64,25 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
     throw new Error(`${options.dataDir} is not an espeak-ng-data directory (it has no phontab)`);
   }
 
-  const versionOutput = (
-    await runProcess(binary, [...pathArgs, "--version"], { timeoutMs: setupTimeout })
-  ).stdout
-    .toString("utf8")
-    .trim();
+  const run = async (args: string[]): Promise<string> => {
+    try {
+      return (
+        await execFileAsync(binary, [...pathArgs, ...args], { timeout: setupTimeout, encoding: "utf8" })
+      ).stdout;
+    } catch (error) {
+      throw new Error(`could not run ${binary} ${args.join(" ")}: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  };
+  const versionOutput = (await run(["--version"])).trim();
   const version = /text-to-speech:\s*(\S+)/.exec(versionOutput)?.[1];
   const reportedDataDir = /Data at:\s*(.+)$/m.exec(versionOutput)?.[1]?.trim();
   if (!version) throw new Error(`unexpected output from ${binary} --version: ${versionOutput.slice(0, 200)}`);
   const dataDir = options.dataDir ?? reportedDataDir;
   if (!dataDir) throw new Error(`${binary} --version did not report its data directory; pass dataDir`);
 
-  const listing = (
-    await runProcess(binary, [...pathArgs, "--voices"], { timeoutMs: setupTimeout })
-  ).stdout.toString("utf8");
+  const listing = await run(["--voices"]);
   const entries = parseVoiceList(listing);
   const defaults = defaultLocales(entries);
   if (defaults.size === 0) throw new Error(`${binary} --voices listed no usable languages`);
