@@ -3,13 +3,18 @@ import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { dubbingRoutes } from "./api/dubbing/routes.js";
 import { ApiError, registerErrorHandling } from "./api/errors.js";
+import { perKeyRateLimit } from "./api/rate-limit.js";
 import { realtimeRoutes } from "./api/realtime/routes.js";
 import { RealtimeSessions } from "./api/realtime/sessions.js";
+import { roomRoutes } from "./api/rooms/routes.js";
 import { Accounts } from "./auth/accounts.js";
 import { SessionTokens } from "./auth/session-tokens.js";
 import type { Config } from "./config.js";
 import type { Database } from "./db/types.js";
 import type { EngineRegistry } from "./engines/registry.js";
+import { EmbeddedRoomServer } from "./rooms/embedded/room-server.js";
+import { createRoomBackend } from "./rooms/index.js";
+import { Rooms } from "./rooms/rooms.js";
 import { localStorageRoutes } from "./storage/local.js";
 import type { ObjectStore } from "./storage/types.js";
 import { SERVICE_VERSION } from "./version.js";
@@ -26,7 +31,11 @@ export interface Services {
 export interface App {
   readonly http: FastifyInstance;
   readonly sessions: RealtimeSessions;
-  /** Closes every session with 1001, then the server; engines, database and store stay with their owner. */
+  readonly rooms: Rooms;
+  /**
+   * Closes every session with 1001 and every room, then the server; engines, database and store
+   * stay with their owner.
+   */
   shutdown(): Promise<void>;
 }
 
@@ -66,6 +75,17 @@ export async function buildApp(config: Config, services: Services): Promise<App>
       socket.close(4500, "internal error");
     },
   });
+  const limitPerKey = perKeyRateLimit(http, config.rateLimitPerMinute);
+  const rooms = new Rooms(await createRoomBackend(config.rooms), {
+    registry,
+    sessions,
+    log: http.log,
+    maxLifetimeMs: config.rooms.maxLifetimeMs,
+    emptyTimeoutMs: config.rooms.emptyTimeoutMs,
+    departureTimeoutMs: config.rooms.departureTimeoutMs,
+  });
+  if (rooms.backend instanceof EmbeddedRoomServer) await http.register(rooms.backend.routes);
+  await http.register(roomRoutes, { rooms, accounts, registry, publicBaseUrl, rateLimit: limitPerKey });
   await http.register(realtimeRoutes, {
     registry,
     sessions,
@@ -82,7 +102,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     publicBaseUrl,
     maxFileBytes: config.dubbing.maxFileBytes,
     maxDurationSec: config.dubbing.maxDurationSec,
-    rateLimitPerMinute: config.rateLimitPerMinute,
+    rateLimit: limitPerKey,
   });
   if (store.kind === "local")
     await http.register(localStorageRoutes, { store, maxBytes: config.dubbing.maxFileBytes });
@@ -91,14 +111,17 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     version: SERVICE_VERSION,
     worker_id: config.workerId,
     sessions: { live: sessions.liveCount, capacity: config.maxSessions },
+    rooms: { open: rooms.count, backend: rooms.backend.kind },
     unavailable_engines: registry.unavailable,
   }));
 
   return {
     http,
     sessions,
+    rooms,
     async shutdown() {
       sessions.drain();
+      await rooms.close();
       await http.close();
     },
   };

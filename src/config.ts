@@ -3,6 +3,14 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import {
+  EngineConfigError,
+  readEnginesFile,
+  selectEngines,
+  type AsrSpec,
+  type MtSpec,
+  type TtsSpec,
+} from "./engine-config.js";
 
 /**
  * All configuration comes from environment variables, validated here once at start-up
@@ -64,10 +72,29 @@ const envSchema = z.object({
   SOURCE_URL_ALLOW_PRIVATE: z.enum(["true", "false", "1", "0"]).default("false"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(10),
 
+  LIVEKIT_URL: z
+    .string()
+    .regex(/^(wss?|https?):\/\/[^\s]+$/u, "must be a ws://, wss://, http:// or https:// URL")
+    .optional(),
+  LIVEKIT_API_KEY: z.string().min(1).optional(),
+  LIVEKIT_API_SECRET: z.string().min(1).optional(),
+  ROOM_SECRET: z.string().min(32).optional(),
+  ROOM_TOKEN_TTL_SEC: z.coerce.number().int().min(10).max(86_400).default(600),
+  ROOM_MAX_LIFETIME_SEC: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(3 * 3600),
+  ROOM_EMPTY_TIMEOUT_SEC: z.coerce.number().int().min(1).default(300),
+  ROOM_DEPARTURE_TIMEOUT_SEC: z.coerce.number().int().min(0).default(20),
+  ROOM_MAX_PARTICIPANTS: z.coerce.number().int().min(1).max(100).default(8),
+
   VAD_ENGINE: z.enum(["silero"]).default("silero"),
-  ASR_ENGINES: list.default(["pocketsphinx"]),
-  MT_ENGINES: list.default(["apertium"]),
-  TTS_ENGINES: list.default(["espeak-ng"]),
+  ENGINES_FILE: z.string().optional(),
+  ASR_ENGINES: list.optional(),
+  MT_ENGINES: list.optional(),
+  TTS_ENGINES: list.optional(),
+  MODELS_DIR: z.string().optional(),
   SILERO_VAD_MODEL: z.string().optional(),
   POCKETSPHINX_MODEL_DIR: z.string().default("/usr/share/pocketsphinx/model/en-us"),
   POCKETSPHINX_MAX_DECODERS: z.coerce.number().int().min(1).optional(),
@@ -89,7 +116,7 @@ const envSchema = z.object({
       return Object.fromEntries(parts.flatMap((part, i) => (i % 2 === 0 ? [[part, parts[i + 1]!]] : [])));
     }),
   APERTIUM_MODES_DIR: z.string().default("/usr/share/apertium/modes"),
-  TRANSLATION_PIVOT_LANGUAGE: z.string().default("es"),
+  TRANSLATION_PIVOT_LANGUAGE: z.string().optional(),
   ESPEAK_NG_BIN: z.string().default("espeak-ng"),
   SVOX_PICO_DIR: z.string().default(path.resolve(PROJECT_ROOT, "../shared/models/svox-pico")),
 });
@@ -130,11 +157,32 @@ export interface Config {
     readonly allowPrivateSources: boolean;
   };
   readonly rateLimitPerMinute: number;
+  readonly rooms: {
+    readonly backend:
+      | { readonly kind: "embedded"; readonly secret: string }
+      | {
+          readonly kind: "livekit";
+          readonly url: string;
+          readonly apiKey: string;
+          readonly apiSecret: string;
+        };
+    /** How long a room token may be used to join (LiveKit checks it at join time only). */
+    readonly tokenTtlSec: number;
+    readonly maxLifetimeMs: number;
+    /** A room nobody has joined is closed after this long. */
+    readonly emptyTimeoutMs: number;
+    /** A room is closed this long after its last participant left. */
+    readonly departureTimeoutMs: number;
+    readonly maxParticipants: number;
+  };
   readonly engines: {
     readonly vad: "silero";
-    readonly asr: readonly string[];
-    readonly mt: readonly string[];
-    readonly tts: readonly string[];
+    /** In order of preference (ENGINES_FILE and/or ASR_ENGINES, MT_ENGINES, TTS_ENGINES). */
+    readonly asr: readonly AsrSpec[];
+    readonly mt: readonly MtSpec[];
+    readonly tts: readonly TtsSpec[];
+    /** Where `relay models pull` puts models and whisper.cpp finds them by catalogue name. */
+    readonly modelsDir: string;
     readonly sileroModel: string | undefined;
     readonly pocketsphinxModelDir: string;
     readonly pocketsphinxMaxDecoders: number;
@@ -159,6 +207,26 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const truthy = (value: string) => value === "true" || value === "1";
   if (e.STORAGE_BACKEND === "s3" && !e.S3_BUCKET) {
     throw new ConfigError("invalid configuration:\n  S3_BUCKET: required when STORAGE_BACKEND=s3");
+  }
+  let engineLists: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[]; pivot?: string };
+  try {
+    const file = e.ENGINES_FILE ? readEnginesFile(e.ENGINES_FILE, env) : undefined;
+    engineLists = {
+      asr: selectEngines("asr", file, e.ASR_ENGINES),
+      mt: selectEngines("mt", file, e.MT_ENGINES),
+      tts: selectEngines("tts", file, e.TTS_ENGINES),
+      pivot: file?.pivotLanguage,
+    };
+  } catch (error) {
+    if (error instanceof EngineConfigError)
+      throw new ConfigError(`invalid configuration:\n  ${error.message}`);
+    throw error;
+  }
+  const livekit = [e.LIVEKIT_URL, e.LIVEKIT_API_KEY, e.LIVEKIT_API_SECRET];
+  if (livekit.some(Boolean) && !livekit.every(Boolean)) {
+    throw new ConfigError(
+      "invalid configuration:\n  LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET: set all three to use LiveKit, or none",
+    );
   }
   return {
     port: e.PORT,
@@ -191,18 +259,34 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowPrivateSources: truthy(e.SOURCE_URL_ALLOW_PRIVATE),
     },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    rooms: {
+      backend: e.LIVEKIT_URL
+        ? {
+            kind: "livekit",
+            url: e.LIVEKIT_URL,
+            apiKey: e.LIVEKIT_API_KEY!,
+            apiSecret: e.LIVEKIT_API_SECRET!,
+          }
+        : { kind: "embedded", secret: e.ROOM_SECRET ?? randomBytes(32).toString("hex") },
+      tokenTtlSec: e.ROOM_TOKEN_TTL_SEC,
+      maxLifetimeMs: e.ROOM_MAX_LIFETIME_SEC * 1000,
+      emptyTimeoutMs: e.ROOM_EMPTY_TIMEOUT_SEC * 1000,
+      departureTimeoutMs: e.ROOM_DEPARTURE_TIMEOUT_SEC * 1000,
+      maxParticipants: e.ROOM_MAX_PARTICIPANTS,
+    },
     engines: {
       vad: e.VAD_ENGINE,
-      asr: e.ASR_ENGINES,
-      mt: e.MT_ENGINES,
-      tts: e.TTS_ENGINES,
+      asr: engineLists.asr,
+      mt: engineLists.mt,
+      tts: engineLists.tts,
+      modelsDir: path.resolve(e.MODELS_DIR ?? path.join(dataDir, "models")),
       sileroModel: e.SILERO_VAD_MODEL,
       pocketsphinxModelDir: e.POCKETSPHINX_MODEL_DIR,
       // One decoder per concurrently speaking session, bounded so memory stays predictable.
       pocketsphinxMaxDecoders: e.POCKETSPHINX_MAX_DECODERS ?? Math.min(e.MAX_SESSIONS, 16),
       pocketsphinxSettings: e.POCKETSPHINX_SETTINGS,
       apertiumModesDir: e.APERTIUM_MODES_DIR,
-      pivotLanguage: e.TRANSLATION_PIVOT_LANGUAGE,
+      pivotLanguage: e.TRANSLATION_PIVOT_LANGUAGE ?? engineLists.pivot ?? "es",
       espeakBinary: e.ESPEAK_NG_BIN,
       svoxPicoDir: existsSync(e.SVOX_PICO_DIR) ? e.SVOX_PICO_DIR : undefined,
     },

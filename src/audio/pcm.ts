@@ -19,10 +19,36 @@ export function float32ToInt16(samples: Float32Array): Int16Array {
 export function bytesToInt16(bytes: Uint8Array): Int16Array {
   const count = bytes.byteLength >> 1;
   if (bytes.byteOffset % 2 === 0) return new Int16Array(bytes.buffer, bytes.byteOffset, count);
-  return new Int16Array(bytes.slice(0, count * 2).buffer);
+  // A plain Uint8Array copy: `slice` on a Node Buffer would be a view of its whole pool.
+  return new Int16Array(Uint8Array.prototype.slice.call(bytes, 0, count * 2).buffer);
 }
 
 /** Little-endian float32 bytes of `samples` (the wire format of translated speech). */
 export function float32ToBytes(samples: Float32Array): Buffer {
   return Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
+}
+
+/**
+ * Reassembles PCM16 samples from binary frames of any length: a frame ending in half a sample
+ * keeps that byte for the start of the next frame, so the stream stays aligned.
+ */
+export class Pcm16Assembler {
+  private carry: number | undefined;
+
+  /** The whole samples available; `misaligned` when this frame did not end on a sample boundary. */
+  push(bytes: Uint8Array): { samples: Int16Array; misaligned: boolean } {
+    let data = bytes;
+    if (this.carry !== undefined) {
+      data = new Uint8Array(bytes.length + 1);
+      data[0] = this.carry;
+      data.set(bytes, 1);
+      this.carry = undefined;
+    }
+    const misaligned = data.length % 2 === 1;
+    if (misaligned) {
+      this.carry = data[data.length - 1];
+      data = data.subarray(0, data.length - 1);
+    }
+    return { samples: bytesToInt16(data), misaligned };
+  }
 }

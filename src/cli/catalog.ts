@@ -1,4 +1,4 @@
-import { getJson } from "./common.js";
+import { getJson, printTable } from "./common.js";
 
 /** The listings' shapes as this client reads them (fields it does not print are left out). */
 interface Voice {
@@ -45,18 +45,6 @@ export async function languages(server: string): Promise<number> {
   for (const engine of report.engines)
     console.log(`  ${engine.kind.padEnd(4)} ${engine.id} ${engine.version}`);
   return 0;
-}
-
-function printTable(header: readonly string[], rows: readonly string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  for (const row of [header, ...rows]) {
-    console.log(
-      row
-        .map((cell, i) => cell.padEnd(widths[i]!))
-        .join("  ")
-        .trimEnd(),
-    );
-  }
 }
 
 function wrap(text: string, width: number, indent: string): string {

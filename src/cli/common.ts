@@ -159,3 +159,16 @@ export async function writeSpeech(path: string, frames: readonly Float32Array[])
 }
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Prints rows under a header in left-aligned columns (`relay voices`, `relay models list`). */
+export function printTable(header: readonly string[], rows: readonly string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  for (const row of [header, ...rows]) {
+    console.log(
+      row
+        .map((cell, i) => cell.padEnd(widths[i]!))
+        .join("  ")
+        .trimEnd(),
+    );
+  }
+}

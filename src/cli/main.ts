@@ -5,6 +5,7 @@ import { languages, voices } from "./catalog.js";
 import { CliError, describeError, type Connection } from "./common.js";
 import { dub, type DubCommandOptions } from "./dub.js";
 import { live } from "./live.js";
+import { modelsCommand } from "./models.js";
 import { speak } from "./speak.js";
 
 /** `relay`: command-line client of the real-time interface (src/client/realtime-client.ts) and of dubbing. */
@@ -102,6 +103,8 @@ withServer(
 ).action(async (options: ServerOptions) => {
   process.exitCode = await languages(options.server);
 });
+
+program.addCommand(modelsCommand());
 
 program.parseAsync().catch((error: unknown) => {
   // CliErrors are already phrased for the user; anything else still gets a single line.

@@ -100,6 +100,10 @@ async function openSqliteNow(file: string, memory: boolean): Promise<Database> {
 
 async function openPostgres(connectionString: string): Promise<Database> {
   const pool = new pg.Pool({ connectionString });
+  // An idle pooled connection that the server drops (restart, failover, pg_terminate_backend) is
+  // discarded by the pool and replaced on the next query; without a listener its error event would
+  // crash the process.
+  pool.on("error", (error) => process.emitWarning(`PostgreSQL connection lost: ${error.message}`));
   const db = new Kysely<Schema>({ dialect: new PostgresDialect({ pool }) });
   try {
     // Kysely's PostgreSQL adapter takes an advisory lock around the migrations, and each runs in a

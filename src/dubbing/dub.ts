@@ -188,15 +188,16 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
     progress.report("recognizing", 1);
 
     // e. translate
-    const route = registry.translationRoute(language, targetLang);
-    if (!route) throw new UnsupportedLanguageError(`no translation from "${language}" to "${targetLang}"`);
+    const routes = registry.translationRoutes(language, targetLang);
+    if (routes.length === 0)
+      throw new UnsupportedLanguageError(`no translation from "${language}" to "${targetLang}"`);
     progress.report("translating", 0);
     let translatedCount = 0;
     const translations = await mapLimit(
       speech,
       4,
       async (_, i) => {
-        const translated = await translateSegment(route, speech, i);
+        const translated = await translateSegment(routes, speech, i);
         progress.report("translating", ++translatedCount / speech.length);
         return translated;
       },
@@ -394,25 +395,37 @@ function sourceCandidates(
 }
 
 /**
- * Resolves "auto". With one candidate (the usual case: one recogniser language that can reach the
- * target) that language is the answer without listening. With several, none of the configured
- * engines identifies languages and the `Hypothesis` interface carries no confidence, so this is a
- * heuristic, not language identification: each candidate's recogniser decodes the first few
- * segments, and the language whose recogniser produced the most letters wins (ties: the earlier
- * configured language). A recogniser given speech in another language still emits words from its
- * own vocabulary, so this separates languages only roughly; callers who know the language should say so.
+ * Resolves "auto". With one candidate (one recogniser language that can reach the target) that
+ * language is the answer without listening. With several and a recogniser that identifies
+ * languages (whisper.cpp, a remote Whisper), the first few segments are identified and the most
+ * frequent candidate language wins. Without one, a heuristic stands in for identification: each
+ * candidate's recogniser decodes the first few segments, and the language whose recogniser
+ * produced the most letters wins (ties: the earlier configured language). A recogniser given
+ * speech in another language still emits words from its own vocabulary, so the heuristic separates
+ * languages only roughly; callers who know the language should say so.
  */
 async function chooseSourceLanguage(
   candidates: readonly LanguageCode[],
   segmentCount: number,
   recognise: (lang: LanguageCode, index: number) => Promise<Recognised>,
+  identify: ((index: number) => Promise<LanguageCode | undefined>) | undefined,
 ): Promise<LanguageCode> {
   if (candidates.length === 1 || segmentCount === 0) return candidates[0]!;
+  const sampled = Math.min(DETECTION_SEGMENTS, segmentCount);
+  if (identify) {
+    const votes = new Map<LanguageCode, number>();
+    for (let i = 0; i < sampled; i++) {
+      const heard = await identify(i);
+      if (heard && candidates.includes(heard)) votes.set(heard, (votes.get(heard) ?? 0) + 1);
+    }
+    const [winner] = [...votes].sort((a, b) => b[1] - a[1]);
+    if (winner) return winner[0];
+  }
   let best = candidates[0]!;
   let bestScore = -1;
   for (const lang of candidates) {
     let score = 0;
-    for (let i = 0; i < Math.min(DETECTION_SEGMENTS, segmentCount); i++) {
+    for (let i = 0; i < sampled; i++) {
       score += (await recognise(lang, i)).text.replace(/[^\p{L}]/gu, "").length;
     }
     if (score > bestScore) [best, bestScore] = [lang, score];
@@ -426,6 +439,8 @@ interface Recognised {
   readonly startSec: number;
   readonly endSec: number;
   readonly text: string;
+  /** The language the recogniser heard, when it identifies languages (asked with "auto"). */
+  readonly language?: LanguageCode;
   /** Energy of the span's audio (for matching the dub's level to the original dialogue). */
   readonly energy: Energy;
 }
@@ -468,7 +483,11 @@ async function recognizeAll(
       }
       return result;
     };
-    const language = await chooseSourceLanguage(candidates, spans.length, recognise);
+    const identifier = registry.languageIdentifier();
+    const identify = identifier
+      ? async (index: number) => (await recognizeSpan(identifier, "auto", pcm, spans[index]!)).language
+      : undefined;
+    const language = await chooseSourceLanguage(candidates, spans.length, recognise, identify);
     let done = 0;
     const recognised = await mapLimit(
       spans,
@@ -493,7 +512,7 @@ async function recognizeAll(
  */
 async function recognizeSpan(
   asr: AsrEngine,
-  language: LanguageCode,
+  language: LanguageCode | "auto",
   pcm: FileHandle,
   span: Span,
 ): Promise<Recognised> {
@@ -522,17 +541,23 @@ async function recognizeSpan(
     const wordEnd = Math.min(span.endSec, origin + last.endMs / 1000 + SEGMENT_PAD_SEC);
     if (wordEnd > wordStart) [startSec, endSec] = [wordStart, wordEnd];
   }
-  return { startSec, endSec, text, energy: energyOf(audio, 1 / 32768) };
+  return {
+    startSec,
+    endSec,
+    text,
+    ...(hypothesis.language ? { language: hypothesis.language } : {}),
+    energy: energyOf(audio, 1 / 32768),
+  };
 }
 
 /** Context for the MT engine: the previous and next segments' texts. */
 async function translateSegment(
-  route: TranslationRoute,
+  routes: readonly TranslationRoute[],
   segments: readonly Recognised[],
   index: number,
 ): Promise<string> {
   const context = [segments[index - 1]?.text, segments[index + 1]?.text].filter(Boolean).join(" ");
-  return (await translateAlong(route, segments[index]!.text, context)).trim();
+  return (await translateAlong(routes, { text: segments[index]!.text, context })).trim();
 }
 
 // ---------------------------------------------------------------- synthesis and fitting

@@ -1,31 +1,72 @@
 import type { Config } from "../config.js";
+import { idOf, type AsrSpec, type MtSpec, type TtsSpec } from "../engine-config.js";
 import { createApertiumEngine } from "./apertium/index.js";
 import { createEspeakEngine } from "./espeak-ng/index.js";
 import { createPocketSphinxEngine } from "./pocketsphinx/index.js";
 import { createSileroVadEngine } from "./silero-vad/index.js";
 import { createSvoxPicoEngine } from "./svox-pico/index.js";
-import type { AsrEngine, LanguageCode, MtEngine, TtsEngine, VadEngine } from "./types.js";
+import type { AsrEngine, LanguageCode, MtEngine, TranslateRequest, TtsEngine, VadEngine } from "./types.js";
 
 type EngineConfig = Config["engines"];
 
-const ASR_FACTORIES: Record<string, (c: EngineConfig) => Promise<AsrEngine>> = {
-  pocketsphinx: (c) =>
-    createPocketSphinxEngine({
-      modelDir: c.pocketsphinxModelDir,
-      maxDecoders: c.pocketsphinxMaxDecoders,
-      decoderSettings: c.pocketsphinxSettings,
-    }),
-};
-const MT_FACTORIES: Record<string, (c: EngineConfig) => Promise<MtEngine>> = {
-  apertium: (c) => createApertiumEngine({ modesDir: c.apertiumModesDir }),
-};
-const TTS_FACTORIES: Record<string, (c: EngineConfig) => Promise<TtsEngine>> = {
-  "espeak-ng": (c) => createEspeakEngine({ binary: c.espeakBinary }),
-  "svox-pico": (c) => {
-    if (!c.svoxPicoDir) throw new Error("SVOX_PICO_DIR does not exist");
-    return createSvoxPicoEngine({ lingwareDir: c.svoxPicoDir });
-  },
-};
+/**
+ * One factory per engine kind of the engines file (src/engine-config.ts). Engines with native or
+ * heavy dependencies are imported only when configured.
+ */
+async function createAsr(spec: AsrSpec, c: EngineConfig): Promise<AsrEngine> {
+  switch (spec.engine) {
+    case "pocketsphinx":
+      return createPocketSphinxEngine({
+        modelDir: spec.modelDir ?? c.pocketsphinxModelDir,
+        maxDecoders: spec.maxDecoders ?? c.pocketsphinxMaxDecoders,
+        decoderSettings: c.pocketsphinxSettings,
+      });
+    case "whisper-cpp": {
+      const [{ createWhisperCppEngine }, { resolveModel }] = await Promise.all([
+        import("./whisper-cpp/index.js"),
+        import("../models/download.js"),
+      ]);
+      return createWhisperCppEngine({
+        modelPath: resolveModel(spec.model, c.modelsDir),
+        threads: spec.threads,
+        maxConcurrent: spec.maxConcurrent,
+        partialIntervalMs: spec.partialIntervalMs,
+        languages: spec.languages,
+      });
+    }
+    case "openai": {
+      const { createOpenAiAsrEngine } = await import("./openai/index.js");
+      return createOpenAiAsrEngine(spec);
+    }
+  }
+}
+
+async function createMt(spec: MtSpec, c: EngineConfig): Promise<MtEngine> {
+  switch (spec.engine) {
+    case "apertium":
+      return createApertiumEngine({ modesDir: spec.modesDir ?? c.apertiumModesDir });
+    case "openai": {
+      const { createOpenAiMtEngine } = await import("./openai/index.js");
+      return createOpenAiMtEngine(spec);
+    }
+  }
+}
+
+async function createTts(spec: TtsSpec, c: EngineConfig): Promise<TtsEngine> {
+  switch (spec.engine) {
+    case "espeak-ng":
+      return createEspeakEngine({ binary: spec.binary ?? c.espeakBinary });
+    case "svox-pico": {
+      const dir = spec.dir ?? c.svoxPicoDir;
+      if (!dir) throw new Error("SVOX_PICO_DIR does not exist");
+      return createSvoxPicoEngine({ lingwareDir: dir });
+    }
+    case "openai": {
+      const { createOpenAiTtsEngine } = await import("./openai/index.js");
+      return createOpenAiTtsEngine(spec);
+    }
+  }
+}
 
 /** A way to translate one pair: a direct engine, or two hops through the pivot language. */
 export interface TranslationRoute {
@@ -67,27 +108,29 @@ export class EngineRegistry {
 
   static async create(config: EngineConfig): Promise<EngineRegistry> {
     const unavailable: { id: string; reason: string }[] = [];
-    async function build<T>(
-      ids: readonly string[],
-      factories: Record<string, (c: EngineConfig) => Promise<T>>,
-    ) {
-      const engines: T[] = [];
-      for (const id of ids) {
-        const factory = factories[id];
-        if (!factory) throw new Error(`unknown engine "${id}" (known: ${Object.keys(factories).join(", ")})`);
-        try {
-          engines.push(await factory(config));
-        } catch (error) {
-          unavailable.push({ id, reason: (error as Error).message });
-        }
-      }
-      return engines;
+    async function build<S extends { engine: string; id?: string; languages?: readonly string[] }, T>(
+      specs: readonly S[],
+      factory: (spec: S, c: EngineConfig) => Promise<T>,
+      restrict: (engine: T, languages: readonly string[]) => T,
+    ): Promise<T[]> {
+      const built = await Promise.all(
+        specs.map(async (spec) => {
+          try {
+            const engine = await factory(spec, config);
+            return spec.languages ? restrict(engine, spec.languages) : engine;
+          } catch (error) {
+            unavailable.push({ id: idOf(spec), reason: (error as Error).message });
+            return undefined;
+          }
+        }),
+      );
+      return built.filter((engine): engine is Awaited<T> => engine !== undefined);
     }
     const vad = await createSileroVadEngine(config.sileroModel ? { modelPath: config.sileroModel } : {});
     const [asr, mt, tts] = await Promise.all([
-      build(config.asr, ASR_FACTORIES),
-      build(config.mt, MT_FACTORIES),
-      build(config.tts, TTS_FACTORIES),
+      build(config.asr, createAsr, restrictLanguages),
+      build(config.mt, createMt, restrictPairs),
+      build(config.tts, createTts, restrictLanguages),
     ]);
     return new EngineRegistry(vad, asr, mt, tts, config.pivotLanguage, unavailable);
   }
@@ -110,31 +153,60 @@ export class EngineRegistry {
     );
   }
 
+  /**
+   * The recogniser for a language: the preferred engine that serves it, falling back to the next
+   * one when a stream cannot be opened (e.g. a remote server whose circuit is open).
+   */
   recognizer(language: LanguageCode): AsrEngine | undefined {
-    return this.asr.find((engine) => engine.capabilities.languages.includes(language));
+    const [first, ...rest] = this.asr.filter((engine) => engine.capabilities.languages.includes(language));
+    if (!first || rest.length === 0) return first;
+    return withFallback(first, {
+      createStream: async (options) =>
+        firstSuccess([first, ...rest], (engine) => engine.createStream(options)),
+    });
   }
 
+  /** The preferred recogniser that identifies the spoken language (`language: "auto"`). */
+  languageIdentifier(): AsrEngine | undefined {
+    return this.asr.find((engine) => engine.capabilities.languageDetection === true);
+  }
+
+  /** The preferred synthesiser for a language, falling back to the next one when synthesis fails. */
   synthesizer(language: LanguageCode): TtsEngine | undefined {
-    return this.tts.find((engine) => engine.capabilities.languages.includes(language));
+    const [first, ...rest] = this.tts.filter((engine) => engine.capabilities.languages.includes(language));
+    if (!first || rest.length === 0) return first;
+    return withFallback(first, {
+      synthesize: async (request) => firstSuccess([first, ...rest], (engine) => engine.synthesize(request)),
+    });
   }
 
-  /** Direct when an engine has the pair, otherwise through the pivot language; same language needs no route. */
+  /** The preferred route: direct when an engine has the pair, otherwise through the pivot language. */
   translationRoute(from: LanguageCode, to: LanguageCode): TranslationRoute | undefined {
-    if (from === to) return { from, to, hops: [] };
-    const direct = this.directEngine(from, to);
-    if (direct) return { from, to, hops: [{ engine: direct, from, to }] };
+    return this.translationRoutes(from, to)[0];
+  }
+
+  /**
+   * Every route for a pair, best first: each engine with the pair directly (in configured order),
+   * then two hops through the pivot language. The same language needs no route.
+   */
+  translationRoutes(from: LanguageCode, to: LanguageCode): TranslationRoute[] {
+    if (from === to) return [{ from, to, hops: [] }];
+    const direct = this.directEngines(from, to).map((engine) => ({ from, to, hops: [{ engine, from, to }] }));
     const pivot = this.pivotLanguage;
-    const first = this.directEngine(from, pivot);
-    const second = this.directEngine(pivot, to);
-    if (!first || !second) return undefined;
-    return {
-      from,
-      to,
-      hops: [
-        { engine: first, from, to: pivot },
-        { engine: second, from: pivot, to },
-      ],
-    };
+    const first = this.directEngines(from, pivot)[0];
+    const second = this.directEngines(pivot, to)[0];
+    if (!first || !second || from === pivot || to === pivot) return direct;
+    return [
+      ...direct,
+      {
+        from,
+        to,
+        hops: [
+          { engine: first, from, to: pivot },
+          { engine: second, from: pivot, to },
+        ],
+      },
+    ];
   }
 
   recognitionLanguages(): LanguageCode[] {
@@ -200,8 +272,8 @@ export class EngineRegistry {
     await Promise.allSettled(this.allEngines().map(({ engine }) => engine.close()));
   }
 
-  private directEngine(from: LanguageCode, to: LanguageCode): MtEngine | undefined {
-    return this.mt.find((engine) => engine.capabilities.pairs.some((p) => p.from === from && p.to === to));
+  private directEngines(from: LanguageCode, to: LanguageCode): MtEngine[] {
+    return this.mt.filter((engine) => engine.capabilities.pairs.some((p) => p.from === from && p.to === to));
   }
 
   private allEngines() {
@@ -214,17 +286,68 @@ export class EngineRegistry {
   }
 }
 
-/** Runs a text through every hop of a route. */
+/** What a translation needs besides the language pair (see `TranslateRequest`). */
+export type TranslationInput = Omit<TranslateRequest, "from" | "to">;
+
+/**
+ * Translates along the first route that works: every hop of a route in turn, and the next route
+ * when an engine of this one fails (a remote server down, say, with Apertium behind it).
+ */
 export async function translateAlong(
-  route: TranslationRoute,
-  text: string,
-  context: string,
+  routes: readonly TranslationRoute[],
+  input: TranslationInput,
 ): Promise<string> {
-  let current = text;
-  for (const hop of route.hops) {
-    current = await hop.engine.translate({ text: current, from: hop.from, to: hop.to, context });
+  return firstSuccess(routes, async (route) => {
+    let current = input.text;
+    for (const hop of route.hops) {
+      current = await hop.engine.translate({ ...input, text: current, from: hop.from, to: hop.to });
+    }
+    return current;
+  });
+}
+
+/** Tries each candidate in order; the first success wins, otherwise the first failure is thrown. */
+async function firstSuccess<C, T>(
+  candidates: readonly C[],
+  attempt: (candidate: C) => Promise<T>,
+): Promise<T> {
+  let firstError: unknown;
+  for (const candidate of candidates) {
+    try {
+      return await attempt(candidate);
+    } catch (error) {
+      firstError ??= error;
+    }
   }
-  return current;
+  throw firstError ?? new Error("no engine available");
+}
+
+/** The primary engine seen through a Proxy, with some methods replaced (fallbacks, restrictions). */
+function withFallback<T extends object>(primary: T, overrides: Partial<T>): T {
+  return new Proxy(primary, {
+    get(target, key) {
+      if (key in overrides) return overrides[key as keyof T];
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** An ASR or TTS engine limited to some of its languages (`languages` in the engines file). */
+function restrictLanguages<T extends AsrEngine | TtsEngine>(engine: T, languages: readonly string[]): T {
+  const capabilities = {
+    ...engine.capabilities,
+    languages: engine.capabilities.languages.filter((language) => languages.includes(language)),
+  };
+  return withFallback(engine, { capabilities } as unknown as Partial<T>);
+}
+
+/** An MT engine limited to pairs between the given languages. */
+function restrictPairs(engine: MtEngine, languages: readonly string[]): MtEngine {
+  const pairs = engine.capabilities.pairs.filter(
+    (p) => languages.includes(p.from) && languages.includes(p.to),
+  );
+  return withFallback(engine, { capabilities: { ...engine.capabilities, pairs } });
 }
 
 function unique<T>(items: T[]): T[] {

@@ -51,6 +51,8 @@ export interface AsrCapabilities {
   readonly wordTimings: boolean;
   /** Hypotheses carry sentence punctuation (used by `finalizeMode=sentence`). */
   readonly punctuation: boolean;
+  /** Streams opened with `language: "auto"` identify the spoken language (`Hypothesis.language`). */
+  readonly languageDetection?: boolean;
 }
 
 export interface WordTiming {
@@ -64,10 +66,13 @@ export interface Hypothesis {
   readonly text: string;
   /** Empty when the engine has no word timings. */
   readonly words: readonly WordTiming[];
+  /** The language heard, from engines that identify it (streams opened with `language: "auto"`). */
+  readonly language?: LanguageCode;
 }
 
 export interface AsrStreamOptions {
-  readonly language: LanguageCode;
+  /** The spoken language, or "auto" for engines that declare `languageDetection`. */
+  readonly language: LanguageCode | "auto";
   /** Free-text session context (names, jargon); engines that cannot use it ignore it. */
   readonly context?: string;
 }
@@ -100,18 +105,28 @@ export interface MtCapabilities {
   readonly pairs: readonly TranslationPair[];
   /** Whether `context` in a request influences the translation. */
   readonly usesContext: boolean;
+  /** Whether the engine implements `translateStream` (partial translations while it works). */
+  readonly streaming?: boolean;
 }
 
 export interface TranslateRequest {
   readonly text: string;
   readonly from: LanguageCode;
   readonly to: LanguageCode;
+  /** Free-text session context (topic, names, jargon). */
   readonly context?: string;
+  /** Human-readable names of the languages, when the client gave them (`sourceLanguageLabel`…). */
+  readonly fromLabel?: string;
+  readonly toLabel?: string;
+  /** The session's most recent sentences and their translations, oldest first, for coherence. */
+  readonly previous?: readonly { readonly source: string; readonly translation: string }[];
 }
 
 export interface MtEngine extends Engine {
   readonly capabilities: MtCapabilities;
   translate(request: TranslateRequest): Promise<string>;
+  /** Yields the translation so far (each value the whole text up to now); the last value is final. */
+  translateStream?(request: TranslateRequest): AsyncIterable<string>;
 }
 
 // ---------------------------------------------------------------- speech synthesis

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { int16ToFloat32 } from "../audio/pcm.js";
 import type { AsrEngine, AsrStream, Hypothesis, LanguageCode, VadEngine } from "../engines/types.js";
+import type { SpeakerProfiler, VoiceFeatures } from "../voices/voice-features.js";
 import { Channel } from "./channel.js";
 import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter, type SegmenterOptions } from "./segmenter.js";
 import { joinWords, TranscriptStabiliser, type FinalizeMode, type StableWord } from "./stabiliser.js";
@@ -15,16 +16,35 @@ import { joinWords, TranscriptStabiliser, type FinalizeMode, type StableWord } f
  * synthesis never stalls recognition, and event order within a stage is preserved.
  */
 
+/** What the translation stage asks for: the text, the session context and the recent history. */
+export interface TranslationCall {
+  /** The language of `text` (identified per utterance in "auto" sessions). */
+  readonly from: LanguageCode;
+  readonly text: string;
+  readonly context: string;
+  /** The session's last few final sentences and their translations, oldest first. */
+  readonly previous: readonly { readonly source: string; readonly translation: string }[];
+}
 /** Translates one text of the session's language pair (pass-through when source = target). */
-export type TranslateFn = (text: string, context: string) => Promise<string>;
-/** Renders one line of translated text as standalone output frames. */
-export type SpeakFn = (text: string) => Promise<Float32Array[]>;
+export type TranslateFn = (call: TranslationCall) => Promise<string>;
+/** Streams a translation: each value is the translation so far; the last one is the translation. */
+export type TranslateStreamFn = (call: TranslationCall) => AsyncIterable<string>;
+/**
+ * Renders one line of translated text as standalone output frames; `speaker` is the measured voice
+ * of the person speaking (when the session profiles speakers), for voices that follow the speaker.
+ */
+export type SpeakFn = (text: string, speaker: VoiceFeatures | undefined) => Promise<Float32Array[]>;
 
 export interface PipelineOptions {
   readonly vad: VadEngine;
   readonly asr: AsrEngine;
-  readonly sourceLanguage: LanguageCode;
+  /** The spoken language, or "auto": each utterance is identified by the recogniser. */
+  readonly sourceLanguage: LanguageCode | "auto";
+  /** With `sourceLanguage: "auto"`, utterances already in this language are passed through, unspoken. */
+  readonly targetLanguage?: LanguageCode;
   readonly translate: TranslateFn;
+  /** When the translator can stream, final lines are shown as interim translations while it works. */
+  readonly translateStream?: TranslateStreamFn;
   /** Absent when audio output is disabled. */
   readonly speak?: SpeakFn;
   readonly finalizeMode: FinalizeMode;
@@ -40,6 +60,8 @@ export interface PipelineOptions {
   readonly segmenter?: Partial<Omit<SegmenterOptions, "windowMs">>;
   /** Recent words (within this of the audio head) are not committed as finals yet. */
   readonly stabiliserHoldBackMs?: number;
+  /** Measures the speaker's voice from each utterance (after its finals are out, so it never delays them). */
+  readonly speakerProfiler?: SpeakerProfiler;
 }
 
 interface TranscriptFields {
@@ -50,12 +72,15 @@ interface TranscriptFields {
   /** Position in the session audio, ms from the first sample received. */
   readonly startMs: number;
   readonly endMs: number;
+  /** The language heard; undefined until an "auto" session's recogniser has identified it. */
+  readonly language: LanguageCode | undefined;
 }
 
 export type PipelineEvent =
   | ({ readonly type: "original" } & TranscriptFields)
   | ({ readonly type: "translated"; readonly originalText: string } & TranscriptFields)
-  | { readonly type: "audio"; readonly samples: Float32Array }
+  /** One frame of translated speech; `clipEnd` marks the last frame of a line's clip. */
+  | { readonly type: "audio"; readonly samples: Float32Array; readonly clipEnd: boolean }
   /** `fatal`: the pipeline cannot continue (an engine failed); the session should end. */
   | { readonly type: "error"; readonly message: string; readonly fatal: boolean };
 
@@ -70,6 +95,8 @@ interface Segment {
   lastShown: string;
   /** Bumped on every interim so stale interim translations can be skipped. */
   interimSeq: number;
+  /** The segment's language (identified per utterance in "auto" sessions). */
+  language: LanguageCode | undefined;
 }
 
 interface TranslationJob {
@@ -81,22 +108,36 @@ interface TranslationJob {
   readonly originalText: string;
   readonly endMs: number;
   readonly seq: number;
+  readonly language: LanguageCode | undefined;
 }
 
 const SAMPLES_PER_MS = 16;
 /** VAD windows collected before they are written to the recogniser (3 × 32 ms). */
 const ASR_BATCH_WINDOWS = 3;
+/** Final sentence pairs kept as translation history for engines that use it. */
+const HISTORY_SENTENCES = 3;
+/** Interim translations from a stream are sent at most this often. */
+const STREAMED_INTERIM_INTERVAL_MS = 100;
+/**
+ * Speech handed to the speaker profiler at a time (250 ms). Small, so the first decision lands as
+ * soon as about 0.5 s of voiced speech has been heard (the profiler pools pieces until then), before
+ * the first line is spoken; the profiler stops learning (and costing CPU) once it has locked.
+ */
+const PROFILE_CHUNK_SAMPLES = 4_000;
 
-async function flushToRecogniser(utterance: { stream: AsrStream; unsent: Int16Array[] }): Promise<void> {
-  if (utterance.unsent.length === 0) return;
-  const chunks = utterance.unsent.splice(0);
+function concat(chunks: readonly Int16Array[]): Int16Array {
   const audio = new Int16Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
   let offset = 0;
   for (const chunk of chunks) {
     audio.set(chunk, offset);
     offset += chunk.length;
   }
-  await utterance.stream.write(audio);
+  return audio;
+}
+
+async function flushToRecogniser(utterance: { stream: AsrStream; unsent: Int16Array[] }): Promise<void> {
+  if (utterance.unsent.length === 0) return;
+  await utterance.stream.write(concat(utterance.unsent.splice(0)));
 }
 
 export class TranslationPipeline {
@@ -104,7 +145,7 @@ export class TranslationPipeline {
 
   private readonly input = new Channel<Int16Array | "finalize">();
   private readonly translations = new Channel<TranslationJob>();
-  private readonly speech = new Channel<string>();
+  private readonly speech = new Channel<{ text: string; speaker: VoiceFeatures | undefined }>();
 
   private readonly vadStream;
   private readonly segmenter: SpeechSegmenter;
@@ -118,6 +159,9 @@ export class TranslationPipeline {
   private readonly maxBacklogSamples: number;
 
   private context: string;
+  private readonly history: { source: string; translation: string }[] = [];
+  /** The language identified for the current utterance ("auto" sessions). */
+  private heardLanguage: LanguageCode | undefined;
   private receivedSamples = 0;
   private processedSamples = 0;
   private backlogSamples = 0;
@@ -132,6 +176,9 @@ export class TranslationPipeline {
         stabiliser: TranscriptStabiliser;
         /** Audio not yet handed to the recogniser (written in batches: each call has a fixed cost). */
         unsent: Int16Array[];
+        /** Speech not yet handed to the speaker profiler. */
+        unprofiled: Int16Array[];
+        unprofiledSamples: number;
       }
     | undefined;
   private segment: Segment | undefined;
@@ -255,6 +302,7 @@ export class TranslationPipeline {
       }
       const preRoll = this.preRoll.splice(0);
       const startSample = windowStart - preRoll.length * this.windowSamples;
+      this.heardLanguage = undefined;
       const stream = await this.options.asr.createStream({
         language: this.options.sourceLanguage,
         context: this.context,
@@ -264,6 +312,8 @@ export class TranslationPipeline {
         startSample,
         sinceLastPartial: 0,
         unsent: preRoll,
+        unprofiled: [],
+        unprofiledSamples: 0,
         stabiliser: new TranscriptStabiliser(this.options.finalizeMode, {
           holdBackMs: this.options.stabiliserHoldBackMs ?? 600,
           punctuated: this.options.asr.capabilities.punctuation,
@@ -274,6 +324,10 @@ export class TranslationPipeline {
 
     const utterance = this.utterance;
     utterance.unsent.push(window);
+    if (this.options.speakerProfiler && !this.options.speakerProfiler.locked) {
+      utterance.unprofiled.push(window);
+      utterance.unprofiledSamples += window.length;
+    }
     if (utterance.unsent.length >= ASR_BATCH_WINDOWS) await flushToRecogniser(utterance);
     if (event === "end") {
       await this.finishUtterance(false);
@@ -287,6 +341,7 @@ export class TranslationPipeline {
       utterance.sinceLastPartial = 0;
       await flushToRecogniser(utterance);
       const hypothesis = await utterance.stream.partial();
+      this.hear(hypothesis);
       const audioMs = (this.processedSamples - utterance.startSample) / SAMPLES_PER_MS;
       this.applyStabiliser(
         utterance.stabiliser.update(toStableWords(hypothesis), audioMs),
@@ -294,6 +349,20 @@ export class TranslationPipeline {
         false,
       );
     }
+    // After this window's transcripts are out, so measuring the voice never delays them.
+    if (utterance.unprofiledSamples >= PROFILE_CHUNK_SAMPLES) this.profileSpeaker(utterance);
+  }
+
+  /** Notes the language an "auto" recogniser identified, for the segment being built. */
+  private hear(hypothesis: Hypothesis): void {
+    if (this.options.sourceLanguage === "auto" && hypothesis.language)
+      this.heardLanguage = hypothesis.language;
+  }
+
+  private profileSpeaker(utterance: { unprofiled: Int16Array[]; unprofiledSamples: number }): void {
+    const speech = concat(utterance.unprofiled.splice(0));
+    utterance.unprofiledSamples = 0;
+    this.options.speakerProfiler?.observe(speech);
   }
 
   /** Ends the open utterance (VAD end, length cap or `finalize`) and emits its finals. */
@@ -312,11 +381,13 @@ export class TranslationPipeline {
     if (utterance) {
       await flushToRecogniser(utterance);
       const hypothesis = await utterance.stream.finish();
+      this.hear(hypothesis);
       this.applyStabiliser(
         utterance.stabiliser.finish(toStableWords(hypothesis)),
         utterance.startSample,
         true,
       );
+      if (utterance.unprofiledSamples > 0) this.profileSpeaker(utterance);
     }
     const segment = this.segment;
     this.segment = undefined;
@@ -347,6 +418,7 @@ export class TranslationPipeline {
     const text = [committedText, pendingText].filter(Boolean).join(" ");
     if (text === segment.lastShown) return;
     segment.lastShown = text;
+    segment.language = this.languageOf(segment);
     const endMs = endOf(update.pending);
     this.events.push({
       type: "original",
@@ -355,6 +427,7 @@ export class TranslationPipeline {
       isFinal: false,
       startMs: segment.startMs,
       endMs,
+      language: segment.language,
     });
     this.translations.push({
       kind: "interim",
@@ -363,6 +436,7 @@ export class TranslationPipeline {
       originalText: text,
       endMs,
       seq: ++segment.interimSeq,
+      language: segment.language,
     });
   }
 
@@ -370,6 +444,7 @@ export class TranslationPipeline {
     segment.committed.push(...words);
     const originalText = joinWords(segment.committed);
     segment.lastShown = originalText;
+    segment.language = this.languageOf(segment);
     this.events.push({
       type: "original",
       segmentId: segment.id,
@@ -377,6 +452,7 @@ export class TranslationPipeline {
       isFinal: true,
       startMs: segment.startMs,
       endMs,
+      language: segment.language,
     });
     const sourceText = joinWords(words);
     this.translations.push({
@@ -386,6 +462,7 @@ export class TranslationPipeline {
       originalText,
       endMs,
       seq: segment.interimSeq,
+      language: segment.language,
     });
   }
 
@@ -397,7 +474,13 @@ export class TranslationPipeline {
       translatedSpans: [],
       lastShown: "",
       interimSeq: 0,
+      language: undefined,
     };
+  }
+
+  private languageOf(segment: Segment): LanguageCode | undefined {
+    const { sourceLanguage } = this.options;
+    return sourceLanguage === "auto" ? (this.heardLanguage ?? segment.language) : sourceLanguage;
   }
 
   private positionMs(): number {
@@ -412,13 +495,24 @@ export class TranslationPipeline {
       if (this.closed) continue;
       // Only the newest interim of a segment is worth translating.
       if (job.kind === "interim" && job.seq !== segment.interimSeq) continue;
+      // Translation waits for the language to be identified ("auto"); the original transcript did not.
+      if (job.language === undefined) {
+        if (job.kind === "final") this.fail("the language of this utterance could not be identified");
+        continue;
+      }
+      const passThrough =
+        this.options.sourceLanguage === "auto" && job.language === this.options.targetLanguage;
       let translatedSpan: string;
       try {
         translatedSpan =
-          job.sourceText === "" ? "" : await this.options.translate(job.sourceText, this.context);
+          job.sourceText === "" || passThrough ? job.sourceText : await this.translate(job, job.language);
       } catch (error) {
         this.fail(`translation failed: ${(error as Error).message}`);
         continue;
+      }
+      if (job.kind === "final" && translatedSpan !== "") {
+        this.history.push({ source: job.sourceText, translation: translatedSpan });
+        if (this.history.length > HISTORY_SENTENCES) this.history.shift();
       }
       const previous = segment.translatedSpans;
       // Spans after the first continue a sentence: undo the capital a translator gives every input.
@@ -433,20 +527,59 @@ export class TranslationPipeline {
         isFinal: job.kind === "final",
         startMs: segment.startMs,
         endMs: job.endMs,
+        language: job.language,
       });
-      if (job.kind === "final" && translatedSpan !== "" && this.options.speak)
-        this.speech.push(translatedSpan);
+      if (job.kind === "final" && translatedSpan !== "" && this.options.speak && !passThrough)
+        this.speech.push({ text: translatedSpan, speaker: this.options.speakerProfiler?.profile });
     }
     this.speech.close();
+  }
+
+  /**
+   * One translation. A final line from a streaming translator is shown as it grows, as interim
+   * translations of its segment, so a slow (LLM) translator still shows progress.
+   */
+  private async translate(job: TranslationJob, from: LanguageCode): Promise<string> {
+    const call: TranslationCall = {
+      from,
+      text: job.sourceText,
+      context: this.context,
+      previous: [...this.history],
+    };
+    const stream = this.options.translateStream;
+    if (job.kind !== "final" || !stream) return this.options.translate(call);
+    let latest = "";
+    let shownAt = 0;
+    for await (const partial of stream(call)) {
+      latest = partial;
+      const now = performance.now();
+      if (now - shownAt < STREAMED_INTERIM_INTERVAL_MS || this.closed) continue;
+      shownAt = now;
+      const { segment } = job;
+      this.events.push({
+        type: "translated",
+        segmentId: segment.id,
+        text: [...segment.translatedSpans, partial].filter(Boolean).join(" "),
+        originalText: job.originalText,
+        isFinal: false,
+        startMs: segment.startMs,
+        endMs: job.endMs,
+        language: from,
+      });
+    }
+    return latest;
   }
 
   // ------------------------------------------------------------------ synthesis stage
 
   private async synthesisStage(): Promise<void> {
-    for await (const text of this.speech) {
+    for await (const { text, speaker } of this.speech) {
       if (this.closed) continue;
       try {
-        for (const samples of await this.options.speak!(text)) this.events.push({ type: "audio", samples });
+        const frames = await this.options.speak!(text, speaker);
+        frames.forEach((samples, i) =>
+          this.events.push({ type: "audio", samples, clipEnd: i === frames.length - 1 }),
+        );
       } catch (error) {
         this.fail(`speech synthesis failed: ${(error as Error).message}`);
       }

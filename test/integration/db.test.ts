@@ -142,6 +142,13 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
       return jobs;
     }
 
+    /** Ends every running lease now, as if its worker had died long ago (no racing a short timer). */
+    async function expireLeases(): Promise<void> {
+      await backend.raw.query("UPDATE jobs SET lease_expires_at = ? WHERE lease_expires_at IS NOT NULL", [
+        Date.now() - 1,
+      ]);
+    }
+
     async function count(table: string, where = "1 = 1", params: readonly unknown[] = []): Promise<number> {
       const rows = await backend.raw.query(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, params);
       return Number(rows[0]?.n);
@@ -427,12 +434,12 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
       it("an expired lease is reclaimed by another worker; the job keeps its state and the old worker is locked out", async () => {
         const accountId = await account();
         const [job] = await createJobs(accountId, 1);
-        await db.jobs.claim("dead", 100);
+        await db.jobs.claim("dead", 60_000);
         expect(await db.jobs.update(job!.id, "dead", { status: "processing", progress: progress(30) })).toBe(
           true,
         );
         expect(await db2.jobs.claim("alive", 60_000)).toBeUndefined();
-        await sleep(150);
+        await expireLeases();
         const reclaimed = await db2.jobs.claim("alive", 60_000);
         expect(reclaimed).toMatchObject({
           id: job!.id,
@@ -453,9 +460,11 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
       it("heartbeat extends the lease so the job is not reclaimed", async () => {
         const accountId = await account();
         const [job] = await createJobs(accountId, 1);
-        await db.jobs.claim("w1", 100);
+        await db.jobs.claim("w1", 1_000);
+        await expireLeases();
         expect(await db.jobs.heartbeat(job!.id, "w1", 60_000)).toBe(true);
-        await sleep(150);
+        const rows = await backend.raw.query("SELECT lease_expires_at FROM jobs");
+        expect(Number(rows[0]?.lease_expires_at)).toBeGreaterThan(Date.now() + 50_000);
         expect(await db2.jobs.claim("w2", 60_000)).toBeUndefined();
       });
 
@@ -548,8 +557,8 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
       it("two workers completing the same job at once charge exactly once", async () => {
         const accountId = await account(10);
         const [job] = await createJobs(accountId, 1);
-        await db.jobs.claim("slow", 100);
-        await sleep(150);
+        await db.jobs.claim("slow", 60_000);
+        await expireLeases();
         await db2.jobs.claim("fast", 60_000);
         const result = { outputKey: "out", costUsd: 2, progress: progress(100) };
         const outcomes = await Promise.all([

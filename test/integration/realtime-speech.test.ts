@@ -293,9 +293,14 @@ describe("session-start rejections: ready, then an error frame, then close 1000"
     ["invalid finalizeMode", { finalizeMode: "eager" }, /finalizeMode="eager".*stable, sentence/],
     ["invalid language code", { targetLanguage: "español" }, /not a language code/],
     [
-      "relay-2 auto language (later release)",
+      "relay-2 auto language without a language-identifying recogniser",
       { sourceLanguage: "auto", modelName: "relay-2" },
-      /not available yet/,
+      /sourceLanguage=auto needs a recogniser that identifies languages/,
+    ],
+    [
+      "invalid languageHints",
+      { sourceLanguage: "en", languageHints: "en,english" },
+      /languageHints="english" is not a language code/,
     ],
     ["relay-2 auto voice (later release)", { voiceId: "auto", modelName: "relay-2" }, /not available yet/],
     ["two-way (later release)", { twoWay: "true" }, /twoWay=true is not available yet/],

@@ -64,7 +64,7 @@ function pipelineWith(overrides: Partial<PipelineOptions> & { asr: AsrEngine }):
     vad: energyVad,
     sourceLanguage: "en",
     // a "translation" that keeps case and word boundaries: every word reversed
-    translate: async (text) =>
+    translate: async ({ text }) =>
       text
         .split(" ")
         .map((w) => [...w].reverse().join(""))
@@ -158,7 +158,7 @@ describe("TranslationPipeline (engine doubles)", () => {
   });
 
   it("stable-mode spans after the first continue the sentence: a translator's leading capital is undone", async () => {
-    const capitalising = async (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+    const capitalising = async ({ text }: { text: string }) => text.charAt(0).toUpperCase() + text.slice(1);
     const pipeline = pipelineWith({
       asr: scriptedAsr(["go", "forward", "ten", "meters", "now", "please"]),
       translate: capitalising,
@@ -180,7 +180,7 @@ describe("TranslationPipeline (engine doubles)", () => {
     let calls = 0;
     const pipeline = pipelineWith({
       asr: scriptedAsr(["one", "two"]),
-      translate: async (text) => {
+      translate: async ({ text }) => {
         if (calls++ === 0) throw new Error("engine down");
         return text;
       },
@@ -212,5 +212,38 @@ describe("TranslationPipeline (engine doubles)", () => {
     const events = await collect(pipeline, () => false);
     expect(events).toEqual([]);
     expect(asr.opened).toBe(0);
+  });
+
+  it("passes recent final sentences as history and streams final translations as growing interims", async () => {
+    const calls: { text: string; previous: readonly { source: string; translation: string }[] }[] = [];
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["one", "two", "three"]),
+      finalizeMode: "sentence",
+      speak: undefined,
+      translate: async ({ text }) => text.toUpperCase(),
+      translateStream: async function* (call) {
+        calls.push(call);
+        const words = call.text.toUpperCase().split(" ");
+        for (let i = 1; i <= words.length; i++) {
+          await new Promise((resolve) => setTimeout(resolve, 120));
+          yield words.slice(0, i).join(" ");
+        }
+      },
+    });
+    for (const ms of [800, 800]) {
+      pipeline.pushAudio(speech(ms));
+      pipeline.pushAudio(silence(800));
+    }
+    const events = await collect(pipeline, (evs) => finals(evs, "translated").length >= 2);
+    await pipeline.close();
+    const [first, second] = finals(events, "translated");
+    expect(calls[1]!.previous).toEqual([{ source: calls[0]!.text, translation: first!.text }]);
+    // interims of the streamed line came before its final, each a prefix of the final
+    const interims = events.filter(
+      (e) => e.type === "translated" && !e.isFinal && e.segmentId === second!.segmentId,
+    );
+    expect(interims.length).toBeGreaterThan(0);
+    for (const interim of interims)
+      expect(second!.text.startsWith((interim as { text: string }).text)).toBe(true);
   });
 });

@@ -1,5 +1,5 @@
-import { createHash, randomUUID } from "node:crypto";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import { randomUUID } from "node:crypto";
+import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
 import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
 import type { Database, JobRecord } from "../../db/types.js";
@@ -35,7 +35,8 @@ export interface DubbingRouteOptions {
   readonly publicBaseUrl: (request: FastifyRequest) => string;
   readonly maxFileBytes: number;
   readonly maxDurationSec: number;
-  readonly rateLimitPerMinute: number;
+  /** The per-key limit shared with room sessions. */
+  readonly rateLimit: preHandlerAsyncHookHandler;
 }
 
 /** Path of the `source_url` handed out for an upload (`<public base>/api/dubbing/uploads/<id>`). */
@@ -54,17 +55,7 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown, codeFor: (path: strin
 
 export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteOptions): Promise<void> {
   const { db, store, accounts, registry } = options;
-  // Per API key: a hash of the bearer credential, so limits apply before the key is even looked up.
-  const rateLimit = {
-    max: options.rateLimitPerMinute,
-    timeWindow: "1 minute",
-    keyGenerator: (request: FastifyRequest) =>
-      createHash("sha256")
-        .update(request.headers.authorization ?? request.ip)
-        .digest("hex"),
-  };
-
-  app.post("/api/dubbing/upload-url", { config: { rateLimit } }, async (request) => {
+  app.post("/api/dubbing/upload-url", { preHandler: options.rateLimit }, async (request) => {
     const account = await accounts.authenticate(request.headers.authorization, "dubbing");
     const body = parseBody(
       z.object({
@@ -100,7 +91,7 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
     };
   });
 
-  app.post("/api/dubbing/jobs", { config: { rateLimit } }, async (request, reply) => {
+  app.post("/api/dubbing/jobs", { preHandler: options.rateLimit }, async (request, reply) => {
     const account = await accounts.authenticate(request.headers.authorization, "dubbing");
     const body = parseBody(
       z.object({

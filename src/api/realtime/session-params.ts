@@ -17,7 +17,8 @@ const MAX_LABEL_LENGTH = 200;
 export interface SessionPlan {
   readonly mode: "s2tt" | "tts";
   readonly modelName: ModelName;
-  readonly sourceLanguage: LanguageCode;
+  /** "auto": each utterance's language is identified by the recogniser. */
+  readonly sourceLanguage: LanguageCode | "auto";
   readonly targetLanguage: LanguageCode;
   readonly audioOutputEnabled: boolean;
   readonly voice: Voice;
@@ -133,22 +134,33 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
   // relay-2 features scheduled for a later release are refused clearly rather than silently ignored.
   if (m.voiceId === "auto")
     reject("voiceId=auto is not available yet on this server; pass a numeric voiceId");
-  if (sourceIsAuto)
-    reject("sourceLanguage=auto is not available yet on this server; name the spoken language");
   if (twoWay) reject("twoWay=true is not available yet on this server");
 
-  const sourceLanguage = primaryLanguage("sourceLanguage", m.sourceLanguage ?? "en");
+  const sourceLanguage = sourceIsAuto ? "auto" : primaryLanguage("sourceLanguage", m.sourceLanguage ?? "en");
+  if (m.languageHints !== undefined) {
+    for (const hint of m.languageHints.split(",")) primaryLanguage("languageHints", hint.trim());
+  }
   const targetLanguage = primaryLanguage("targetLanguage", m.targetLanguage ?? "es");
   const voice = m.voiceId !== undefined ? resolveVoice(m.voiceId) : defaultVoice(voiceType);
 
-  if (mode === "s2tt" && !registry.recognizer(sourceLanguage)) {
+  if (mode === "s2tt" && sourceIsAuto && !registry.languageIdentifier()) {
+    reject(
+      "sourceLanguage=auto needs a recogniser that identifies languages (whisper-cpp or a remote " +
+        "Whisper server in ENGINES_FILE); the configured engines cannot, so name the spoken language",
+    );
+  }
+  if (mode === "s2tt" && sourceLanguage !== "auto" && !registry.recognizer(sourceLanguage)) {
     reject(
       `sourceLanguage="${sourceLanguage}" cannot be recognised by the configured engines; ` +
         `recognition is available for: ${registry.recognitionLanguages().join(", ")}`,
     );
   }
   if (audioOutputEnabled) checkVoiceOutput(registry, "targetLanguage", targetLanguage);
-  if (mode === "s2tt" && !registry.translationRoute(sourceLanguage, targetLanguage)) {
+  if (
+    mode === "s2tt" &&
+    sourceLanguage !== "auto" &&
+    !registry.translationRoute(sourceLanguage, targetLanguage)
+  ) {
     reject(
       `no translation from "${sourceLanguage}" to "${targetLanguage}" with the configured engines; ` +
         `from "${sourceLanguage}" the targets are: ${registry.translationTargets(sourceLanguage).join(", ")}`,

@@ -1,10 +1,13 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { RawData, WebSocket } from "ws";
-import { bytesToInt16, float32ToBytes } from "../../audio/pcm.js";
-import { translateAlong, type EngineRegistry } from "../../engines/registry.js";
+import { Pcm16Assembler } from "../../audio/pcm.js";
+import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
+import { createSpeakerPipeline } from "../../pipeline/session-pipeline.js";
 import { renderSpeech } from "../../pipeline/speech-output.js";
-import { TranslationPipeline, type PipelineEvent } from "../../pipeline/translation-pipeline.js";
+import type { PipelineEvent, TranslationPipeline } from "../../pipeline/translation-pipeline.js";
+import { misalignedAudioMessage, SocketWire, toBuffer } from "../socket-wire.js";
+import { transcriptMessage } from "../transcript-message.js";
 import {
   checkContext,
   checkVoiceOutput,
@@ -30,17 +33,13 @@ export interface SocketDeps {
 
 /** Largest text a `speak` may carry. */
 const MAX_SPEAK_CHARS = 5000;
-/** While more than this is queued to a slow client, translated-speech frames are dropped. */
-const AUDIO_DROP_BUFFERED_BYTES = 1 << 20;
-/** A client this far behind on transcripts too is disconnected (1008) rather than buffered without bound. */
-const MAX_BUFFERED_BYTES = 8 << 20;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 export function serveSessionSocket(socket: WebSocket, pending: PendingSession, deps: SocketDeps): void {
   const { sessions, registry, log } = deps;
   let ended = false;
-  const wire = new Wire(socket);
+  const wire = new SocketWire(socket);
   const live = { close: (code: number, reason: string) => wire.close(code, reason) };
   if (!sessions.open(live)) {
     wire.close(4503, "no capacity on this server; create a new session");
@@ -110,36 +109,6 @@ export function serveSessionSocket(socket: WebSocket, pending: PendingSession, d
   });
 }
 
-/** Outgoing frames of one socket, with the slow-reader policy applied. */
-class Wire {
-  constructor(private readonly socket: WebSocket) {}
-
-  send(message: Record<string, unknown>): void {
-    const { socket } = this;
-    if (socket.readyState !== socket.OPEN) return;
-    if (socket.bufferedAmount > MAX_BUFFERED_BYTES) {
-      socket.close(1008, "client is not reading; too much data queued");
-      return;
-    }
-    socket.send(JSON.stringify(message));
-  }
-
-  error(message: string): void {
-    this.send({ type: "error", error: message, timestamp: Date.now() / 1000 });
-  }
-
-  close(code: number, reason: string): void {
-    if (this.socket.readyState === this.socket.OPEN) this.socket.close(code, reason);
-  }
-
-  /** Speech frames are skipped while the client lags (transcripts are never dropped). */
-  audio(samples: Float32Array): void {
-    const { socket } = this;
-    if (socket.readyState !== socket.OPEN || socket.bufferedAmount > AUDIO_DROP_BUFFERED_BYTES) return;
-    socket.send(float32ToBytes(samples), { binary: true });
-  }
-}
-
 interface ModeHandler {
   onAudio(bytes: Buffer): void;
   onMessage(type: string, message: Record<string, unknown>): void;
@@ -154,7 +123,13 @@ function metadataOf(message: Record<string, unknown>): Record<string, unknown> |
   return metadata as Record<string, unknown>;
 }
 
-function acknowledge(wire: Wire, applied: string[], refused: string[], mode: string, live: string[]): void {
+function acknowledge(
+  wire: SocketWire,
+  applied: string[],
+  refused: string[],
+  mode: string,
+  live: string[],
+): void {
   wire.send({ type: "metadata_ack", applied: Object.fromEntries(applied.map((key) => [key, true])) });
   if (refused.length > 0) {
     wire.error(
@@ -166,50 +141,33 @@ function acknowledge(wire: Wire, applied: string[], refused: string[], mode: str
 
 class SpeechSession implements ModeHandler {
   private readonly pipeline: TranslationPipeline;
-  private oddByte: number | undefined;
-  private warnedOdd = false;
+  private readonly input = new Pcm16Assembler();
+  private warnedMisaligned = false;
 
   constructor(
     private readonly plan: SessionPlan,
     deps: SocketDeps,
-    private readonly wire: Wire,
+    private readonly wire: SocketWire,
   ) {
-    const { registry } = deps;
-    const route = registry.translationRoute(plan.sourceLanguage, plan.targetLanguage)!;
-    const tts = plan.audioOutputEnabled ? registry.synthesizer(plan.targetLanguage) : undefined;
-    this.pipeline = new TranslationPipeline({
-      vad: registry.vad,
-      asr: registry.recognizer(plan.sourceLanguage)!,
+    this.pipeline = createSpeakerPipeline(deps.registry, {
       sourceLanguage: plan.sourceLanguage,
-      translate: (text, context) => translateAlong(route, text, context),
-      speak: tts
-        ? (text) => renderSpeech(tts, { text, language: plan.targetLanguage, voice: plan.voice })
-        : undefined,
+      targetLanguage: plan.targetLanguage,
       finalizeMode: plan.finalizeMode,
       context: plan.context,
+      sourceLanguageLabel: plan.sourceLanguageLabel,
+      targetLanguageLabel: plan.targetLanguageLabel,
+      voice: plan.audioOutputEnabled ? plan.voice : undefined,
     });
     void this.forwardEvents();
   }
 
   onAudio(bytes: Buffer): void {
-    let data = bytes;
-    if (this.oddByte !== undefined) {
-      data = Buffer.concat([Buffer.of(this.oddByte), bytes]);
-      this.oddByte = undefined;
+    const { samples, misaligned } = this.input.push(bytes);
+    if (misaligned && !this.warnedMisaligned) {
+      this.warnedMisaligned = true;
+      this.wire.error(misalignedAudioMessage(bytes.length));
     }
-    if (data.length % 2 === 1) {
-      // Keep the stream aligned: the stray byte is the first half of the next frame's first sample.
-      this.oddByte = data[data.length - 1];
-      data = data.subarray(0, data.length - 1);
-      if (!this.warnedOdd) {
-        this.warnedOdd = true;
-        this.wire.error(
-          `audio frame of ${bytes.length} bytes is not a whole number of PCM16 samples; ` +
-            "the odd byte is carried into the next frame (send whole 2-byte samples)",
-        );
-      }
-    }
-    this.pipeline.pushAudio(bytesToInt16(new Uint8Array(data.buffer, data.byteOffset, data.byteLength)));
+    this.pipeline.pushAudio(samples);
   }
 
   onMessage(type: string, message: Record<string, unknown>): void {
@@ -258,20 +216,13 @@ class SpeechSession implements ModeHandler {
       return;
     }
     const { plan } = this;
-    this.wire.send({
-      type: event.type === "original" ? "original_transcript" : "translated_transcript",
-      text: event.text,
-      ...(event.type === "translated"
-        ? { translated_text: event.text, original_text: event.originalText }
-        : {}),
-      correlation_id: event.segmentId,
-      is_final: event.isFinal,
-      source_language: plan.sourceLanguage,
-      target_language: plan.targetLanguage,
-      detected_language: plan.sourceLanguage,
-      timestamp: Date.now() / 1000,
-      ...(plan.modelName === "relay-2" ? { start_ms: event.startMs, end_ms: event.endMs } : {}),
-    });
+    this.wire.send(
+      transcriptMessage(event, {
+        sourceLanguage: plan.sourceLanguage,
+        targetLanguage: plan.targetLanguage,
+        timings: plan.modelName === "relay-2",
+      }),
+    );
   }
 }
 
@@ -285,7 +236,7 @@ class TextToSpeechSession implements ModeHandler {
   constructor(
     plan: SessionPlan,
     private readonly deps: SocketDeps,
-    private readonly wire: Wire,
+    private readonly wire: SocketWire,
   ) {
     this.voice = plan.voice;
     this.language = plan.targetLanguage;
@@ -373,10 +324,4 @@ class TextToSpeechSession implements ModeHandler {
       this.wire.send({ type: "speech_end" });
     });
   }
-}
-
-function toBuffer(data: RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data;
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return Buffer.from(data);
 }

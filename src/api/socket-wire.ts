@@ -1,0 +1,53 @@
+import type { RawData, WebSocket } from "ws";
+import { float32ToBytes } from "../audio/pcm.js";
+
+/** While more than this is queued to a slow client, translated-speech frames are dropped. */
+const AUDIO_DROP_BUFFERED_BYTES = 1 << 20;
+/** A client this far behind on transcripts too is disconnected (1008) rather than buffered without bound. */
+const MAX_BUFFERED_BYTES = 8 << 20;
+
+/**
+ * Outgoing frames of one client socket (session or room participant), with the slow-reader policy
+ * applied: speech is dropped first, transcripts never, and a client that stops reading is closed.
+ */
+export class SocketWire {
+  constructor(private readonly socket: WebSocket) {}
+
+  send(message: Readonly<Record<string, unknown>>): void {
+    const { socket } = this;
+    if (socket.readyState !== socket.OPEN) return;
+    if (socket.bufferedAmount > MAX_BUFFERED_BYTES) {
+      socket.close(1008, "client is not reading; too much data queued");
+      return;
+    }
+    socket.send(JSON.stringify(message));
+  }
+
+  error(message: string): void {
+    this.send({ type: "error", error: message, timestamp: Date.now() / 1000 });
+  }
+
+  close(code: number, reason: string): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.close(code, reason);
+  }
+
+  /** Speech frames are skipped while the client lags (transcripts are never dropped). */
+  audio(samples: Float32Array): void {
+    const { socket } = this;
+    if (socket.readyState !== socket.OPEN || socket.bufferedAmount > AUDIO_DROP_BUFFERED_BYTES) return;
+    socket.send(float32ToBytes(samples), { binary: true });
+  }
+}
+
+export function toBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+export function misalignedAudioMessage(frameBytes: number): string {
+  return (
+    `audio frame of ${frameBytes} bytes is not a whole number of PCM16 samples; ` +
+    "the odd byte is carried into the next frame (send whole 2-byte samples)"
+  );
+}

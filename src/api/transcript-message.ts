@@ -1,0 +1,37 @@
+import type { LanguageCode } from "../engines/types.js";
+import type { PipelineEvent } from "../pipeline/translation-pipeline.js";
+
+export type TranscriptEvent = Extract<PipelineEvent, { type: "original" | "translated" }>;
+
+export interface TranscriptLanguages {
+  /** "auto" is echoed as the spec says; `detected_language` then carries what was heard. */
+  readonly sourceLanguage: LanguageCode | "auto";
+  readonly targetLanguage: LanguageCode;
+  /** Whether `start_ms` / `end_ms` are sent (relay-2 sessions and rooms). */
+  readonly timings: boolean;
+}
+
+/**
+ * The `original_transcript` / `translated_transcript` message of the real-time interface. WebSocket
+ * sessions and rooms (embedded and LiveKit) send exactly this shape.
+ */
+export function transcriptMessage(
+  event: TranscriptEvent,
+  session: TranscriptLanguages,
+): Record<string, unknown> {
+  return {
+    type: event.type === "original" ? "original_transcript" : "translated_transcript",
+    text: event.text,
+    ...(event.type === "translated"
+      ? { translated_text: event.text, original_text: event.originalText }
+      : {}),
+    correlation_id: event.segmentId,
+    is_final: event.isFinal,
+    source_language: session.sourceLanguage,
+    target_language: session.targetLanguage,
+    // null on the first interims of an "auto" utterance, before its language is identified.
+    detected_language: event.language ?? null,
+    timestamp: Date.now() / 1000,
+    ...(session.timings ? { start_ms: event.startMs, end_ms: event.endMs } : {}),
+  };
+}

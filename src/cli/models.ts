@@ -1,0 +1,214 @@
+import { readdir, stat } from "node:fs/promises";
+import { Command } from "commander";
+import { CATALOGUE, findModel, formatPublishedSize, type ModelEntry } from "../models/catalogue.js";
+import {
+  downloadModel,
+  formatMiB,
+  modelPath,
+  modelsDir,
+  ModelError,
+  partialPath,
+  verifyModel,
+  type DownloadProgress,
+} from "../models/download.js";
+import { CliError, printTable } from "./common.js";
+
+/** `relay models list | pull <name> | verify [name]`: the whisper.cpp models on this machine. */
+
+/** Download from a mirror (or a test server) instead of Hugging Face: `<base>/ggml-<name>.bin`. */
+const BASE_URL_ENV = "RELAY_MODELS_BASE_URL";
+const BAR_WIDTH = 10;
+
+interface DirOptions {
+  readonly dir?: string;
+}
+
+const dirOf = (options: DirOptions): string => options.dir ?? modelsDir(process.env);
+
+function knownNames(): string {
+  return CATALOGUE.map((model) => model.name).join(", ");
+}
+
+function entryOrFail(name: string): ModelEntry {
+  const entry = findModel(name);
+  if (!entry) throw new CliError(`unknown model "${name}" (known: ${knownNames()})`);
+  return entry;
+}
+
+async function fileSize(file: string): Promise<number | undefined> {
+  const info = await stat(file).catch(() => undefined);
+  return info?.isFile() ? info.size : undefined;
+}
+
+/** `relay models list`: the catalogue, and which models are in the models directory. */
+export async function listModels(dir: string): Promise<number> {
+  const rows: string[][] = [];
+  for (const entry of CATALOGUE) {
+    const pulled = await fileSize(modelPath(entry, dir));
+    const partial = await fileSize(partialPath(entry, dir));
+    const state =
+      pulled !== undefined ? "yes" : partial !== undefined ? `partial (${formatMiB(partial)})` : "no";
+    rows.push([entry.name, formatPublishedSize(entry) ?? "-", entry.languages, state, entry.description]);
+  }
+  printTable(["NAME", "SIZE", "LANGUAGES", "PULLED", "DESCRIPTION"], rows);
+  console.log(`\nmodels directory: ${dir}`);
+  console.log('SIZE "-": upstream publishes no size or checksum for that model (verify cannot check it).');
+  const known = new Set(CATALOGUE.map((entry) => entry.file));
+  const others = (await readdir(dir).catch(() => [] as string[])).filter(
+    (file) => file.endsWith(".bin") && !known.has(file),
+  );
+  if (others.length > 0) console.log(`other model files there: ${others.sort().join(", ")}`);
+  return 0;
+}
+
+/**
+ * A one-line progress bar on stderr, drawn like `relay dub`'s: redrawn in place with `\r` on a
+ * terminal (at most every 200 ms); elsewhere (logs, pipes) one plain line per 10 %.
+ */
+class ProgressBar {
+  private drawnAt = 0;
+  private open = false;
+  private lastDecile = -1;
+  private readonly startedAt = performance.now();
+  private readonly tty: boolean;
+
+  constructor(private readonly stream: NodeJS.WriteStream) {
+    this.tty = stream.isTTY === true;
+  }
+
+  update({ received, total, resumedFrom }: DownloadProgress): void {
+    const percent = total ? Math.min(100, Math.floor((100 * received) / total)) : undefined;
+    const done = total !== undefined && received >= total;
+    if (this.tty && !done && performance.now() - this.drawnAt < 200) return;
+    if (!this.tty) {
+      const decile = percent === undefined ? -1 : Math.floor(percent / 10);
+      if (decile === this.lastDecile) return;
+      this.lastDecile = decile;
+    }
+    const seconds = Math.max(0.001, (performance.now() - this.startedAt) / 1000);
+    const speed = `${formatMiB((received - resumedFrom) / seconds)}/s`;
+    const filled = percent === undefined ? 0 : Math.floor(percent / (100 / BAR_WIDTH));
+    const bar = `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}]`;
+    const amount = total ? `${formatMiB(received)} / ${formatMiB(total)}` : formatMiB(received);
+    const text = [bar, percent === undefined ? "?%" : `${percent}%`, amount, speed].join(" ");
+    if (this.tty) {
+      // `\x1b[K` clears what a longer previous line left behind.
+      this.stream.write(`\r${text}\x1b[K`);
+      this.open = true;
+      this.drawnAt = performance.now();
+    } else {
+      this.stream.write(`${text}\n`);
+    }
+  }
+
+  end(): void {
+    if (this.open) this.stream.write("\n");
+    this.open = false;
+  }
+}
+
+/** `relay models pull <name>`: download (or resume) a model and check it. */
+export async function pullModel(name: string, dir: string, baseUrl: string | undefined): Promise<number> {
+  const entry = entryOrFail(name);
+  const existing = await fileSize(modelPath(entry, dir));
+  if (existing !== undefined) {
+    const check = await verifyModel(entry, dir);
+    if (check.ok) {
+      console.log(`${entry.name} is already pulled: ${check.path} (${check.message})`);
+      return 0;
+    }
+    process.stderr.write(
+      `${entry.name}: the file there fails verification (${check.message}); pulling again\n`,
+    );
+  }
+  const kept = await fileSize(partialPath(entry, dir));
+  process.stderr.write(
+    kept
+      ? `resuming ${entry.file} from ${formatMiB(kept)}\n`
+      : `downloading ${entry.file} (${formatPublishedSize(entry) ?? "size not published"}) into ${dir}\n`,
+  );
+  const bar = new ProgressBar(process.stderr);
+  const controller = new AbortController();
+  const onInterrupt = () => controller.abort();
+  process.once("SIGINT", onInterrupt);
+  try {
+    const result = await downloadModel(entry, dir, {
+      ...(baseUrl ? { baseUrl } : {}),
+      signal: controller.signal,
+      onProgress: (progress) => bar.update(progress),
+    });
+    bar.end();
+    const check = result.checksumVerified ? "SHA-1 ok" : `no published checksum; SHA-1 ${result.sha1}`;
+    console.log(`pulled ${entry.name}: ${result.path} (${formatMiB(result.bytes)}, ${check})`);
+    return 0;
+  } catch (error) {
+    bar.end();
+    if (controller.signal.aborted) {
+      process.stderr.write(`relay: interrupted; kept ${partialPath(entry, dir)}: pull again to resume\n`);
+      return 130;
+    }
+    throw error instanceof ModelError ? new CliError(error.message) : error;
+  } finally {
+    process.off("SIGINT", onInterrupt);
+  }
+}
+
+/** `relay models verify [name]`: one model, or every catalogue model in the directory. */
+export async function verifyModels(name: string | undefined, dir: string): Promise<number> {
+  const entries = name ? [entryOrFail(name)] : [];
+  if (!name) {
+    for (const entry of CATALOGUE)
+      if ((await fileSize(modelPath(entry, dir))) !== undefined) entries.push(entry);
+    if (entries.length === 0) {
+      console.log(`no models pulled in ${dir} (see \`relay models list\`)`);
+      return 0;
+    }
+  }
+  let failed = 0;
+  const width = Math.max(...entries.map((entry) => entry.name.length));
+  for (const entry of entries) {
+    const result = await verifyModel(entry, dir);
+    if (!result.ok) failed++;
+    console.log(`${entry.name.padEnd(width)}  ${result.ok ? "" : "FAILED: "}${result.message}`);
+  }
+  if (failed > 0) {
+    throw new CliError(
+      entries.length === 1
+        ? `${entries[0]!.name} failed verification`
+        : `${failed} of ${entries.length} models failed verification`,
+    );
+  }
+  return 0;
+}
+
+const dirHelp = "models directory (default: $MODELS_DIR, else $DATA_DIR/models)";
+
+export function modelsCommand(): Command {
+  const models = new Command("models").description(
+    "whisper.cpp speech recognition models: list the catalogue, download and verify",
+  );
+  models
+    .command("list")
+    .description("list the known models and which are pulled")
+    .option("--dir <dir>", dirHelp)
+    .action(async (options: DirOptions) => {
+      process.exitCode = await listModels(dirOf(options));
+    });
+  models
+    .command("pull")
+    .description(`download a model (resumes an interrupted download; $${BASE_URL_ENV} sets a mirror)`)
+    .argument("<name>", "model name (see `relay models list`)")
+    .option("--dir <dir>", dirHelp)
+    .action(async (name: string, options: DirOptions) => {
+      process.exitCode = await pullModel(name, dirOf(options), process.env[BASE_URL_ENV] || undefined);
+    });
+  models
+    .command("verify")
+    .description("check pulled models' size and SHA-1 against upstream's (all pulled models without a name)")
+    .argument("[name]", "model name")
+    .option("--dir <dir>", dirHelp)
+    .action(async (name: string | undefined, options: DirOptions) => {
+      process.exitCode = await verifyModels(name, dirOf(options));
+    });
+  return models;
+}

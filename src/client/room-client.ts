@@ -1,0 +1,55 @@
+import { HttpError, RealtimeSocket } from "./realtime-client.js";
+
+/**
+ * Client side of rooms: `POST /api/beta1/session`, extra participants, and joining the embedded
+ * room server (its frames are those of the real-time WebSocket, so `RealtimeSocket` reads them).
+ */
+
+export interface RoomSessionRequest {
+  readonly source_language: string;
+  readonly target_language: string;
+  readonly voice_type?: "clone" | "female" | "male";
+}
+
+export interface RoomSession {
+  readonly url: string;
+  readonly token: string;
+  readonly room_name: string;
+}
+
+async function post<T>(baseUrl: string, path: string, apiKey: string, body: unknown): Promise<T> {
+  const response = await fetch(new URL(path, baseUrl), {
+    method: "POST",
+    headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  const parsed: unknown = await response.json().catch(() => undefined);
+  if (!response.ok) throw new HttpError(response.status, parsed);
+  return parsed as T;
+}
+
+export function createRoomSession(
+  baseUrl: string,
+  apiKey: string,
+  request: RoomSessionRequest,
+): Promise<RoomSession> {
+  return post(baseUrl, "/api/beta1/session", apiKey, request);
+}
+
+/** A token for one more participant of a room this API key created. */
+export function addRoomParticipant(
+  baseUrl: string,
+  apiKey: string,
+  roomName: string,
+): Promise<RoomSession & { readonly identity: string }> {
+  return post(baseUrl, `/api/beta1/session/${encodeURIComponent(roomName)}/participants`, apiKey, {});
+}
+
+/** Joins an embedded room (`url?access_token=token`); resolves once the server confirmed the join. */
+export async function joinRoom(access: { url: string; token: string }): Promise<RealtimeSocket> {
+  const url = new URL(access.url);
+  url.searchParams.set("access_token", access.token);
+  const socket = await RealtimeSocket.connect(url.toString());
+  await socket.waitFor((message) => message.type === "joined", 10_000);
+  return socket;
+}

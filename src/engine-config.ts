@@ -1,0 +1,194 @@
+import { readFileSync } from "node:fs";
+import { z } from "zod";
+
+/**
+ * Which engines serve recognition, translation and speech, in order of preference: one validated
+ * JSON file (`ENGINES_FILE`) plus environment overrides. Part of the configuration (src/config.ts
+ * reads it); the registry (src/engines/registry.ts) builds the engines from it.
+ *
+ *   { "asr": [ {"engine": "whisper-cpp", "model": "base-q5_1"}, {"engine": "pocketsphinx"} ],
+ *     "mt":  [ {"engine": "apertium"}, {"engine": "openai", "baseUrl": "http://gpu:8000/v1", … } ],
+ *     "tts": [ {"engine": "espeak-ng"} ] }
+ *
+ * String values may name environment variables as `${NAME}` (for API keys kept out of the file).
+ */
+
+const languages = z.array(z.string().regex(/^[a-z]{2,3}$/u, "use ISO 639-1 codes such as en")).min(1);
+
+/** Every entry: which engine, an optional id (default: the engine name) and languages it may serve. */
+const base = {
+  id: z.string().min(1).optional(),
+  /** Restricts the engine to these languages (remote engines must list what they serve). */
+  languages: languages.optional(),
+};
+
+const remote = {
+  baseUrl: z.url({ protocol: /^https?$/u, error: "must be an http(s) URL such as http://gpu:8000/v1" }),
+  apiKey: z.string().optional(),
+  model: z.string().min(1),
+  timeoutMs: z.number().int().min(100).default(30_000),
+  maxRetries: z.number().int().min(0).max(10).default(2),
+  concurrency: z.number().int().min(1).max(256).default(4),
+  circuit: z
+    .object({
+      failureThreshold: z.number().int().min(1).default(5),
+      resetAfterMs: z.number().int().min(100).default(30_000),
+    })
+    .optional(),
+};
+
+const asrSpec = z.discriminatedUnion("engine", [
+  z.strictObject({
+    engine: z.literal("pocketsphinx"),
+    ...base,
+    modelDir: z.string().optional(),
+    maxDecoders: z.number().int().min(1).optional(),
+  }),
+  z.strictObject({
+    engine: z.literal("whisper-cpp"),
+    ...base,
+    /** A catalogue name (`relay models list`) or a path to a ggml model file. */
+    model: z.string().min(1),
+    threads: z.number().int().min(1).max(64).optional(),
+    maxConcurrent: z.number().int().min(1).max(16).optional(),
+    partialIntervalMs: z.number().int().min(200).optional(),
+  }),
+  z.strictObject({
+    engine: z.literal("openai"),
+    ...base,
+    ...remote,
+    languages,
+    partialIntervalMs: z.number().int().min(200).optional(),
+  }),
+]);
+
+const mtSpec = z.discriminatedUnion("engine", [
+  z.strictObject({ engine: z.literal("apertium"), ...base, modesDir: z.string().optional() }),
+  z.strictObject({ engine: z.literal("openai"), ...base, ...remote, languages }),
+]);
+
+const ttsSpec = z.discriminatedUnion("engine", [
+  z.strictObject({ engine: z.literal("espeak-ng"), ...base, binary: z.string().optional() }),
+  z.strictObject({ engine: z.literal("svox-pico"), ...base, dir: z.string().optional() }),
+  z.strictObject({
+    engine: z.literal("openai"),
+    ...base,
+    ...remote,
+    languages,
+    /** Server voices for the library's female and male voices (assigned round-robin). */
+    voices: z.strictObject({ female: z.array(z.string()).min(1), male: z.array(z.string()).min(1) }),
+    responseFormat: z.enum(["pcm", "wav"]).default("pcm"),
+  }),
+]);
+
+const enginesFile = z.strictObject({
+  asr: z.array(asrSpec).default([]),
+  mt: z.array(mtSpec).default([]),
+  tts: z.array(ttsSpec).default([]),
+  pivotLanguage: z.string().optional(),
+});
+
+export type AsrSpec = z.infer<typeof asrSpec>;
+export type MtSpec = z.infer<typeof mtSpec>;
+export type TtsSpec = z.infer<typeof ttsSpec>;
+export type EnginesFile = z.infer<typeof enginesFile>;
+
+/** The embedded engines, used when neither the file nor the environment names any. */
+export const DEFAULT_ENGINES: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[] } = {
+  asr: [{ engine: "pocketsphinx" }],
+  mt: [{ engine: "apertium" }],
+  tts: [{ engine: "espeak-ng" }],
+};
+
+/** Engines that need nothing but their name (an env list may name them without a file entry). */
+const BY_NAME = {
+  asr: { pocketsphinx: { engine: "pocketsphinx" } },
+  mt: { apertium: { engine: "apertium" } },
+  tts: { "espeak-ng": { engine: "espeak-ng" }, "svox-pico": { engine: "svox-pico" } },
+} as const;
+
+export class EngineConfigError extends Error {}
+
+/** Reads and validates an engines file; every problem is reported with its place in the file. */
+export function readEnginesFile(path: string, env: NodeJS.ProcessEnv): EnginesFile {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(path, "utf8"));
+  } catch (error) {
+    throw new EngineConfigError(`ENGINES_FILE ${path}: ${(error as Error).message}`);
+  }
+  const missing = new Set<string>();
+  const substituted = substitute(raw, env, missing);
+  if (missing.size > 0) {
+    throw new EngineConfigError(
+      `ENGINES_FILE ${path}: environment variable(s) not set: ${[...missing].join(", ")}`,
+    );
+  }
+  const parsed = enginesFile.safeParse(substituted);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${formatPath(issue.path)}: ${issue.message}`);
+    throw new EngineConfigError(`ENGINES_FILE ${path}:\n  ${problems.join("\n  ")}`);
+  }
+  for (const kind of ["asr", "mt", "tts"] as const) {
+    const ids = parsed.data[kind].map(idOf);
+    const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
+    if (duplicate) {
+      throw new EngineConfigError(
+        `ENGINES_FILE ${path}: ${kind}: two entries have the id "${duplicate}"; give one an "id"`,
+      );
+    }
+  }
+  return parsed.data;
+}
+
+export function idOf(spec: { engine: string; id?: string }): string {
+  return spec.id ?? spec.engine;
+}
+
+/**
+ * The engines of one kind, in preference order: the env list (`ASR_ENGINES=…`) when set picks and
+ * orders entries by id (file entries, or engines that need no settings); otherwise the file's list;
+ * otherwise the embedded default.
+ */
+export function selectEngines<K extends "asr" | "mt" | "tts">(
+  kind: K,
+  file: EnginesFile | undefined,
+  envList: readonly string[] | undefined,
+): EnginesFile[K] {
+  const entries = (file?.[kind] ?? []) as EnginesFile[K];
+  if (!envList) return (entries.length > 0 ? entries : DEFAULT_ENGINES[kind]) as EnginesFile[K];
+  const byName = BY_NAME[kind] as Record<string, EnginesFile[K][number]>;
+  return envList.map((id) => {
+    const found = entries.find((spec) => idOf(spec) === id) ?? byName[id];
+    if (!found) {
+      const known = [...new Set([...entries.map(idOf), ...Object.keys(byName)])];
+      throw new EngineConfigError(
+        `${kind.toUpperCase()}_ENGINES: unknown engine "${id}" (known: ${known.join(", ")}; ` +
+          "engines that need settings are declared in ENGINES_FILE)",
+      );
+    }
+    return found;
+  }) as EnginesFile[K];
+}
+
+function substitute(value: unknown, env: NodeJS.ProcessEnv, missing: Set<string>): unknown {
+  if (typeof value === "string") {
+    return value.replace(/\$\{([A-Z0-9_]+)\}/gu, (_match, name: string) => {
+      const found = env[name];
+      if (found === undefined) missing.add(name);
+      return found ?? "";
+    });
+  }
+  if (Array.isArray(value)) return value.map((item) => substitute(item, env, missing));
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, env, missing)]));
+  }
+  return value;
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  return path.reduce<string>(
+    (out, key) => (typeof key === "number" ? `${out}[${key}]` : out ? `${out}.${String(key)}` : String(key)),
+    "",
+  );
+}

@@ -1,0 +1,382 @@
+import { createHash, type Hash } from "node:crypto";
+import { createReadStream, existsSync, statSync } from "node:fs";
+import { mkdir, open, rename, rm, stat } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { findModel, formatPublishedSize, type ModelEntry } from "./catalogue.js";
+
+/**
+ * Fetching catalogue models into the models directory, checking them, and finding them again.
+ *
+ * A download streams into `<file>.partial` and is renamed to `<file>` only once complete and (when
+ * upstream publishes one) its SHA-1 matches, so `<file>` is never a truncated or wrong model. An
+ * interrupted transfer leaves the `.partial` behind and the next attempt resumes it with a Range request.
+ */
+
+/** A failure phrased for the user (the CLI prints the message as is). */
+export class ModelError extends Error {
+  override readonly name = "ModelError";
+}
+
+/** The service's default data directory, as src/config.ts computes it (`<project>/data`). */
+const DEFAULT_DATA_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..", "data");
+
+/** `MODELS_DIR`, else `<DATA_DIR>/models` (DATA_DIR defaulting like the service's). */
+export function modelsDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.MODELS_DIR) return path.resolve(env.MODELS_DIR);
+  return path.resolve(env.DATA_DIR || DEFAULT_DATA_DIR, "models");
+}
+
+export function modelPath(entry: ModelEntry, dir: string): string {
+  return path.join(dir, entry.file);
+}
+
+export function partialPath(entry: ModelEntry, dir: string): string {
+  return `${modelPath(entry, dir)}.partial`;
+}
+
+/** The entry's official URL, or the same file name under `baseUrl` (a mirror, or a test server). */
+export function modelUrl(entry: ModelEntry, baseUrl?: string): string {
+  if (!baseUrl) return entry.url;
+  return `${baseUrl.replace(/\/+$/u, "")}/${entry.file}`;
+}
+
+export interface DownloadProgress {
+  /** Bytes of the file so far, a resumed prefix included. */
+  readonly received: number;
+  /** Size of the whole file, when the server says. */
+  readonly total: number | undefined;
+  /** Bytes kept from an earlier attempt (0 when downloading from the start). */
+  readonly resumedFrom: number;
+}
+
+export interface DownloadOptions {
+  readonly onProgress?: (progress: DownloadProgress) => void;
+  readonly fetchImpl?: typeof fetch;
+  /** Replaces the official location (catalogue.ts OFFICIAL_BASE_URL): the file is fetched from `<baseUrl>/<file>`. */
+  readonly baseUrl?: string;
+  /** No response within this long and the host counts as unreachable (default 30 s). */
+  readonly connectTimeoutMs?: number;
+  /** No data for this long and the transfer counts as interrupted (default 60 s). */
+  readonly idleTimeoutMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+export interface DownloadResult {
+  readonly path: string;
+  readonly bytes: number;
+  /** SHA-1 of the file (lower-case hex). */
+  readonly sha1: string;
+  /** False when upstream publishes no checksum for this model (nothing to compare with). */
+  readonly checksumVerified: boolean;
+  /** Bytes reused from an earlier interrupted attempt. */
+  readonly resumedFrom: number;
+}
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+const MiB = 1024 * 1024;
+
+export function formatMiB(bytes: number): string {
+  return `${(bytes / MiB).toFixed(1)} MiB`;
+}
+
+/** What went wrong on the network, from fetch's error (undici hides the cause one level down). */
+function networkReason(error: unknown): string {
+  let cause: unknown = (error as { cause?: unknown } | undefined)?.cause ?? error;
+  // Connecting to several addresses at once ends in an AggregateError of the individual failures.
+  if (cause instanceof AggregateError && cause.errors.length > 0) cause = cause.errors[0];
+  const { code, message } = (cause ?? {}) as { code?: unknown; message?: unknown };
+  const reasons: Record<string, string> = {
+    ENOTFOUND: "DNS lookup failed",
+    EAI_AGAIN: "DNS lookup failed",
+    ECONNREFUSED: "connection refused",
+    ECONNRESET: "connection reset",
+    ETIMEDOUT: "connection timed out",
+    UND_ERR_CONNECT_TIMEOUT: "connection timed out",
+    ENETUNREACH: "network unreachable",
+    EHOSTUNREACH: "host unreachable",
+    UND_ERR_SOCKET: "the connection was closed",
+  };
+  if (typeof code === "string") return `${reasons[code] ?? String(message ?? "network error")} (${code})`;
+  const outer = error instanceof Error ? error.message : String(error);
+  return typeof message === "string" && message !== outer ? `${outer}: ${message}` : outer;
+}
+
+function byHand(entry: ModelEntry, dir: string): string {
+  return (
+    `To install ${entry.name} by hand, download ${entry.url} on a connected machine and copy it to ` +
+    `${modelPath(entry, dir)}, then run \`relay models verify ${entry.name}\``
+  );
+}
+
+/** A Content-Range header: start and total of a 206, or the total alone of a 416. */
+function parseContentRange(header: string | null): { start?: number; total?: number } {
+  const match = /^bytes\s+(?:(\d+)-\d+|\*)\/(\d+|\*)$/iu.exec(header?.trim() ?? "");
+  if (!match) return {};
+  return {
+    ...(match[1] !== undefined ? { start: Number(match[1]) } : {}),
+    ...(match[2] !== "*" ? { total: Number(match[2]) } : {}),
+  };
+}
+
+async function sizeOf(file: string): Promise<number | undefined> {
+  return (await stat(file).catch(() => undefined))?.size;
+}
+
+/** Feeds the first `bytes` bytes of `file` into `hash` (the kept prefix of a resumed download). */
+async function hashPrefix(hash: Hash, file: string, bytes: number): Promise<void> {
+  if (bytes === 0) return;
+  for await (const chunk of createReadStream(file, { end: bytes - 1 })) hash.update(chunk as Buffer);
+}
+
+export async function sha1File(file: string): Promise<string> {
+  const hash = createHash("sha1");
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
+}
+
+/**
+ * Downloads `entry` into `dir` (created if needed) and returns once `<dir>/<file>` is complete and
+ * checked. Throws a {@link ModelError}; an interrupted transfer keeps `<file>.partial` for the next call.
+ */
+export async function downloadModel(
+  entry: ModelEntry,
+  dir: string,
+  options: DownloadOptions = {},
+): Promise<DownloadResult> {
+  const fetchImpl = options.fetchImpl ?? fetch;
+  const url = modelUrl(entry, options.baseUrl);
+  const host = new URL(url).host;
+  const final = modelPath(entry, dir);
+  const partial = partialPath(entry, dir);
+  await mkdir(dir, { recursive: true });
+
+  // At most two requests: a 206 for the wrong range or a 416 for a bad partial restarts from zero once.
+  for (let attempt = 0; ; attempt++) {
+    const kept = attempt === 0 ? ((await sizeOf(partial)) ?? 0) : 0;
+    if (attempt > 0) await rm(partial, { force: true });
+
+    const controller = new AbortController();
+    const onCancel = () => controller.abort(options.signal?.reason);
+    options.signal?.addEventListener("abort", onCancel, { once: true });
+    let timedOut: "connect" | "idle" | undefined;
+    const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    let timer = setTimeout(() => {
+      timedOut = "connect";
+      controller.abort();
+    }, connectTimeoutMs);
+    try {
+      if (options.signal?.aborted) throw new ModelError(`download of ${entry.file} cancelled`);
+      let response: Response;
+      try {
+        response = await fetchImpl(url, {
+          headers: { "accept-encoding": "identity", ...(kept > 0 ? { range: `bytes=${kept}-` } : {}) },
+          signal: controller.signal,
+        });
+      } catch (error) {
+        if (options.signal?.aborted) throw new ModelError(`download of ${entry.file} cancelled`);
+        const reason =
+          timedOut === "connect" ? `no response within ${connectTimeoutMs / 1000} s` : networkReason(error);
+        throw new ModelError(
+          `cannot reach ${host}: ${reason}. Is this machine offline? ${byHand(entry, dir)}`,
+        );
+      }
+      clearTimeout(timer);
+
+      let offset = 0;
+      let total: number | undefined;
+      const length = Number(response.headers.get("content-length") ?? NaN);
+      if (response.status === 206 && kept > 0) {
+        const range = parseContentRange(response.headers.get("content-range"));
+        if (range.start !== kept) {
+          await response.body?.cancel();
+          if (attempt > 0) throw new ModelError(`${host} answered the range request with the wrong range`);
+          continue;
+        }
+        offset = kept;
+        total = range.total ?? (Number.isFinite(length) ? kept + length : undefined);
+      } else if (response.status === 416 && kept > 0) {
+        // Nothing after byte `kept`: the partial may be the whole file, renamed-to-be.
+        await response.body?.cancel();
+        const { total: size } = parseContentRange(response.headers.get("content-range"));
+        if (size !== kept) continue;
+        offset = kept;
+        total = kept;
+      } else if (response.ok) {
+        // A 200 to a range request: the server sends the whole file; start over.
+        total = Number.isFinite(length) ? length : undefined;
+      } else {
+        await response.body?.cancel().catch(() => undefined);
+        const hint = response.status === 404 ? " (no such file there)" : "";
+        throw new ModelError(
+          `download of ${entry.file} failed: HTTP ${response.status} ${response.statusText}${hint} from ${url}`,
+        );
+      }
+
+      const hash = createHash("sha1");
+      await hashPrefix(hash, partial, offset);
+      let received = offset;
+      options.onProgress?.({ received, total, resumedFrom: offset });
+      const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+      const armIdle = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => {
+          timedOut = "idle";
+          controller.abort();
+        }, idleTimeoutMs);
+      };
+      const file = await open(partial, offset > 0 ? "a" : "w");
+      try {
+        if (response.status !== 416 && response.body) {
+          armIdle();
+          for await (const chunk of response.body) {
+            armIdle();
+            await file.write(chunk);
+            hash.update(chunk);
+            received += chunk.length;
+            options.onProgress?.({ received, total, resumedFrom: offset });
+          }
+          clearTimeout(timer);
+        }
+        await file.datasync();
+      } catch (error) {
+        const why = options.signal?.aborted
+          ? "cancelled"
+          : timedOut === "idle"
+            ? `no data for ${idleTimeoutMs / 1000} s`
+            : networkReason(error);
+        throw new ModelError(
+          `download of ${entry.file} interrupted at ${formatMiB(received)}` +
+            `${total ? ` of ${formatMiB(total)}` : ""}: ${why}; ` +
+            `kept ${partial}: run the same pull again to resume`,
+        );
+      } finally {
+        await file.close();
+      }
+
+      if (total !== undefined && received !== total) {
+        throw new ModelError(
+          `download of ${entry.file} ended early at ${received} of ${total} bytes; ` +
+            `kept ${partial}: run the same pull again to resume`,
+        );
+      }
+      const sha1 = hash.digest("hex");
+      const problem = mismatch(entry, received, sha1);
+      if (problem) {
+        await rm(partial, { force: true });
+        throw new ModelError(`${problem}; the download was deleted (${url})`);
+      }
+      await rename(partial, final);
+      return {
+        path: final,
+        bytes: received,
+        sha1,
+        checksumVerified: entry.sha1 !== undefined,
+        resumedFrom: offset,
+      };
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener("abort", onCancel);
+    }
+  }
+}
+
+/** Why a complete file of `bytes` bytes hashing to `sha1` is not `entry`, if it is not. */
+function mismatch(entry: ModelEntry, bytes: number, sha1: string): string | undefined {
+  if (entry.bytes !== undefined && bytes !== entry.bytes) {
+    return `size mismatch for ${entry.file}: expected ${entry.bytes} bytes, got ${bytes}`;
+  }
+  if (entry.sha1 !== undefined && sha1 !== entry.sha1.toLowerCase()) {
+    return `checksum mismatch for ${entry.file}: expected SHA-1 ${entry.sha1}, got ${sha1}`;
+  }
+  return undefined;
+}
+
+/**
+ * Upstream's sizes are rounded ("75 MiB" for 74.1 MiB): a file this far off is truncated or another
+ * file, whatever its checksum.
+ */
+function outsidePublishedSize(entry: ModelEntry, bytes: number): boolean {
+  if (entry.sizeMiB === undefined) return false;
+  const expected = entry.sizeMiB * MiB;
+  return Math.abs(bytes - expected) > Math.max(0.05 * expected, 2 * MiB);
+}
+
+export type VerifyStatus = "ok" | "no-checksum" | "missing" | "size-mismatch" | "checksum-mismatch";
+
+export interface VerifyResult {
+  readonly entry: ModelEntry;
+  readonly path: string;
+  readonly status: VerifyStatus;
+  /** True for "ok" and "no-checksum" (nothing wrong found). */
+  readonly ok: boolean;
+  readonly bytes?: number;
+  /** SHA-1 of the file, when it was read. */
+  readonly sha1?: string;
+  /** One line for the user. */
+  readonly message: string;
+}
+
+/** Checks size and SHA-1 of `<dir>/<file>` against what upstream publishes. */
+export async function verifyModel(entry: ModelEntry, dir: string): Promise<VerifyResult> {
+  const file = modelPath(entry, dir);
+  const base = { entry, path: file };
+  const info = await stat(file).catch(() => undefined);
+  if (!info?.isFile()) {
+    const partialBytes = await sizeOf(partialPath(entry, dir));
+    const resume =
+      partialBytes !== undefined
+        ? ` (an interrupted download of ${formatMiB(partialBytes)} is waiting: run \`relay models pull ${entry.name}\` to resume)`
+        : ` (run \`relay models pull ${entry.name}\`)`;
+    return { ...base, status: "missing", ok: false, message: `not pulled: no ${file}${resume}` };
+  }
+  const bytes = info.size;
+  if (entry.bytes !== undefined && bytes !== entry.bytes) {
+    const message = `size mismatch: ${file} is ${bytes} bytes, expected ${entry.bytes}`;
+    return { ...base, status: "size-mismatch", ok: false, bytes, message };
+  }
+  if (outsidePublishedSize(entry, bytes)) {
+    const message =
+      `size mismatch: ${file} is ${formatMiB(bytes)}, upstream states ${formatPublishedSize(entry)} ` +
+      `(truncated or another file; run \`relay models pull ${entry.name}\` to replace it)`;
+    return { ...base, status: "size-mismatch", ok: false, bytes, message };
+  }
+  const sha1 = await sha1File(file);
+  if (entry.sha1 === undefined) {
+    const message = `no published checksum (${formatMiB(bytes)}, SHA-1 ${sha1})`;
+    return { ...base, status: "no-checksum", ok: true, bytes, sha1, message };
+  }
+  if (sha1 !== entry.sha1.toLowerCase()) {
+    const message =
+      `checksum mismatch: expected SHA-1 ${entry.sha1}, got ${sha1} ` +
+      `(run \`relay models pull ${entry.name}\` to replace it)`;
+    return { ...base, status: "checksum-mismatch", ok: false, bytes, sha1, message };
+  }
+  return { ...base, status: "ok", ok: true, bytes, sha1, message: `ok (${formatMiB(bytes)}, SHA-1 ${sha1})` };
+}
+
+/**
+ * The model file to load: a catalogue name → its file in `dir` (which must have been pulled), anything
+ * else → a path to an existing file (relative to the working directory, or a bare file name in `dir`).
+ */
+export function resolveModel(nameOrPath: string, dir: string): string {
+  const entry = findModel(nameOrPath);
+  if (entry) {
+    const file = modelPath(entry, dir);
+    if (!existsSync(file)) {
+      throw new ModelError(
+        `model "${entry.name}" is not pulled (no ${file}): run \`relay models pull ${entry.name}\``,
+      );
+    }
+    return file;
+  }
+  const candidates = [path.resolve(nameOrPath)];
+  if (!nameOrPath.includes("/") && !nameOrPath.includes(path.sep))
+    candidates.push(path.join(dir, nameOrPath));
+  const found = candidates.find((file) => statSync(file, { throwIfNoEntry: false })?.isFile());
+  if (found) return found;
+  throw new ModelError(
+    `unknown model "${nameOrPath}": not a catalogue name (see \`relay models list\`) nor an existing file`,
+  );
+}

@@ -1,0 +1,179 @@
+import type { FastifyInstance } from "fastify";
+import type { RawData, WebSocket } from "ws";
+import { errorBody } from "../../api/errors.js";
+import { misalignedAudioMessage, SocketWire, toBuffer } from "../../api/socket-wire.js";
+import { Pcm16Assembler } from "../../audio/pcm.js";
+import { Channel } from "../../pipeline/channel.js";
+import { mintRoomToken, verifyRoomToken, type RoomTokenKeys } from "../tokens.js";
+import type { RoomAccess, RoomBackend, RoomConnection, RoomEvent } from "../types.js";
+
+/**
+ * The embedded room server: media rooms inside this process, so rooms work with no other service.
+ * A client opens `ws(s)://<service>/rooms/<room_name>?access_token=<LiveKit-format JWT>`, sends
+ * PCM16 16 kHz mono binary frames, and receives the translator's speech (float32 24 kHz binary
+ * frames) and JSON events: transcripts and participant joins/leaves.
+ */
+
+export const ROOMS_PATH = "/rooms";
+
+export interface EmbeddedRoomOptions {
+  readonly keys: RoomTokenKeys;
+  readonly tokenTtlSec: number;
+  readonly maxParticipants: number;
+}
+
+interface Participant {
+  readonly identity: string;
+  readonly wire: SocketWire;
+}
+
+class EmbeddedRoom {
+  readonly participants = new Map<string, Participant>();
+  translator: { events: Channel<RoomEvent> } | undefined;
+
+  constructor(readonly name: string) {}
+
+  broadcast(message: Readonly<Record<string, unknown>>, except?: string): void {
+    for (const participant of this.participants.values())
+      if (participant.identity !== except) participant.wire.send(message);
+  }
+
+  tell(event: RoomEvent): void {
+    this.translator?.events.push(event);
+  }
+}
+
+export class EmbeddedRoomServer implements RoomBackend {
+  readonly kind = "embedded";
+  private readonly rooms = new Map<string, EmbeddedRoom>();
+
+  constructor(private readonly options: EmbeddedRoomOptions) {}
+
+  async createRoom(roomName: string, clientIdentity: string, publicBaseUrl: string): Promise<RoomAccess> {
+    if (!this.rooms.has(roomName)) this.rooms.set(roomName, new EmbeddedRoom(roomName));
+    const { keys, tokenTtlSec } = this.options;
+    return {
+      url: `${publicBaseUrl.replace(/^http/u, "ws")}${ROOMS_PATH}/${encodeURIComponent(roomName)}`,
+      token: await mintRoomToken(keys, {
+        roomName,
+        identity: clientIdentity,
+        role: "client",
+        ttlSec: tokenTtlSec,
+      }),
+    };
+  }
+
+  async joinAsTranslator(roomName: string): Promise<RoomConnection> {
+    const room = this.rooms.get(roomName);
+    if (!room) throw new Error(`room ${roomName} does not exist`);
+    const events = new Channel<RoomEvent>();
+    const translator = { events };
+    room.translator = translator;
+    return {
+      events,
+      participants: [...room.participants.keys()],
+      async publishAudio(samples) {
+        for (const participant of room.participants.values()) participant.wire.audio(samples);
+      },
+      async publishData(message) {
+        room.broadcast(message);
+      },
+      async leave() {
+        if (room.translator === translator) room.translator = undefined;
+        events.close();
+      },
+    };
+  }
+
+  async deleteRoom(roomName: string): Promise<void> {
+    const room = this.rooms.get(roomName);
+    if (!room) return;
+    this.rooms.delete(roomName);
+    room.translator?.events.close();
+    for (const participant of room.participants.values()) participant.wire.close(1000, "room closed");
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.rooms.keys()].map((name) => this.deleteRoom(name)));
+  }
+
+  /** The participants' WebSocket endpoint. */
+  routes = async (app: FastifyInstance): Promise<void> => {
+    app.get(
+      `${ROOMS_PATH}/:roomName`,
+      {
+        websocket: true,
+        // Refuse the upgrade itself (HTTP 401/404/403) so a client never joins with a bad token.
+        preValidation: async (request, reply) => {
+          const { roomName } = request.params as { roomName: string };
+          const token = (request.query as Record<string, unknown>).access_token;
+          if (typeof token !== "string" || token === "") {
+            return reply
+              .code(401)
+              .send(errorBody("unauthorized", "pass the room token as ?access_token=<token>"));
+          }
+          const verified = await verifyRoomToken(this.options.keys, token, roomName);
+          if (!verified.ok) return reply.code(401).send(errorBody("unauthorized", `${verified.reason}`));
+          const room = this.rooms.get(roomName);
+          if (!room) return reply.code(404).send(errorBody("not_found", `room ${roomName} has ended`));
+          if (
+            room.participants.size >= this.options.maxParticipants &&
+            !room.participants.has(verified.identity)
+          ) {
+            return reply
+              .code(403)
+              .send(
+                errorBody("room_full", `room ${roomName} has ${this.options.maxParticipants} participants`),
+              );
+          }
+          request.roomParticipant = { roomName, identity: verified.identity };
+        },
+      },
+      (socket, request) => this.admit(socket, request.roomParticipant!),
+    );
+  };
+
+  private admit(socket: WebSocket, { roomName, identity }: { roomName: string; identity: string }): void {
+    const room = this.rooms.get(roomName);
+    const wire = new SocketWire(socket);
+    if (!room) return wire.close(1000, "room closed");
+    // As on LiveKit, a second connection with the same identity replaces the first.
+    room.participants.get(identity)?.wire.close(1000, "replaced by a new connection with the same identity");
+    const participant: Participant = { identity, wire };
+    const others = [...room.participants.keys()].filter((other) => other !== identity);
+    room.participants.set(identity, participant);
+    wire.send({ type: "joined", room_name: roomName, identity, participants: others });
+    room.broadcast({ type: "participant_joined", identity, timestamp: Date.now() / 1000 }, identity);
+    room.tell({ type: "participant_joined", identity });
+
+    const input = new Pcm16Assembler();
+    let warnedMisaligned = false;
+    socket.on("message", (data: RawData, isBinary: boolean) => {
+      if (!isBinary) {
+        wire.error("rooms take audio only: send PCM16 16 kHz mono as binary frames");
+        return;
+      }
+      const bytes = toBuffer(data);
+      const { samples, misaligned } = input.push(bytes);
+      if (misaligned && !warnedMisaligned) {
+        warnedMisaligned = true;
+        wire.error(misalignedAudioMessage(bytes.length));
+      }
+      if (samples.length > 0) room.tell({ type: "audio", identity, pcm: samples });
+    });
+    const leave = () => {
+      if (room.participants.get(identity) !== participant) return;
+      room.participants.delete(identity);
+      room.broadcast({ type: "participant_left", identity, timestamp: Date.now() / 1000 });
+      room.tell({ type: "participant_left", identity });
+    };
+    socket.on("close", leave);
+    socket.on("error", leave);
+  }
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    roomParticipant?: { roomName: string; identity: string };
+  }
+}

@@ -1,0 +1,140 @@
+import { randomBytes } from "node:crypto";
+import type { FastifyBaseLogger } from "fastify";
+import type { LiveSession, RealtimeSessions } from "../api/realtime/sessions.js";
+import type { EngineRegistry } from "../engines/registry.js";
+import type { LanguageCode, Voice } from "../engines/types.js";
+import { RoomTranslator } from "./translator.js";
+import type { RoomAccess, RoomBackend } from "./types.js";
+
+export interface RoomsOptions {
+  readonly registry: EngineRegistry;
+  /** Rooms count against the same per-process capacity as WebSocket sessions. */
+  readonly sessions: RealtimeSessions;
+  readonly log: FastifyBaseLogger;
+  /** A room is closed this long after creation whatever happens in it. */
+  readonly maxLifetimeMs: number;
+  /** A room nobody has joined is closed after this long. */
+  readonly emptyTimeoutMs: number;
+  /** A room is closed this long after its last participant left, unless someone (re)joins. */
+  readonly departureTimeoutMs: number;
+}
+
+export interface RoomRequest {
+  readonly accountId: string;
+  readonly sourceLanguage: LanguageCode;
+  readonly targetLanguage: LanguageCode;
+  readonly voice: Voice | "clone";
+}
+
+export interface CreatedRoom extends RoomAccess {
+  readonly roomName: string;
+  readonly identity: string;
+}
+
+interface OpenRoom {
+  readonly accountId: string;
+  readonly translator: RoomTranslator;
+  readonly live: LiveSession;
+  readonly timers: NodeJS.Timeout[];
+  idleTimer: NodeJS.Timeout | undefined;
+}
+
+export class RoomCapacityError extends Error {}
+
+/**
+ * The rooms this process hosts a translator for: creation (room, then translator), the grants for
+ * further participants, and cleanup — when the room empties, when nobody joins, and at the
+ * configured maximum lifetime.
+ */
+export class Rooms {
+  private readonly open = new Map<string, OpenRoom>();
+
+  constructor(
+    readonly backend: RoomBackend,
+    private readonly options: RoomsOptions,
+  ) {}
+
+  get count(): number {
+    return this.open.size;
+  }
+
+  async create(request: RoomRequest, publicBaseUrl: string): Promise<CreatedRoom> {
+    const { sessions, registry, log } = this.options;
+    const roomName = `api-${randomBytes(10).toString("hex")}`;
+    const live: LiveSession = { close: () => void this.end(roomName, "server shutting down") };
+    if (!sessions.open(live)) throw new RoomCapacityError("no room capacity right now");
+    const identity = clientIdentity();
+    try {
+      const access = await this.backend.createRoom(roomName, identity, publicBaseUrl);
+      const connection = await this.backend.joinAsTranslator(roomName);
+      const translator = new RoomTranslator(connection, {
+        registry,
+        sourceLanguage: request.sourceLanguage,
+        targetLanguage: request.targetLanguage,
+        voice: request.voice,
+        log: log.child({ room: roomName }),
+        onEmpty: () => this.closeWhenIdle(roomName, this.options.departureTimeoutMs),
+      });
+      const room: OpenRoom = {
+        accountId: request.accountId,
+        translator,
+        live,
+        timers: [
+          setTimeout(() => void this.end(roomName, "maximum lifetime reached"), this.options.maxLifetimeMs),
+        ],
+        idleTimer: undefined,
+      };
+      this.open.set(roomName, room);
+      this.closeWhenIdle(roomName, this.options.emptyTimeoutMs);
+      void translator.run().then(() => this.end(roomName, "translator left"));
+      return { ...access, roomName, identity };
+    } catch (error) {
+      sessions.ended(live);
+      await this.backend.deleteRoom(roomName).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** Another participant's access to a room the account created; undefined when there is no such room. */
+  async admit(roomName: string, accountId: string, publicBaseUrl: string): Promise<CreatedRoom | undefined> {
+    const room = this.open.get(roomName);
+    if (!room || room.accountId !== accountId) return undefined;
+    const identity = clientIdentity();
+    const access = await this.backend.createRoom(roomName, identity, publicBaseUrl);
+    return { ...access, roomName, identity };
+  }
+
+  /** Closes every room (shutdown). */
+  async close(): Promise<void> {
+    await Promise.all([...this.open.keys()].map((name) => this.end(name, "server shutting down")));
+    await this.backend.close();
+  }
+
+  /** Closes the room unless someone is (back) in it `afterMs` from now. */
+  private closeWhenIdle(roomName: string, afterMs: number): void {
+    const room = this.open.get(roomName);
+    if (!room) return;
+    clearTimeout(room.idleTimer);
+    room.idleTimer = setTimeout(() => {
+      if (room.translator.participantCount === 0) void this.end(roomName, "room is empty");
+      else room.idleTimer = undefined;
+    }, afterMs);
+  }
+
+  private async end(roomName: string, reason: string): Promise<void> {
+    const room = this.open.get(roomName);
+    if (!room) return;
+    this.open.delete(roomName);
+    for (const timer of [...room.timers, room.idleTimer]) clearTimeout(timer);
+    this.options.sessions.ended(room.live);
+    this.options.log.info({ room: roomName, reason }, "room closed");
+    await room.translator.close();
+    await this.backend.deleteRoom(roomName).catch((error: unknown) => {
+      this.options.log.warn({ err: error, room: roomName }, "room could not be deleted");
+    });
+  }
+}
+
+function clientIdentity(): string {
+  return `client-${randomBytes(6).toString("hex")}`;
+}

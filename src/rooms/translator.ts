@@ -1,0 +1,150 @@
+import type { FastifyBaseLogger } from "fastify";
+import { transcriptMessage, type TranscriptLanguages } from "../api/transcript-message.js";
+import type { EngineRegistry } from "../engines/registry.js";
+import type { LanguageCode, Voice } from "../engines/types.js";
+import { Channel } from "../pipeline/channel.js";
+import { createSpeakerPipeline, prepareVoiceCloning } from "../pipeline/session-pipeline.js";
+import type { TranslationPipeline } from "../pipeline/translation-pipeline.js";
+import type { RoomConnection, RoomEvent } from "./types.js";
+
+export interface TranslatorOptions {
+  readonly registry: EngineRegistry;
+  readonly sourceLanguage: LanguageCode;
+  readonly targetLanguage: LanguageCode;
+  /** A library voice, or `"clone"`: each speaker is voiced by the library voice measured nearest to them. */
+  readonly voice: Voice | "clone";
+  readonly log: FastifyBaseLogger;
+  /** Called whenever the last participant has left. */
+  readonly onEmpty: () => void;
+}
+
+/**
+ * The translator participant of a room. It listens through a `RoomConnection` (embedded or
+ * LiveKit), runs one translation pipeline per speaking participant, and publishes every
+ * transcript event as data and every line of translated speech as audio.
+ */
+export class RoomTranslator {
+  private readonly speakers = new Map<string, TranslationPipeline>();
+  private readonly present = new Set<string>();
+  /** Whole clips of translated speech, published one after another so speakers never interleave. */
+  private readonly clips = new Channel<Float32Array[]>();
+  private readonly languages: TranscriptLanguages;
+  private closed = false;
+
+  constructor(
+    private readonly connection: RoomConnection,
+    private readonly options: TranslatorOptions,
+  ) {
+    this.languages = {
+      sourceLanguage: options.sourceLanguage,
+      targetLanguage: options.targetLanguage,
+      timings: true,
+    };
+    for (const identity of connection.participants) this.present.add(identity);
+    if (options.voice === "clone")
+      prepareVoiceCloning(options.registry, options.sourceLanguage, options.targetLanguage);
+  }
+
+  get participantCount(): number {
+    return this.present.size;
+  }
+
+  /** Listens until the connection ends; returns when the translator has left the room. */
+  async run(): Promise<void> {
+    const publishing = this.publishClips();
+    for await (const event of this.connection.events) this.handle(event);
+    await this.close();
+    await publishing;
+  }
+
+  /** Stops every pipeline and leaves the room. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const pipelines = [...this.speakers.values()];
+    this.speakers.clear();
+    await Promise.allSettled(pipelines.map((pipeline) => pipeline.close()));
+    this.clips.close();
+    await this.connection.leave().catch((error: unknown) => {
+      this.options.log.debug({ err: error }, "translator could not leave the room cleanly");
+    });
+  }
+
+  private handle(event: RoomEvent): void {
+    if (this.closed) return;
+    if (event.type === "participant_joined") {
+      this.present.add(event.identity);
+    } else if (event.type === "participant_left") {
+      this.present.delete(event.identity);
+      const pipeline = this.speakers.get(event.identity);
+      this.speakers.delete(event.identity);
+      void pipeline?.close();
+      if (this.present.size === 0) this.options.onEmpty();
+    } else {
+      this.present.add(event.identity);
+      this.speakerPipeline(event.identity)?.pushAudio(event.pcm);
+    }
+  }
+
+  private speakerPipeline(identity: string): TranslationPipeline | undefined {
+    let pipeline = this.speakers.get(identity);
+    if (pipeline) return pipeline;
+    const { registry, sourceLanguage, targetLanguage, voice } = this.options;
+    try {
+      pipeline = createSpeakerPipeline(registry, {
+        sourceLanguage,
+        targetLanguage,
+        finalizeMode: "stable",
+        voice,
+      });
+    } catch (error) {
+      this.options.log.error({ err: error, participant: identity }, "room translator could not start");
+      return undefined;
+    }
+    this.speakers.set(identity, pipeline);
+    void this.forward(identity, pipeline);
+    return pipeline;
+  }
+
+  private async forward(identity: string, pipeline: TranslationPipeline): Promise<void> {
+    let clip: Float32Array[] = [];
+    for await (const event of pipeline.events) {
+      if (event.type === "audio") {
+        clip.push(event.samples);
+        if (event.clipEnd) {
+          this.clips.push(clip);
+          clip = [];
+        }
+      } else if (event.type === "error") {
+        await this.publish({
+          type: "error",
+          error: event.message,
+          participant: identity,
+          timestamp: Date.now() / 1000,
+        });
+        if (event.fatal && this.speakers.get(identity) === pipeline) {
+          this.speakers.delete(identity);
+          void pipeline.close();
+        }
+      } else {
+        await this.publish({ ...transcriptMessage(event, this.languages), participant: identity });
+      }
+    }
+  }
+
+  private async publish(message: Record<string, unknown>): Promise<void> {
+    await this.connection.publishData(message).catch((error: unknown) => {
+      this.options.log.warn({ err: error }, "room translator could not publish a transcript");
+    });
+  }
+
+  private async publishClips(): Promise<void> {
+    for await (const clip of this.clips) {
+      try {
+        for (const frame of clip) await this.connection.publishAudio(frame);
+      } catch (error) {
+        this.options.log.warn({ err: error }, "room translator could not publish speech");
+      }
+    }
+  }
+}
