@@ -183,6 +183,8 @@ export class TranslationPipeline {
     | undefined;
   private segment: Segment | undefined;
   private closed = false;
+  /** `end()` was called: no more input, but what was received is still carried through. */
+  private ended = false;
   private readonly stages: Promise<void>;
 
   constructor(private readonly options: PipelineOptions) {
@@ -206,7 +208,7 @@ export class TranslationPipeline {
 
   /** Queues PCM16 16 kHz mono audio. Never blocks; drops audio when recognition is far behind. */
   pushAudio(pcm: Int16Array): void {
-    if (this.closed || pcm.length === 0) return;
+    if (this.closed || this.ended || pcm.length === 0) return;
     this.receivedSamples += pcm.length;
     if (this.backlogSamples + pcm.length > this.maxBacklogSamples) {
       if (!this.backlogWarned) {
@@ -222,7 +224,7 @@ export class TranslationPipeline {
 
   /** Commits the current segment after waiting for audio still in flight. Repeated calls coalesce. */
   finalize(): void {
-    if (this.closed || this.finalizeTimer) return;
+    if (this.closed || this.ended || this.finalizeTimer) return;
     this.finalizeTimer = setTimeout(() => {
       this.finalizeTimer = undefined;
       this.input.push("finalize");
@@ -237,6 +239,20 @@ export class TranslationPipeline {
   /** Session position of the audio received so far, in ms. */
   get receivedMs(): number {
     return Math.floor(this.receivedSamples / SAMPLES_PER_MS);
+  }
+
+  /**
+   * Ends the input as if the speaker had stopped: the audio already received, including an
+   * utterance still in progress, is recognised, translated and spoken; then `events` ends.
+   */
+  async end(): Promise<void> {
+    if (!this.closed && !this.ended) {
+      this.ended = true;
+      clearTimeout(this.finalizeTimer);
+      this.input.push("finalize");
+      this.input.close();
+    }
+    await this.stages;
   }
 
   /** Stops all stages; events already queued are still delivered, then `events` ends. */

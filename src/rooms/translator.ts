@@ -25,6 +25,8 @@ export interface TranslatorOptions {
  */
 export class RoomTranslator {
   private readonly speakers = new Map<string, TranslationPipeline>();
+  /** Pipelines of participants who left, still finishing what they had said. */
+  private readonly departing = new Set<TranslationPipeline>();
   private readonly present = new Set<string>();
   /** Whole clips of translated speech, published one after another so speakers never interleave. */
   private readonly clips = new Channel<Float32Array[]>();
@@ -61,8 +63,9 @@ export class RoomTranslator {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const pipelines = [...this.speakers.values()];
+    const pipelines = [...this.speakers.values(), ...this.departing];
     this.speakers.clear();
+    this.departing.clear();
     await Promise.allSettled(pipelines.map((pipeline) => pipeline.close()));
     this.clips.close();
     await this.connection.leave().catch((error: unknown) => {
@@ -78,7 +81,11 @@ export class RoomTranslator {
       this.present.delete(event.identity);
       const pipeline = this.speakers.get(event.identity);
       this.speakers.delete(event.identity);
-      void pipeline?.close();
+      // What they said before leaving is still translated for those who stay.
+      if (pipeline) {
+        this.departing.add(pipeline);
+        void pipeline.end().finally(() => this.departing.delete(pipeline));
+      }
       if (this.present.size === 0) this.options.onEmpty();
     } else {
       this.present.add(event.identity);

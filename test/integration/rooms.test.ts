@@ -307,6 +307,30 @@ describe("joining a room", () => {
       speaker.close();
     });
 
+    it("still translates what a participant said just before leaving, for those who stay", async () => {
+      const room = await newRoom();
+      const speaker = await joinRoom(room);
+      const speakerIdentity = speaker.messages[0]!.identity as string;
+      const listener = await joinRoom(await addRoomParticipant(server.baseUrl, API_KEY, room.room_name));
+      await speaker.waitFor((m) => m.type === "participant_joined");
+
+      // No trailing silence: the utterance is still open when the speaker hangs up.
+      await speaker.stream(goForward, { chunkMs: 20, speed: 4 });
+      speaker.close();
+      await listener.waitFor((m) => m.type === "participant_left" && m.identity === speakerIdentity);
+      // Stable mode commits the sentence in spans; the last one completes it.
+      const heard = await listener.waitFor(
+        (m) =>
+          m.type === "translated_transcript" && m.is_final === true && /diez metros/i.test(String(m.text)),
+        30_000,
+      );
+      expect(heard.participant).toBe(speakerIdentity);
+      expect(heard.original_text).toBe("go forward ten meters");
+      await listener.settle(1500);
+      expect(joinedAudio(listener).length / 24_000).toBeGreaterThan(0.8);
+      listener.close();
+    });
+
     it("clone: the translated voice follows the speaker's pitch (female reader → high, male → low)", async () => {
       // Median F0 of the inputs (test/support's estimator): LJSpeech ≈ 212 Hz, the Austen reader ≈ 107 Hz.
       const female = await readWavAsPcm16(sharedPath("data/speech/ljspeech/wavs/LJ001-0001.wav"), 16_000);

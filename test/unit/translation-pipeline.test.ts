@@ -143,6 +143,21 @@ describe("TranslationPipeline (engine doubles)", () => {
     expect(asr.opened).toBe(2);
   });
 
+  it("end() carries an utterance in progress through translation and speech, then ends the events", async () => {
+    const asr = scriptedAsr(["see", "you", "later"]);
+    const pipeline = pipelineWith({ asr });
+    pipeline.pushAudio(speech(800));
+    const ending = pipeline.end();
+    pipeline.pushAudio(speech(800)); // after end(): ignored
+    pipeline.finalize();
+    const events = await collect(pipeline, () => false); // runs until the events end
+    await ending;
+    expect(finals(events, "original").at(-1)?.text).toBe("see you later");
+    expect(finals(events, "translated").at(-1)?.text).toBe("ees uoy retal");
+    expect(events.at(-1)?.type).toBe("audio");
+    expect(asr.opened).toBe(1);
+    await pipeline.close(); // closing an ended pipeline is harmless
+  });
   it("sentence mode gives one final per sentence, each with its own correlation id", async () => {
     const pipeline = pipelineWith({
       asr: scriptedAsr(["Hello", "there.", "How", "are", "you?", "Fine"]),
