@@ -65,7 +65,8 @@ export class Rooms {
     if (!sessions.open(live)) throw new RoomCapacityError("no room capacity right now");
     const identity = clientIdentity();
     try {
-      const access = await this.backend.createRoom(roomName, identity, publicBaseUrl);
+      await this.backend.createRoom(roomName);
+      const access = await this.backend.clientAccess(roomName, identity, publicBaseUrl);
       const connection = await this.backend.joinAsTranslator(roomName);
       const translator = new RoomTranslator(connection, {
         registry,
@@ -100,7 +101,7 @@ export class Rooms {
     const room = this.open.get(roomName);
     if (!room || room.accountId !== accountId) return undefined;
     const identity = clientIdentity();
-    const access = await this.backend.createRoom(roomName, identity, publicBaseUrl);
+    const access = await this.backend.clientAccess(roomName, identity, publicBaseUrl);
     return { ...access, roomName, identity };
   }
 

@@ -32,8 +32,10 @@ export interface RoomAccess {
 /** A room back-end: creates rooms, admits clients and lets the translator in. */
 export interface RoomBackend {
   readonly kind: "embedded" | "livekit";
-  /** Creates the room (idempotent per name) and returns a client's access to it. */
-  createRoom(roomName: string, clientIdentity: string, publicBaseUrl: string): Promise<RoomAccess>;
+  /** Creates the room (idempotent per name). */
+  createRoom(roomName: string): Promise<void>;
+  /** A client's credentials for a room that exists (no call to a room service). */
+  clientAccess(roomName: string, clientIdentity: string, publicBaseUrl: string): Promise<RoomAccess>;
   /** Joins the room as its translator. */
   joinAsTranslator(roomName: string): Promise<RoomConnection>;
   /** Removes the room and disconnects everyone still in it. */

@@ -146,11 +146,14 @@ beforeEach(() => {
   fake.failWith = undefined;
 });
 
-describe("createRoom", () => {
+describe("createRoom and clientAccess", () => {
   it("creates the room through the Twirp room service with its limits and a roomCreate token", async () => {
     expect(backend.kind).toBe("livekit");
-    const access = await backend.createRoom("api-room1", "client-1", "http://ignored.example");
+    await backend.createRoom("api-room1");
+    const access = await backend.clientAccess("api-room1", "client-1", "http://ignored.example");
     expect(access.url).toBe(fake.url);
+    // Further participants' access needs no room-service call.
+    await backend.clientAccess("api-room1", "client-1b", "http://ignored.example");
 
     const [call, ...more] = fake.twirpCalls("CreateRoom");
     expect(more).toHaveLength(0);
@@ -168,7 +171,7 @@ describe("createRoom", () => {
   });
 
   it("gives the client a token for exactly this room that LiveKit's verifier accepts", async () => {
-    const { token } = await backend.createRoom("api-room2", "client-2", "");
+    const { token } = await backend.clientAccess("api-room2", "client-2", "");
     const claims: ClaimGrants = await verifier.verify(token);
     expect(claims.iss).toBe(API_KEY);
     expect(claims.sub).toBe("client-2");
@@ -193,7 +196,8 @@ describe("createRoom", () => {
   it("turns the token lifetime and departure options into the token's exp and the room's timeout", async () => {
     const shortLived = createLiveKitBackend(options(fake.url, { tokenTtlSec: 60, departureTimeoutSec: 5 }));
     try {
-      const claims = await verifier.verify((await shortLived.createRoom("api-room3", "c", "")).token);
+      await shortLived.createRoom("api-room3");
+      const claims = await verifier.verify((await shortLived.clientAccess("api-room3", "c", "")).token);
       expect(claims.exp! - claims.nbf!).toBe(60);
       expect(JSON.parse(fake.twirpCalls("CreateRoom")[0]!.body)).toMatchObject({ departureTimeout: 5 });
     } finally {
@@ -203,7 +207,7 @@ describe("createRoom", () => {
 
   it("says what the room service answered when it refuses", async () => {
     fake.failWith = { status: 401, code: "unauthenticated", msg: "invalid API key" };
-    const creating = backend.createRoom("api-refused", "c", "");
+    const creating = backend.createRoom("api-refused");
     await expect(creating).rejects.toThrow(
       /could not create room "api-refused".*401 unauthenticated.*invalid API key/,
     );
@@ -212,7 +216,7 @@ describe("createRoom", () => {
   it("fails fast and clearly when nothing listens at the LiveKit URL", async () => {
     const dead = createLiveKitBackend(options(`ws://127.0.0.1:${await freePort()}`));
     try {
-      const { ms, error } = await timed(dead.createRoom("api-dead", "c", ""));
+      const { ms, error } = await timed(dead.createRoom("api-dead"));
       expect(error?.message).toMatch(
         /room service at http:\/\/127\.0\.0\.1:\d+ could not create room "api-dead"/,
       );
@@ -225,7 +229,7 @@ describe("createRoom", () => {
 
 describe("deleteRoom", () => {
   it("deletes through the room service with a roomCreate token, and ignores a room already gone", async () => {
-    await backend.createRoom("api-gone", "c", "");
+    await backend.createRoom("api-gone");
     await backend.deleteRoom("api-gone");
     const [call] = fake.twirpCalls("DeleteRoom");
     expect(JSON.parse(call!.body)).toEqual({ room: "api-gone" });
@@ -592,7 +596,8 @@ describe("close", () => {
   it("refuses new rooms and joins once closed", async () => {
     const closing = createLiveKitBackend(options(fake.url));
     await closing.close();
-    await expect(closing.createRoom("api-late", "c", "")).rejects.toThrow(/closed/);
+    await expect(closing.createRoom("api-late")).rejects.toThrow(/closed/);
+    await expect(closing.clientAccess("api-late", "c", "")).rejects.toThrow(/closed/);
     await expect(closing.joinAsTranslator("api-late")).rejects.toThrow(/closed/);
     expect(fake.requests).toHaveLength(0);
   });

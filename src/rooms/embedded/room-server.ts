@@ -49,8 +49,11 @@ export class EmbeddedRoomServer implements RoomBackend {
 
   constructor(private readonly options: EmbeddedRoomOptions) {}
 
-  async createRoom(roomName: string, clientIdentity: string, publicBaseUrl: string): Promise<RoomAccess> {
+  async createRoom(roomName: string): Promise<void> {
     if (!this.rooms.has(roomName)) this.rooms.set(roomName, new EmbeddedRoom(roomName));
+  }
+
+  async clientAccess(roomName: string, clientIdentity: string, publicBaseUrl: string): Promise<RoomAccess> {
     const { keys, tokenTtlSec } = this.options;
     return {
       url: `${publicBaseUrl.replace(/^http/u, "ws")}${ROOMS_PATH}/${encodeURIComponent(roomName)}`,

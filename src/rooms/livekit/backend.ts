@@ -83,7 +83,7 @@ export function createLiveKitBackend(options: LiveKitOptions): RoomBackend {
   return {
     kind: "livekit",
 
-    async createRoom(roomName: string, clientIdentity: string, _publicBaseUrl: string): Promise<RoomAccess> {
+    async createRoom(roomName: string): Promise<void> {
       ensureOpen();
       try {
         // Idempotent: LiveKit answers with the existing room when the name is taken.
@@ -99,6 +99,10 @@ export function createLiveKitBackend(options: LiveKitOptions): RoomBackend {
           { cause: error },
         );
       }
+    },
+
+    async clientAccess(roomName: string, clientIdentity: string): Promise<RoomAccess> {
+      ensureOpen();
       const token = await mintRoomToken(keys, {
         roomName,
         identity: clientIdentity,
