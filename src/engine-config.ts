@@ -52,6 +52,7 @@ const asrSpec = z.discriminatedUnion("engine", [
     threads: z.number().int().min(1).max(64).optional(),
     maxConcurrent: z.number().int().min(1).max(16).optional(),
     partialIntervalMs: z.number().int().min(200).optional(),
+    decodeTimeoutMs: z.number().int().min(1000).optional(),
   }),
   z.strictObject({
     engine: z.literal("openai"),

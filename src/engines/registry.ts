@@ -31,6 +31,7 @@ async function createAsr(spec: AsrSpec, c: EngineConfig): Promise<AsrEngine> {
         threads: spec.threads,
         maxConcurrent: spec.maxConcurrent,
         partialIntervalMs: spec.partialIntervalMs,
+        decodeTimeoutMs: spec.decodeTimeoutMs,
         languages: spec.languages,
       });
     }

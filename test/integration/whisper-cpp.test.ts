@@ -125,6 +125,7 @@ describe.skipIf(!READY)("whisper.cpp engine with the tiny test model (maxConcurr
       queued: 0,
       peakBusy: 0,
       started: { final: 0, partial: 0 },
+      stuck: 0,
     });
   });
 
@@ -285,6 +286,9 @@ describe.skipIf(!READY)("whisper.cpp engine options and lifecycle", () => {
     );
     await expect(createWhisperCppEngine({ modelPath, partialIntervalMs: -1 })).rejects.toThrow(
       /partialIntervalMs/,
+    );
+    await expect(createWhisperCppEngine({ modelPath, decodeTimeoutMs: 0 })).rejects.toThrow(
+      /decodeTimeoutMs must be a positive integer/,
     );
     await expect(createWhisperCppEngine({ modelPath, languages: ["en", "tlh"] })).rejects.toThrow(/tlh/);
   });

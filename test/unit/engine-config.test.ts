@@ -92,6 +92,11 @@ describe("engine configuration", () => {
     expect(problem({ ENGINES_FILE: enginesFile({ asr: [{ engine: "whisper-cpp" }] }) })).toMatch(
       /asr\[0\]\.model/,
     );
+    expect(
+      problem({
+        ENGINES_FILE: enginesFile({ asr: [{ engine: "whisper-cpp", model: "tiny", decodeTimeoutMs: 5 }] }),
+      }),
+    ).toMatch(/asr\[0\]\.decodeTimeoutMs/);
     expect(problem({ ENGINES_FILE: enginesFile({ tts: [{ ...remote }] }) })).toMatch(/tts\[0\]\.voices/);
     expect(problem({ ENGINES_FILE: enginesFile({ mt: [{ ...remote, languages: ["English"] }] }) })).toMatch(
       /mt\[0\]\.languages\[0\]: use ISO 639-1 codes/,

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   HEADER_BYTES,
   inspectModelFile,
@@ -232,6 +232,7 @@ describe("whisper.cpp decode scheduler", () => {
       queued: 0,
       peakBusy: 1,
       started: { final: 1, partial: 2 },
+      stuck: 0,
     });
   });
 
@@ -261,6 +262,62 @@ describe("whisper.cpp decode scheduler", () => {
     await expect(thrown.result).rejects.toThrow("bad audio");
     await scheduler.whenIdle();
     expect(scheduler.stats()).toMatchObject({ busy: 0, queued: 0, started: { final: 3, partial: 0 } });
+  });
+
+  describe("with a decode deadline", () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it("fails an overrunning decode at once and sets its context aside until the native call returns", async () => {
+      vi.useFakeTimers();
+      const scheduler = new DecodeScheduler(["a", "b"], { decodeTimeoutMs: 5_000 });
+      const hung = controllable([], "hung");
+      const quick = controllable([], "quick");
+      let hungOn = "";
+      const overrun = scheduler.schedule({}, "final", (context) => {
+        hungOn = context;
+        return hung.decode;
+      });
+      const failed = expect(overrun.result).rejects.toThrow(
+        "whisper.cpp decode did not finish within 5 s; its model copy is set aside until it does",
+      );
+      await vi.advanceTimersByTimeAsync(5_000);
+      await failed;
+      expect(scheduler.stats()).toMatchObject({ busy: 0, stuck: 1 });
+
+      // The other context keeps serving; a decode that finishes in time is untouched by its deadline.
+      const served = scheduler.schedule({}, "final", (context) => {
+        expect(context).not.toBe(hungOn);
+        return quick.decode;
+      });
+      quick.finish();
+      await expect(served.result).resolves.toBe("quick");
+      await vi.advanceTimersByTimeAsync(10_000);
+
+      // The native call returns at last: its late result is dropped and the context is back.
+      hung.finish();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(scheduler.stats()).toMatchObject({ busy: 0, stuck: 0 });
+      expect(await scheduler.close()).toEqual(["a", "b"]); // both free again, so both released
+    });
+
+    it("refuses decodes at once while every context is stuck, and never releases a stuck context", async () => {
+      vi.useFakeTimers();
+      const scheduler = new DecodeScheduler(["only"], { decodeTimeoutMs: 1_000 });
+      const hung = controllable([], "hung");
+      const first = scheduler.schedule({}, "final", () => hung.decode);
+      const queued = scheduler.schedule({}, "partial", () => hung.decode);
+      const firstFails = expect(first.result).rejects.toThrow(/did not finish within 1 s/);
+      const queuedFails = expect(queued.result).rejects.toThrow(
+        "every whisper.cpp model copy (1) is held by a decode that overran its deadline",
+      );
+      await vi.advanceTimersByTimeAsync(1_000);
+      await firstFails;
+      await queuedFails;
+      await expect(scheduler.schedule({}, "final", () => hung.decode).result).rejects.toThrow(/overran/);
+      expect(await scheduler.close()).toEqual([]);
+    });
   });
 
   it("close() rejects queued decodes, waits for running ones, and returns the contexts", async () => {

@@ -53,6 +53,8 @@ export type { NativeLogLevel, NativeLogListener } from "./binding.js";
 
 const SAMPLE_RATE = 16_000;
 const DEFAULT_PARTIAL_INTERVAL_MS = 1000;
+/** A decode this long is treated as stuck (a tiny model decodes a 30 s window in well under this on a CPU). */
+const DEFAULT_DECODE_TIMEOUT_MS = 120_000;
 /** libuv's default thread-pool size (fs, dns, zlib and the addon's decodes share it). */
 const DEFAULT_UV_THREADPOOL_SIZE = 4;
 
@@ -72,6 +74,12 @@ export interface WhisperCppOptions {
   readonly maxConcurrent?: number;
   /** Audio (ms) that must arrive between two partial decodes of one stream. Default 1000. */
   readonly partialIntervalMs?: number;
+  /**
+   * A decode running longer than this fails its utterance with an error instead of holding the
+   * session, and its model copy is set aside until the native call returns. Default 120 000; raise
+   * it for large models on slow CPUs.
+   */
+  readonly decodeTimeoutMs?: number;
   /**
    * whisper's temperature fallback on final decodes: a decode whose output looks failed (repetitive or
    * improbable) is redone at rising temperatures, which can take several times as long. Default true;
@@ -300,6 +308,10 @@ export async function createWhisperCppEngine(options: WhisperCppOptions): Promis
         `(file system and DNS work would stall during decodes); lower it or set UV_THREADPOOL_SIZE above it`,
     );
   }
+  const decodeTimeoutMs = positiveInteger(
+    options.decodeTimeoutMs ?? DEFAULT_DECODE_TIMEOUT_MS,
+    "decodeTimeoutMs",
+  );
   const partialIntervalMs = options.partialIntervalMs ?? DEFAULT_PARTIAL_INTERVAL_MS;
   if (!Number.isFinite(partialIntervalMs) || partialIntervalMs < 0) {
     throw new Error(`whisper.cpp: partialIntervalMs must be a non-negative number, got ${partialIntervalMs}`);
@@ -352,7 +364,7 @@ export async function createWhisperCppEngine(options: WhisperCppOptions): Promis
     info,
     capabilities,
     model,
-    new DecodeScheduler(contexts),
+    new DecodeScheduler(contexts, { decodeTimeoutMs }),
     threads,
     Math.round((partialIntervalMs * SAMPLE_RATE) / 1000),
     options.temperatureFallback ?? true,

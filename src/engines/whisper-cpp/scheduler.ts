@@ -23,6 +23,17 @@ export interface DecodeStats {
   readonly peakBusy: number;
   /** Decodes started (handed to a context) since the engine was created. */
   readonly started: { readonly final: number; readonly partial: number };
+  /** Contexts set aside because their decode overran the deadline and has not finished since. */
+  readonly stuck: number;
+}
+
+export interface DecodeSchedulerOptions {
+  /**
+   * A decode running longer than this is given up: its caller gets an error at once, and its context
+   * is set aside until the native call returns (whisper.cpp cannot be interrupted, and a failure
+   * inside the addon can leave the call pending for ever). Default: no deadline.
+   */
+  readonly decodeTimeoutMs?: number;
 }
 
 export class DecodeCancelledError extends Error {
@@ -55,9 +66,13 @@ export class DecodeScheduler<C> {
   private readonly idleWaiters: (() => void)[] = [];
   private peakBusy = 0;
   private readonly started = { final: 0, partial: 0 };
+  private readonly stuck = new Set<C>();
   private closed = false;
 
-  constructor(private readonly contexts: readonly C[]) {
+  constructor(
+    private readonly contexts: readonly C[],
+    private readonly options: DecodeSchedulerOptions = {},
+  ) {
     if (contexts.length === 0) throw new Error("DecodeScheduler needs at least one context");
     this.idle = [...contexts];
   }
@@ -69,6 +84,7 @@ export class DecodeScheduler<C> {
       queued: this.queue.length,
       peakBusy: this.peakBusy,
       started: { ...this.started },
+      stuck: this.stuck.size,
     };
   }
 
@@ -76,6 +92,7 @@ export class DecodeScheduler<C> {
     if (this.closed) {
       return { result: Promise.reject(new Error("whisper.cpp engine is closed")), cancel: () => undefined };
     }
+    if (this.allStuck()) return { result: Promise.reject(this.allStuckError()), cancel: () => undefined };
     let job!: Job<C>;
     const result = new Promise<T>((resolve, reject) => {
       job = { owner, kind, start, resolve: resolve as (value: unknown) => void, reject, cancelled: false };
@@ -96,12 +113,15 @@ export class DecodeScheduler<C> {
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
-  /** Rejects queued decodes, lets running ones finish, and hands back every context. */
+  /**
+   * Rejects queued decodes, lets running ones finish, and hands back the contexts that are free
+   * (a stuck one may still be in use by native code and must not be released).
+   */
   async close(): Promise<C[]> {
     this.closed = true;
     for (const job of this.queue.splice(0)) job.reject(new Error("whisper.cpp engine is closed"));
     await this.whenIdle();
-    return [...this.contexts];
+    return this.contexts.filter((context) => !this.stuck.has(context));
   }
 
   private cancel(job: Job<C>): void {
@@ -136,8 +156,12 @@ export class DecodeScheduler<C> {
         running = { result: Promise.reject(error), cancel: () => undefined };
       }
       job.running = running;
+      const deadline = this.deadline(job, context);
       const settle = (): void => {
+        clearTimeout(deadline);
         this.running.delete(job);
+        // A context given up on comes back once its decode has really returned.
+        this.stuck.delete(context);
         this.idle.push(context);
         this.pump();
         this.checkIdle();
@@ -154,6 +178,33 @@ export class DecodeScheduler<C> {
         },
       );
     }
+  }
+
+  /** Gives up on the job's decode when it overruns; the context stays out of use until it returns. */
+  private deadline(job: Job<C>, context: C): NodeJS.Timeout | undefined {
+    const ms = this.options.decodeTimeoutMs;
+    if (ms === undefined) return undefined;
+    return setTimeout(() => {
+      this.running.delete(job);
+      this.stuck.add(context);
+      job.reject(
+        new Error(
+          `whisper.cpp decode did not finish within ${ms / 1000} s; its model copy is set aside until it does`,
+        ),
+      );
+      if (this.allStuck()) for (const queued of this.queue.splice(0)) queued.reject(this.allStuckError());
+      this.checkIdle();
+    }, ms);
+  }
+
+  private allStuck(): boolean {
+    return this.stuck.size === this.contexts.length;
+  }
+
+  private allStuckError(): Error {
+    return new Error(
+      `every whisper.cpp model copy (${this.contexts.length}) is held by a decode that overran its deadline`,
+    );
   }
 
   private isIdle(): boolean {
