@@ -7,9 +7,11 @@ import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createApertiumEngine,
+  discoverModes,
   type ApertiumEngine,
   type ApertiumPairStatus,
 } from "../../src/engines/apertium/index.js";
+import { ApertiumPipeline } from "../../src/engines/apertium/pipeline.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const MODES_DIR = "/usr/share/apertium/modes";
@@ -295,6 +297,33 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium pipeline failures", () => {
     expect(statusOf(engine, "en", "es").starts).toBe(3);
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(stuck.filter(alive)).toEqual([]);
+  });
+
+  it("gives freshly started programs the start-up bound, not the request timeout, for their first answer", async () => {
+    const [mode] = (await discoverModes(modesDir)).modes;
+    // A first answer held up 1 s, as dictionary loading on a busy machine can be.
+    const firstAnswer = async (startupTimeoutMs: number): Promise<string | Error> => {
+      const pipeline = new ApertiumPipeline({
+        name: mode!.name,
+        commands: mode!.commands,
+        requestTimeoutMs: 300,
+        startupTimeoutMs,
+        maxInFlight: 1,
+      });
+      try {
+        const translation = pipeline.translate("Good morning.").catch((error: Error) => error);
+        const slow = pipeline.status().processes.find((m) => m.program === "apertium-pretransfer")!.pid;
+        process.kill(slow, "SIGSTOP");
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+        // Gone already when the timeout restarted the pipeline.
+        if (alive(slow)) process.kill(slow, "SIGCONT");
+        return await translation;
+      } finally {
+        await pipeline.close();
+      }
+    };
+    expect(await firstAnswer(20_000)).toMatch(/Buenos días/);
+    expect(String(await firstAnswer(300))).toMatch(/no answer within 300 ms/);
   });
 
   it("ends every process on close and rejects later calls", async () => {

@@ -26,6 +26,8 @@ export interface ApertiumOptions {
   readonly pipelinesPerPair?: number;
   /** A request unanswered this long fails and its pipeline restarts; default 5000 ms. */
   readonly requestTimeoutMs?: number;
+  /** The bound for the first answer of a freshly started pipeline (loading dictionaries); default 30 000 ms. */
+  readonly startupTimeoutMs?: number;
   /** Requests in one pipe at a time (assembly-line parallelism across its programs); default 4. */
   readonly maxInFlight?: number;
   /** Receives non-fatal problems (a direction that failed to start and was left out). */
@@ -67,6 +69,7 @@ export async function createApertiumEngine(options: ApertiumOptions = {}): Promi
           name: mode.name,
           commands: mode.commands,
           requestTimeoutMs: options.requestTimeoutMs ?? 5000,
+          startupTimeoutMs: options.startupTimeoutMs ?? 30_000,
           maxInFlight: Math.max(1, Math.floor(options.maxInFlight ?? 4)),
         }),
     ),

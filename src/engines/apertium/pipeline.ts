@@ -20,6 +20,11 @@ export interface PipelineOptions {
   readonly commands: readonly (readonly string[])[];
   /** A request with no answer this long after reaching the head of the line fails; the pipeline restarts. */
   readonly requestTimeoutMs: number;
+  /**
+   * The same bound for the first request of freshly started programs, which first load their
+   * dictionaries: on a busy machine that alone can take seconds.
+   */
+  readonly startupTimeoutMs: number;
   /** Requests written to the pipe before their predecessors are answered. */
   readonly maxInFlight: number;
 }
@@ -309,6 +314,8 @@ export class ApertiumPipeline {
   private armTimer(): void {
     this.clearTimer();
     const proc = this.proc;
+    const ms =
+      proc?.firstAnswerMs === undefined ? this.options.startupTimeoutMs : this.options.requestTimeoutMs;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (!proc || proc !== this.proc) return;
@@ -319,14 +326,12 @@ export class ApertiumPipeline {
       this.proc = undefined;
       this.lastStartupMs = proc.firstAnswerMs;
       proc.stop("timed out");
-      head?.reject(
-        new Error(`apertium ${this.options.name}: no answer within ${this.options.requestTimeoutMs} ms`),
-      );
+      head?.reject(new Error(`apertium ${this.options.name}: no answer within ${ms} ms`));
       if (this.queue.length > 0 && !this.closed) {
         this.ensureStarted();
         this.pump();
       }
-    }, this.options.requestTimeoutMs);
+    }, ms);
   }
 
   private clearTimer(): void {
