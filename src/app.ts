@@ -2,8 +2,8 @@ import rateLimit from "@fastify/rate-limit";
 import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { dubbingRoutes } from "./api/dubbing/routes.js";
-import { ApiError, registerErrorHandling } from "./api/errors.js";
-import { perKeyRateLimit } from "./api/rate-limit.js";
+import { frameworkErrorOptions, registerErrorHandling } from "./api/errors.js";
+import { accountRateLimit } from "./api/rate-limit.js";
 import { realtimeRoutes } from "./api/realtime/routes.js";
 import { RealtimeSessions } from "./api/realtime/sessions.js";
 import { roomRoutes } from "./api/rooms/routes.js";
@@ -45,23 +45,20 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     logger: { level: config.logLevel },
     bodyLimit: 1 << 20,
     forceCloseConnections: true,
+    ...frameworkErrorOptions,
   });
   registerErrorHandling(http);
-  const sessions = new RealtimeSessions(config.maxSessions, new SessionTokens(config.sessionSecret));
+  const sessions = new RealtimeSessions(
+    config.maxSessions,
+    new SessionTokens(config.sessionSecret),
+    config.unclaimedSessions,
+  );
   const accounts = new Accounts(db.accounts);
   const engines = registry.engineSummary();
   const publicBaseUrl = (request: FastifyRequest) =>
     config.publicBaseUrl ?? `${request.protocol}://${request.host}`;
 
-  await http.register(rateLimit, {
-    global: false,
-    errorResponseBuilder: (_request, context) =>
-      new ApiError(
-        429,
-        "rate_limited",
-        `more than ${context.max} requests a minute; retry in ${context.after}`,
-      ),
-  });
+  await http.register(rateLimit, { global: false });
   await http.register(websocket, {
     // UTF-8 is validated per message by the session (an error frame, not a dropped connection).
     options: { maxPayload: MAX_MESSAGE_BYTES, skipUTF8Validation: true },
@@ -75,17 +72,18 @@ export async function buildApp(config: Config, services: Services): Promise<App>
       socket.close(4500, "internal error");
     },
   });
-  const limitPerKey = perKeyRateLimit(http, config.rateLimitPerMinute);
+  const limitPerAccount = accountRateLimit(http, config.rateLimitPerMinute);
   const rooms = new Rooms(await createRoomBackend(config.rooms), {
     registry,
     sessions,
     log: http.log,
     maxLifetimeMs: config.rooms.maxLifetimeMs,
     emptyTimeoutMs: config.rooms.emptyTimeoutMs,
+    emptyPerAccount: config.rooms.emptyPerAccount,
     departureTimeoutMs: config.rooms.departureTimeoutMs,
   });
   if (rooms.backend instanceof EmbeddedRoomServer) await http.register(rooms.backend.routes);
-  await http.register(roomRoutes, { rooms, accounts, registry, publicBaseUrl, rateLimit: limitPerKey });
+  await http.register(roomRoutes, { rooms, accounts, registry, publicBaseUrl, rateLimit: limitPerAccount });
   await http.register(realtimeRoutes, {
     registry,
     sessions,
@@ -102,7 +100,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     publicBaseUrl,
     maxFileBytes: config.dubbing.maxFileBytes,
     maxDurationSec: config.dubbing.maxDurationSec,
-    rateLimit: limitPerKey,
+    rateLimit: limitPerAccount,
   });
   if (store.kind === "local")
     await http.register(localStorageRoutes, { store, maxBytes: config.dubbing.maxFileBytes });

@@ -49,6 +49,8 @@ const envSchema = z.object({
   API_KEYS: list.pipe(z.array(apiKeySpec)).default([]),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   MAX_SESSIONS: z.coerce.number().int().min(1).default(32),
+  UNCLAIMED_SESSIONS_PER_ACCOUNT: z.coerce.number().int().min(1).default(16),
+  UNCLAIMED_SESSIONS_MAX: z.coerce.number().int().min(1).default(1024),
   SESSION_SECRET: z.string().min(16).optional(),
   WORKER_ID: z.string().optional(),
 
@@ -85,7 +87,8 @@ const envSchema = z.object({
     .int()
     .min(1)
     .default(3 * 3600),
-  ROOM_EMPTY_TIMEOUT_SEC: z.coerce.number().int().min(1).default(300),
+  ROOM_EMPTY_TIMEOUT_SEC: z.coerce.number().int().min(1).default(60),
+  ROOMS_EMPTY_PER_ACCOUNT: z.coerce.number().int().min(1).default(4),
   ROOM_DEPARTURE_TIMEOUT_SEC: z.coerce.number().int().min(0).default(20),
   ROOM_MAX_PARTICIPANTS: z.coerce.number().int().min(1).max(100).default(8),
 
@@ -132,6 +135,8 @@ export interface Config {
   readonly apiKeys: readonly { key: string; balanceUsd: number; entitlements: readonly string[] }[];
   readonly logLevel: string;
   readonly maxSessions: number;
+  /** Bounds on sessions created by `GET /v1/session` and not yet connected. */
+  readonly unclaimedSessions: { readonly perAccount: number; readonly total: number };
   /** Signs `ws_url` tokens; random per process when not set (then URLs are only valid on this process). */
   readonly sessionSecret: string;
   readonly workerId: string;
@@ -171,6 +176,8 @@ export interface Config {
     readonly maxLifetimeMs: number;
     /** A room nobody has joined is closed after this long. */
     readonly emptyTimeoutMs: number;
+    /** Rooms nobody is in that one account may hold at once. */
+    readonly emptyPerAccount: number;
     /** A room is closed this long after its last participant left. */
     readonly departureTimeoutMs: number;
     readonly maxParticipants: number;
@@ -236,6 +243,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     apiKeys: e.API_KEYS,
     logLevel: e.LOG_LEVEL,
     maxSessions: e.MAX_SESSIONS,
+    unclaimedSessions: { perAccount: e.UNCLAIMED_SESSIONS_PER_ACCOUNT, total: e.UNCLAIMED_SESSIONS_MAX },
     sessionSecret: e.SESSION_SECRET ?? randomBytes(32).toString("hex"),
     workerId: e.WORKER_ID ?? `worker-${process.pid}`,
     databaseUrl: e.DATABASE_URL ?? `sqlite:${path.join(dataDir, "relay.db")}`,
@@ -271,6 +279,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tokenTtlSec: e.ROOM_TOKEN_TTL_SEC,
       maxLifetimeMs: e.ROOM_MAX_LIFETIME_SEC * 1000,
       emptyTimeoutMs: e.ROOM_EMPTY_TIMEOUT_SEC * 1000,
+      emptyPerAccount: e.ROOMS_EMPTY_PER_ACCOUNT,
       departureTimeoutMs: e.ROOM_DEPARTURE_TIMEOUT_SEC * 1000,
       maxParticipants: e.ROOM_MAX_PARTICIPANTS,
     },

@@ -1,4 +1,6 @@
-import type { FastifyInstance } from "fastify";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from "fastify";
 
 /**
  * Every HTTP error leaves the service as `{"error": {"code", "message"}}` with a stable,
@@ -26,10 +28,62 @@ const CODES_BY_STATUS: Record<number, string> = {
   403: "forbidden",
   404: "not_found",
   405: "method_not_allowed",
+  406: "not_acceptable",
+  408: "request_timeout",
   413: "payload_too_large",
+  414: "uri_too_long",
   415: "unsupported_media_type",
+  426: "upgrade_required",
   429: "rate_limited",
+  431: "headers_too_large",
   503: "unavailable",
+};
+
+/**
+ * Messages for errors raised by Fastify or Node's HTTP parser. They are fixed texts: the framework's
+ * own messages quote the request (its URL, content type or header bytes), and an error body must
+ * never echo what the client sent.
+ */
+const FRAMEWORK_MESSAGES: Record<number, string> = {
+  400: "the request is malformed (check the JSON body, the URL encoding and the headers)",
+  404: "no such route; see the README for the endpoints",
+  406: "the requested response type is not available; this API answers application/json",
+  408: "the request was not received in time",
+  413: "the request body is too large",
+  414: "the URL is too long",
+  415: "unsupported content type; send application/json",
+  431: "the request headers (including the URL) are too large",
+};
+
+function frameworkError(status: number): { status: number; body: ReturnType<typeof errorBody> } {
+  const code = status >= 400 && status < 500 ? status : 400;
+  const message =
+    FRAMEWORK_MESSAGES[code] ?? `the request was refused (${STATUS_CODES[code] ?? "client error"})`;
+  return { status: code, body: errorBody(CODES_BY_STATUS[code] ?? "invalid_request", message) };
+}
+
+/** Fastify options that route its framework-level errors (bad URL, over-long parameter) to our body. */
+export const frameworkErrorOptions: Pick<FastifyServerOptions, "frameworkErrors" | "clientErrorHandler"> = {
+  frameworkErrors(error: FastifyError, _request, reply: FastifyReply) {
+    const { status, body } = frameworkError(error.code === "FST_ERR_MAX_PARAM_LENGTH" ? 414 : 400);
+    void reply.code(status).send(body);
+  },
+  // Errors of Node's HTTP parser (malformed request line or headers, headers over the size limit,
+  // timeouts) never reach a route: answer them on the raw socket, still with our body.
+  clientErrorHandler(error: Error & { code?: string }, socket: Socket) {
+    if (error.code === "ECONNRESET" || socket.destroyed) return;
+    const status =
+      error.code === "HPE_HEADER_OVERFLOW" ? 431 : error.code === "ERR_HTTP_REQUEST_TIMEOUT" ? 408 : 400;
+    const { body } = frameworkError(status);
+    const json = JSON.stringify(body);
+    if (socket.writable) {
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\n` +
+          `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\n\r\n${json}`,
+      );
+    }
+    socket.destroy();
+  },
 };
 
 export function registerErrorHandling(app: FastifyInstance): void {
@@ -43,13 +97,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
       return reply.code(500).send(errorBody("internal_error", "internal error; the failure was logged"));
     }
     // Fastify's own client errors (bad JSON, wrong content type, body too large).
-    return reply
-      .code(status)
-      .send(errorBody(CODES_BY_STATUS[status] ?? "invalid_request", (error as Error).message));
+    request.log.debug({ err: error }, "request refused by the framework");
+    const refused = frameworkError(status);
+    return reply.code(refused.status).send(refused.body);
   });
-  app.setNotFoundHandler((request, reply) =>
-    reply
-      .code(404)
-      .send(errorBody("not_found", `no route for ${request.method} ${request.url.split("?")[0]}`)),
-  );
+  app.setNotFoundHandler((_request, reply) => reply.code(404).send(frameworkError(404).body));
 }

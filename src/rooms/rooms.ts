@@ -15,6 +15,11 @@ export interface RoomsOptions {
   readonly maxLifetimeMs: number;
   /** A room nobody has joined is closed after this long. */
   readonly emptyTimeoutMs: number;
+  /**
+   * Rooms nobody is in that one account may hold at once: each holds a session slot, so without
+   * this bound one account could fill the capacity with rooms it never joins.
+   */
+  readonly emptyPerAccount: number;
   /** A room is closed this long after its last participant left, unless someone (re)joins. */
   readonly departureTimeoutMs: number;
 }
@@ -41,6 +46,16 @@ interface OpenRoom {
 
 export class RoomCapacityError extends Error {}
 
+/** The account already holds its share of rooms nobody is in. */
+export class EmptyRoomsLimitError extends Error {
+  constructor(
+    message: string,
+    readonly retryAfterSec: number,
+  ) {
+    super(message);
+  }
+}
+
 /**
  * The rooms this process hosts a translator for: creation (room, then translator), the grants for
  * further participants, and cleanup — when the room empties, when nobody joins, and at the
@@ -48,6 +63,8 @@ export class RoomCapacityError extends Error {}
  */
 export class Rooms {
   private readonly open = new Map<string, OpenRoom>();
+  /** Rooms being created, per account: they count as empty rooms before they are open. */
+  private readonly creating = new Map<string, number>();
 
   constructor(
     readonly backend: RoomBackend,
@@ -60,10 +77,25 @@ export class Rooms {
 
   async create(request: RoomRequest, publicBaseUrl: string): Promise<CreatedRoom> {
     const { sessions, registry, log } = this.options;
+    const { accountId } = request;
+    const empty =
+      (this.creating.get(accountId) ?? 0) +
+      [...this.open.values()].filter(
+        (room) => room.accountId === accountId && room.translator.participantCount === 0,
+      ).length;
+    if (empty >= this.options.emptyPerAccount) {
+      throw new EmptyRoomsLimitError(
+        `this account already has ${empty} rooms nobody has joined (the limit is ` +
+          `${this.options.emptyPerAccount}); join one, or wait until an empty room closes ` +
+          `(${this.options.emptyTimeoutMs / 1000} s after creation)`,
+        Math.ceil(this.options.emptyTimeoutMs / 1000),
+      );
+    }
     const roomName = `api-${randomBytes(10).toString("hex")}`;
     const live: LiveSession = { close: () => void this.end(roomName, "server shutting down") };
     if (!sessions.open(live)) throw new RoomCapacityError("no room capacity right now");
     const identity = clientIdentity();
+    this.creating.set(accountId, (this.creating.get(accountId) ?? 0) + 1);
     try {
       await this.backend.createRoom(roomName);
       const access = await this.backend.clientAccess(roomName, identity, publicBaseUrl);
@@ -93,6 +125,10 @@ export class Rooms {
       sessions.ended(live);
       await this.backend.deleteRoom(roomName).catch(() => undefined);
       throw error;
+    } finally {
+      const stillCreating = this.creating.get(accountId)! - 1;
+      if (stillCreating === 0) this.creating.delete(accountId);
+      else this.creating.set(accountId, stillCreating);
     }
   }
 

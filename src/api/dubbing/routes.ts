@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
 import type { Database, JobRecord } from "../../db/types.js";
@@ -7,6 +7,7 @@ import { UPLOAD_SOURCE_SCHEME } from "../../dubbing/source.js";
 import { toSrt, toWebVtt } from "../../dubbing/subtitles.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { ObjectStore } from "../../storage/types.js";
+import type { AccountRateLimit } from "../rate-limit.js";
 import { ApiError } from "../errors.js";
 
 /** The dubbing half of the REST interface: upload URLs, jobs, results (and subtitles, beyond the spec). */
@@ -36,7 +37,7 @@ export interface DubbingRouteOptions {
   readonly maxFileBytes: number;
   readonly maxDurationSec: number;
   /** The per-key limit shared with room sessions. */
-  readonly rateLimit: preHandlerAsyncHookHandler;
+  readonly rateLimit: AccountRateLimit;
 }
 
 /** Path of the `source_url` handed out for an upload (`<public base>/api/dubbing/uploads/<id>`). */
@@ -55,7 +56,7 @@ function parseBody<T>(schema: z.ZodType<T>, body: unknown, codeFor: (path: strin
 
 export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteOptions): Promise<void> {
   const { db, store, accounts, registry } = options;
-  app.post("/api/dubbing/upload-url", { preHandler: options.rateLimit }, async (request) => {
+  app.post("/api/dubbing/upload-url", async (request) => {
     const account = await accounts.authenticate(request.headers.authorization, "dubbing");
     const body = parseBody(
       z.object({
@@ -65,6 +66,7 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
       request.body,
       () => "invalid_request",
     );
+    await options.rateLimit(request, account);
     const id = randomUUID();
     const objectKey = `uploads/${id}`;
     const upload = await store.presignUpload(objectKey, {
@@ -91,7 +93,7 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
     };
   });
 
-  app.post("/api/dubbing/jobs", { preHandler: options.rateLimit }, async (request, reply) => {
+  app.post("/api/dubbing/jobs", async (request, reply) => {
     const account = await accounts.authenticate(request.headers.authorization, "dubbing");
     const body = parseBody(
       z.object({
@@ -116,6 +118,7 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
       `${options.publicBaseUrl(request)}${UPLOAD_SOURCE_PATH}`,
       account.id,
     );
+    await options.rateLimit(request, account);
     await accounts.requireBalance(account);
     const idempotencyKey = request.headers["idempotency-key"];
     if (idempotencyKey !== undefined && (typeof idempotencyKey !== "string" || idempotencyKey.length > 200)) {

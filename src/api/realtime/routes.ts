@@ -4,7 +4,13 @@ import type { EngineRegistry } from "../../engines/registry.js";
 import { listVoices } from "../../voices/library.js";
 import { ApiError, errorBody } from "../errors.js";
 import { serveSessionSocket } from "./socket.js";
-import type { RealtimeSessions } from "./sessions.js";
+import {
+  isSessionParameter,
+  MAX_CONTEXT_LENGTH,
+  MAX_PARAMETER_CHARS,
+  modelNameOrDefault,
+} from "./session-params.js";
+import type { CreateRefusal, RealtimeSessions } from "./sessions.js";
 
 export interface RealtimeRouteOptions {
   readonly registry: EngineRegistry;
@@ -22,27 +28,20 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
   const { registry, sessions, accounts } = options;
 
   app.get("/v1/session", async (request) => {
+    const account = await accounts.authenticate(request.headers.authorization, "realtime");
     // Real-time use is not metered yet; a positive balance is still required to start sessions.
-    await accounts.requireBalance(await accounts.authenticate(request.headers.authorization, "realtime"));
-    if (!sessions.hasRoom()) {
-      throw new ApiError(
-        503,
-        "capacity_exhausted",
-        "no session capacity right now; retry after a short backoff",
-        {
-          "retry-after": "1",
-        },
-      );
-    }
-    const metadata = queryMetadata(request.query);
-    const { sessionId, token } = await sessions.create(metadata);
+    await accounts.requireBalance(account);
+    const metadata = sessionMetadata(request.query);
+    const created = await sessions.create(account.id, metadata);
+    if (!created.ok) throw refusal(created);
     const base = options.publicBaseUrl ?? `${request.protocol}://${request.host}`;
     const wsBase = base.replace(/^http/u, "ws");
     return {
-      session_id: sessionId,
-      ws_url: `${wsBase}${SESSION_SOCKET_PATH}?token=${encodeURIComponent(token)}`,
+      session_id: created.sessionId,
+      ws_url: `${wsBase}${SESSION_SOCKET_PATH}?token=${encodeURIComponent(created.token)}`,
       expires_in: 60,
-      model_version_id: options.modelVersionId(metadata.modelName ?? "relay-1"),
+      // An invalid modelName is refused when the socket opens; it is never echoed back here.
+      model_version_id: options.modelVersionId(modelNameOrDefault(metadata.modelName)),
     };
   });
 
@@ -53,17 +52,23 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
       // The URL is the only credential: refuse the upgrade itself (HTTP 401) unless it claims a live session.
       preValidation: async (request, reply) => {
         const token = (request.query as Record<string, unknown>).token;
-        const pending = typeof token === "string" ? await sessions.claim(token) : undefined;
-        if (!pending) {
-          return reply
-            .code(401)
-            .send(
-              errorBody(
-                "unauthorized",
-                "the session URL is invalid, expired or already used; create a new session",
-              ),
-            );
+        if (!request.ws) {
+          // A plain GET (a link previewer, a proxy's probe) must not use up the single-use session.
+          const claimable = typeof token === "string" && (await sessions.isClaimable(token));
+          return claimable
+            ? reply
+                .code(426)
+                .header("upgrade", "websocket")
+                .send(
+                  errorBody(
+                    "upgrade_required",
+                    "this URL is a WebSocket endpoint: connect with a WebSocket client (the session is still unused)",
+                  ),
+                )
+            : reply.code(401).send(errorBody("unauthorized", INVALID_SESSION_URL));
         }
+        const pending = typeof token === "string" ? await sessions.claim(token) : undefined;
+        if (!pending) return reply.code(401).send(errorBody("unauthorized", INVALID_SESSION_URL));
         request.pendingSession = pending;
       },
     },
@@ -96,12 +101,49 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
   app.get("/v1/languages", async () => registry.report());
 }
 
-/** Every query parameter becomes session metadata; a repeated parameter keeps its last value. */
-function queryMetadata(query: unknown): Record<string, string> {
+const INVALID_SESSION_URL = "the session URL is invalid, expired or already used; create a new session";
+
+function refusal({ reason, retryAfterSec, limit }: CreateRefusal): ApiError {
+  const headers = { "retry-after": String(retryAfterSec) };
+  if (reason === "account_limit") {
+    return new ApiError(
+      429,
+      "rate_limited",
+      `this account already has ${limit} sessions that were created and not connected (the limit); ` +
+        `connect to one or let it expire (retry in ${retryAfterSec} s)`,
+      headers,
+    );
+  }
+  return new ApiError(
+    503,
+    "capacity_exhausted",
+    reason === "capacity"
+      ? "no session capacity right now; retry after a short backoff"
+      : `${limit} sessions are waiting to be connected (the limit); retry in ${retryAfterSec} s`,
+    headers,
+  );
+}
+
+/**
+ * All query parameters are the session's metadata, but only the ones a session reads are kept
+ * while it waits to be claimed (a repeated parameter keeps its last value), and none may be longer
+ * than any parameter can validly be: an unclaimed session costs a bounded amount of memory.
+ */
+function sessionMetadata(query: unknown): Record<string, string> {
   const metadata: Record<string, string> = {};
   for (const [key, value] of Object.entries((query ?? {}) as Record<string, unknown>)) {
+    if (!isSessionParameter(key)) continue;
     const last = Array.isArray(value) ? value.at(-1) : value;
-    if (typeof last === "string") metadata[key] = last;
+    if (typeof last !== "string") continue;
+    if (last.length > MAX_PARAMETER_CHARS) {
+      throw new ApiError(
+        400,
+        "invalid_request",
+        `query parameter ${key} is ${last.length} characters long; no session parameter takes more than ` +
+          `${MAX_CONTEXT_LENGTH}`,
+      );
+    }
+    metadata[key] = last;
   }
   return metadata;
 }

@@ -13,6 +13,38 @@ export const MODEL_NAMES = ["relay-1", "relay-2"] as const;
 export type ModelName = (typeof MODEL_NAMES)[number];
 export const MAX_CONTEXT_LENGTH = 2000;
 const MAX_LABEL_LENGTH = 200;
+/**
+ * Longest query value kept for a session waiting to be claimed. Twice the longest valid value, so
+ * an over-long `context` still gets its precise session-start error; anything longer is refused at
+ * `GET /v1/session`.
+ */
+export const MAX_PARAMETER_CHARS = 2 * MAX_CONTEXT_LENGTH;
+
+/** The query parameters a session reads (the spec's list); others are not kept. */
+const SESSION_PARAMETERS = new Set([
+  "sourceLanguage",
+  "languageHints",
+  "targetLanguage",
+  "audioOutputEnabled",
+  "voiceId",
+  "voiceType",
+  "modelName",
+  "finalizeMode",
+  "twoWay",
+  "context",
+  "sourceLanguageLabel",
+  "targetLanguageLabel",
+  "mode",
+]);
+
+export function isSessionParameter(key: string): boolean {
+  return SESSION_PARAMETERS.has(key);
+}
+
+/** The model a session would run: `modelName` when it names one, else the default. */
+export function modelNameOrDefault(value: string | undefined): ModelName {
+  return (MODEL_NAMES as readonly (string | undefined)[]).includes(value) ? (value as ModelName) : "relay-1";
+}
 
 export interface SessionPlan {
   readonly mode: "s2tt" | "tts";

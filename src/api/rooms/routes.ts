@@ -1,11 +1,12 @@
-import type { FastifyInstance, FastifyRequest, preHandlerAsyncHookHandler } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode } from "../../engines/types.js";
-import { RoomCapacityError, type Rooms } from "../../rooms/rooms.js";
+import { EmptyRoomsLimitError, RoomCapacityError, type Rooms } from "../../rooms/rooms.js";
 import { defaultVoice } from "../../voices/library.js";
 import { ApiError } from "../errors.js";
+import type { AccountRateLimit } from "../rate-limit.js";
 
 /** `POST /api/beta1/session`: a translation room with a translator in it. */
 
@@ -14,8 +15,8 @@ export interface RoomRouteOptions {
   readonly accounts: Accounts;
   readonly registry: EngineRegistry;
   readonly publicBaseUrl: (request: FastifyRequest) => string;
-  /** The per-key limit shared with the dubbing endpoints. */
-  readonly rateLimit: preHandlerAsyncHookHandler;
+  /** The per-account limit shared with the dubbing endpoints. */
+  readonly rateLimit: AccountRateLimit;
 }
 
 /** `xx-XX` as the spec shows it; a bare `xx` (and script subtags) are accepted too. */
@@ -32,12 +33,13 @@ const sessionRequest = z.object({
 export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions): Promise<void> {
   const { rooms, accounts, registry } = options;
 
-  app.post("/api/beta1/session", { preHandler: options.rateLimit }, async (request) => {
+  app.post("/api/beta1/session", async (request) => {
     const account = await accounts.authenticate(request.headers.authorization, "rooms");
     const body = parseSessionRequest(request.body);
     const sourceLanguage = languageOf("source_language", body.source_language);
     const targetLanguage = languageOf("target_language", body.target_language);
     checkServable(registry, body, sourceLanguage, targetLanguage);
+    await options.rateLimit(request, account);
     try {
       const room = await rooms.create(
         {
@@ -50,6 +52,11 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
       );
       return { url: room.url, token: room.token, room_name: room.roomName };
     } catch (error) {
+      if (error instanceof EmptyRoomsLimitError) {
+        throw new ApiError(429, "rate_limited", error.message, {
+          "retry-after": String(error.retryAfterSec),
+        });
+      }
       if (error instanceof RoomCapacityError) {
         throw new ApiError(
           503,
@@ -65,18 +72,14 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
   });
 
   // Beyond the spec: a token for one more participant of a room the caller created.
-  app.post(
-    "/api/beta1/session/:roomName/participants",
-    { preHandler: options.rateLimit },
-    async (request) => {
-      const account = await accounts.authenticate(request.headers.authorization, "rooms");
-      const { roomName } = request.params as { roomName: string };
-      const admitted = await rooms.admit(roomName, account.id, options.publicBaseUrl(request));
-      if (!admitted)
-        throw new ApiError(404, "not_found", `no open room ${roomName} created with this API key`);
-      return { url: admitted.url, token: admitted.token, room_name: roomName, identity: admitted.identity };
-    },
-  );
+  app.post("/api/beta1/session/:roomName/participants", async (request) => {
+    const account = await accounts.authenticate(request.headers.authorization, "rooms");
+    await options.rateLimit(request, account);
+    const { roomName } = request.params as { roomName: string };
+    const admitted = await rooms.admit(roomName, account.id, options.publicBaseUrl(request));
+    if (!admitted) throw new ApiError(404, "not_found", `no open room ${roomName} created with this API key`);
+    return { url: admitted.url, token: admitted.token, room_name: roomName, identity: admitted.identity };
+  });
 }
 
 function parseSessionRequest(body: unknown): z.infer<typeof sessionRequest> {

@@ -1,0 +1,332 @@
+import { connect } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+import { API_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
+
+/** Limits that hold for every client: one careless or hostile client cannot hurt the others. */
+
+const OTHER_KEY = "other-key";
+let server: TestServer;
+
+beforeAll(async () => {
+  server = await startServer({
+    API_KEYS: `${API_KEY},${OTHER_KEY},${DUBBING_ONLY_KEY}:10:dubbing`,
+    MAX_SESSIONS: "6",
+    RATE_LIMIT_PER_MINUTE: "4",
+    UNCLAIMED_SESSIONS_PER_ACCOUNT: "3",
+  });
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+interface Answer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly text: string;
+  readonly body: { error?: { code: string; message: string } } & Record<string, unknown>;
+}
+
+async function request(
+  method: string,
+  path: string,
+  options: { authorization?: string; body?: string; headers?: Record<string, string> } = {},
+  target: TestServer = server,
+): Promise<Answer> {
+  const response = await fetch(new URL(path, target.baseUrl), {
+    method,
+    headers: {
+      ...(options.authorization ? { authorization: options.authorization } : {}),
+      ...(options.body !== undefined ? { "content-type": "application/json" } : {}),
+      ...options.headers,
+    },
+    body: options.body,
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    text,
+    body: JSON.parse(text) as Answer["body"],
+  };
+}
+
+function expectErrorBody(answer: Answer, code: string): void {
+  expect(answer.body).toEqual({ error: { code, message: expect.any(String) } });
+}
+
+/** Sends raw bytes and returns the raw HTTP answer (for requests no HTTP client would send). */
+function rawRequest(bytes: string): Promise<string> {
+  const { port } = new URL(server.baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), "127.0.0.1", () => socket.end(bytes));
+    const chunks: Buffer[] = [];
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("close", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    socket.on("error", reject);
+  });
+}
+
+function parseRaw(raw: string): { status: number; body: unknown } {
+  const [head, body] = raw.split("\r\n\r\n");
+  return { status: Number(/^HTTP\/1\.1 (\d{3})/u.exec(head ?? "")?.[1]), body: JSON.parse(body ?? "") };
+}
+
+describe("rate limits", () => {
+  it("count per account whatever the spelling of the Authorization header", async () => {
+    const room = JSON.stringify({ source_language: "en-US", target_language: "es-ES" });
+    const upload = JSON.stringify({ filename: "a.mp4", content_type: "video/mp4" });
+    const spellings = [`Bearer ${API_KEY}`, `bearer ${API_KEY}`, `BEARER ${API_KEY}`, `Bearer  ${API_KEY}`];
+    const statuses: number[] = [];
+    for (const authorization of [...spellings, `bEaReR ${API_KEY} `]) {
+      statuses.push(
+        (await request("POST", "/api/dubbing/upload-url", { authorization, body: upload })).status,
+      );
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 429]);
+    const refused = await request("POST", "/api/beta1/session", { authorization: spellings[1], body: room });
+    expect(refused.status).toBe(429);
+    expectErrorBody(refused, "rate_limited");
+    expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    // Another account keeps its own budget.
+    const other = await request("POST", "/api/dubbing/upload-url", {
+      authorization: `Bearer ${OTHER_KEY}`,
+      body: upload,
+    });
+    expect(other.status).toBe(200);
+  });
+
+  it("do not charge requests refused with 400 to the budget", async () => {
+    const authorization = `Bearer ${DUBBING_ONLY_KEY}`;
+    for (let i = 0; i < 8; i++) {
+      const invalid = await request("POST", "/api/dubbing/upload-url", {
+        authorization,
+        body: JSON.stringify({ filename: "a.mp4", content_type: "text/plain" }),
+      });
+      expect(invalid.status).toBe(400);
+    }
+    const valid = JSON.stringify({ filename: "a.mp4", content_type: "video/mp4" });
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      statuses.push(
+        (await request("POST", "/api/dubbing/upload-url", { authorization, body: valid })).status,
+      );
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 429]);
+  });
+});
+
+describe("unclaimed sessions", () => {
+  it("are bounded per account (429 with Retry-After) without affecting other accounts", async () => {
+    const limited = await startServer({
+      API_KEYS: `${API_KEY},${OTHER_KEY}`,
+      UNCLAIMED_SESSIONS_PER_ACCOUNT: "3",
+    });
+    try {
+      const auth = { authorization: `Bearer ${API_KEY}` };
+      const statuses: number[] = [];
+      let last: Answer | undefined;
+      for (let i = 0; i < 5; i++) {
+        last = await request("GET", "/v1/session", auth, limited);
+        statuses.push(last.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 429, 429]);
+      expectErrorBody(last!, "rate_limited");
+      const retryAfter = Number(last!.headers.get("retry-after"));
+      expect(retryAfter).toBeGreaterThan(0);
+      expect(retryAfter).toBeLessThanOrEqual(60);
+      expect(
+        (await request("GET", "/v1/session", { authorization: `Bearer ${OTHER_KEY}` }, limited)).status,
+      ).toBe(200);
+      expect(limited.app.sessions.pendingCount).toBe(4);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("are bounded in total: 503 capacity_exhausted with Retry-After", async () => {
+    const limited = await startServer({ API_KEYS: `${API_KEY},${OTHER_KEY}`, UNCLAIMED_SESSIONS_MAX: "2" });
+    try {
+      expect(
+        (await request("GET", "/v1/session", { authorization: `Bearer ${API_KEY}` }, limited)).status,
+      ).toBe(200);
+      expect(
+        (await request("GET", "/v1/session", { authorization: `Bearer ${API_KEY}` }, limited)).status,
+      ).toBe(200);
+      const refused = await request("GET", "/v1/session", { authorization: `Bearer ${OTHER_KEY}` }, limited);
+      expect(refused.status).toBe(503);
+      expectErrorBody(refused, "capacity_exhausted");
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("keep only the session parameters, each of bounded length", async () => {
+    const auth = { authorization: `Bearer ${OTHER_KEY}` };
+    const tooLong = await request("GET", `/v1/session?context=${"x".repeat(4001)}`, auth);
+    expect(tooLong.status).toBe(400);
+    expectErrorBody(tooLong, "invalid_request");
+    expect(tooLong.text).not.toContain("xxxx");
+    // A context just over its limit still reaches the socket, where the spec puts its error.
+    const overContext = await request(
+      "GET",
+      `/v1/session?context=${"y".repeat(2001)}&junk=${"z".repeat(3000)}`,
+      auth,
+    );
+    expect(overContext.status).toBe(200);
+    const socket = new WebSocket(overContext.body.ws_url as string);
+    const frames: Record<string, unknown>[] = [];
+    socket.on("message", (data, isBinary) => {
+      if (!isBinary) frames.push(JSON.parse(String(data)) as Record<string, unknown>);
+    });
+    const closeCode = await new Promise<number>((resolve) => socket.on("close", resolve));
+    expect(closeCode).toBe(1000);
+    expect(frames.map((frame) => frame.type)).toEqual(["ready", "error"]);
+    expect(frames[1]!.error).toMatch(/context is 2001 characters long/);
+  });
+});
+
+describe("model_version_id", () => {
+  it("never echoes an invalid modelName", async () => {
+    const answer = await request("GET", "/v1/session?modelName=%3Cscript%3Ehello", {
+      authorization: `Bearer ${OTHER_KEY}`,
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.model_version_id).toMatch(/^relay-1\//);
+    expect(answer.text).not.toContain("script");
+  });
+});
+
+describe("a plain HTTP GET of a ws_url", () => {
+  it("gets a JSON error and leaves the session unused", async () => {
+    const created = await request("GET", "/v1/session", { authorization: `Bearer ${OTHER_KEY}` });
+    const wsUrl = created.body.ws_url as string;
+    const preview = await request("GET", wsUrl.replace(/^ws/u, "http"));
+    expect(preview.status).toBe(426);
+    expectErrorBody(preview, "upgrade_required");
+    const again = await request("GET", wsUrl.replace(/^ws/u, "http"));
+    expect(again.status).toBe(426);
+
+    const socket = new WebSocket(wsUrl);
+    const ready = await new Promise<Record<string, unknown>>((resolve, reject) => {
+      socket.once("message", (data) => resolve(JSON.parse(String(data)) as Record<string, unknown>));
+      socket.once("error", reject);
+    });
+    expect(ready.type).toBe("ready");
+    socket.close(1000);
+    // Once claimed, the URL is spent for a plain GET too.
+    const spent = await request("GET", wsUrl.replace(/^ws/u, "http"));
+    expect(spent.status).toBe(401);
+    expectErrorBody(spent, "unauthorized");
+  });
+});
+
+describe("every HTTP error has the error body and does not echo the request", () => {
+  const marker = "ECHO-MARKER-7f3a";
+
+  it("404 for an unknown route", async () => {
+    const answer = await request("GET", `/no/such/${marker}`);
+    expect(answer.status).toBe(404);
+    expectErrorBody(answer, "not_found");
+    expect(answer.text).not.toContain(marker);
+  });
+
+  it("413 for a body over the limit", async () => {
+    const answer = await request("POST", "/api/beta1/session", {
+      authorization: `Bearer ${API_KEY}`,
+      body: JSON.stringify({ pad: marker.repeat(200_000) }),
+    });
+    expect(answer.status).toBe(413);
+    expectErrorBody(answer, "payload_too_large");
+    expect(answer.text).not.toContain(marker);
+  });
+
+  it("414 for a path parameter over the limit", async () => {
+    const answer = await request("GET", `/api/dubbing/jobs/${marker.repeat(20)}`, {
+      authorization: `Bearer ${API_KEY}`,
+    });
+    expect(answer.status).toBe(414);
+    expectErrorBody(answer, "uri_too_long");
+    expect(answer.text).not.toContain(marker);
+  });
+
+  it("415 and malformed JSON bodies", async () => {
+    const wrongType = await request("POST", "/api/beta1/session", {
+      authorization: `Bearer ${API_KEY}`,
+      headers: { "content-type": `application/${marker}` },
+      body: "{}",
+    });
+    expect(wrongType.status).toBe(415);
+    expectErrorBody(wrongType, "unsupported_media_type");
+    expect(wrongType.text).not.toContain(marker);
+    const badJson = await request("POST", "/api/beta1/session", {
+      authorization: `Bearer ${API_KEY}`,
+      body: `{"${marker}": nope}`,
+    });
+    expect(badJson.status).toBe(400);
+    expectErrorBody(badJson, "invalid_request");
+    expect(badJson.text).not.toContain(marker);
+    expect(badJson.text).not.toContain("nope");
+  });
+
+  it("431 for headers over the limit", async () => {
+    const raw = await rawRequest(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: ${marker.repeat(2000)}\r\n\r\n`);
+    const answer = parseRaw(raw);
+    expect(answer.status).toBe(431);
+    expect(answer.body).toEqual({ error: { code: "headers_too_large", message: expect.any(String) } });
+    expect(raw).not.toContain(marker);
+  });
+
+  it("400 for malformed headers and request lines", async () => {
+    for (const bytes of [
+      `GET /healthz HTTP/1.1\r\nHost: x\r\n${marker} no colon\r\n\r\n`,
+      `GET /${marker} HTTP/9.9 extra\r\n\r\n`,
+    ]) {
+      const raw = await rawRequest(bytes);
+      const answer = parseRaw(raw);
+      expect(answer.status).toBe(400);
+      expect(answer.body).toEqual({ error: { code: "invalid_request", message: expect.any(String) } });
+      expect(raw).not.toContain(marker);
+    }
+    // The service is still there.
+    expect((await request("GET", "/healthz")).status).toBe(200);
+  });
+});
+
+describe("empty rooms", () => {
+  it("one account cannot fill the session capacity with rooms nobody joins", async () => {
+    const room = JSON.stringify({ source_language: "en-US", target_language: "es-ES" });
+    const limited = await startServer({
+      API_KEYS: `${API_KEY},${OTHER_KEY}`,
+      MAX_SESSIONS: "6",
+      RATE_LIMIT_PER_MINUTE: "20",
+    });
+    try {
+      // Sent at once, so rooms still being created count too.
+      const answers = await Promise.all(
+        Array.from({ length: 6 }, () =>
+          request("POST", "/api/beta1/session", { authorization: `Bearer ${API_KEY}`, body: room }, limited),
+        ),
+      );
+      const statuses = answers.map((answer) => answer.status).sort();
+      expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+      const refused = answers.find((answer) => answer.status === 429)!;
+      expectErrorBody(refused, "rate_limited");
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+      // The rest of the capacity is still there for everyone else.
+      expect(
+        (await request("GET", "/v1/session", { authorization: `Bearer ${OTHER_KEY}` }, limited)).status,
+      ).toBe(200);
+      const otherRoom = await request(
+        "POST",
+        "/api/beta1/session",
+        { authorization: `Bearer ${OTHER_KEY}`, body: room },
+        limited,
+      );
+      expect(otherRoom.status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+});

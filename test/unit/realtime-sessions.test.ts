@@ -1,0 +1,60 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { RealtimeSessions } from "../../src/api/realtime/sessions.js";
+import { SessionTokens } from "../../src/auth/session-tokens.js";
+
+describe("RealtimeSessions: unclaimed sessions", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ["Date"] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const sessions = () =>
+    new RealtimeSessions(4, new SessionTokens("unit-test-secret-0123456789", 60), {
+      perAccount: 2,
+      total: 3,
+    });
+
+  it("refuses an account beyond its bound until one of its sessions is claimed or expires", async () => {
+    const registry = sessions();
+    const first = await registry.create("a", {});
+    expect((await registry.create("a", {})).ok).toBe(true);
+    vi.advanceTimersByTime(20_000);
+    const refused = await registry.create("a", {});
+    expect(refused).toEqual({ ok: false, reason: "account_limit", retryAfterSec: 40, limit: 2 });
+    expect((await registry.create("b", {})).ok).toBe(true);
+    expect(await registry.create("c", {})).toMatchObject({ ok: false, reason: "total_limit", limit: 3 });
+
+    // Claiming frees the slot; a claimed session cannot be claimed again.
+    const claimed = await registry.claim(first.ok ? first.token : "");
+    expect(claimed).toMatchObject({ accountId: "a" });
+    expect(await registry.claim(first.ok ? first.token : "")).toBeUndefined();
+    expect((await registry.create("a", {})).ok).toBe(true);
+  });
+
+  it("expires sessions in creation order and frees every account's share", async () => {
+    const registry = sessions();
+    const early = await registry.create("a", {});
+    vi.advanceTimersByTime(30_000);
+    await registry.create("b", {});
+    vi.advanceTimersByTime(30_000);
+    // The first has expired, the second has not.
+    expect(registry.pendingCount).toBe(1);
+    expect(await registry.isClaimable(early.ok ? early.token : "")).toBe(false);
+    vi.advanceTimersByTime(30_000);
+    expect(registry.pendingCount).toBe(0);
+    for (const account of ["a", "a", "b"]) expect((await registry.create(account, {})).ok).toBe(true);
+  });
+
+  it("checks a token without claiming it", async () => {
+    const registry = sessions();
+    const created = await registry.create("a", {});
+    const token = created.ok ? created.token : "";
+    expect(await registry.isClaimable(token)).toBe(true);
+    expect(await registry.isClaimable(token)).toBe(true);
+    expect(await registry.claim(token)).toMatchObject({ accountId: "a" });
+    expect(await registry.isClaimable(token)).toBe(false);
+    expect(await registry.isClaimable("forged")).toBe(false);
+  });
+});
