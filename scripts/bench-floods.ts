@@ -17,7 +17,9 @@ import WebSocket from "ws";
 import { freePort } from "../test/support/ports.js";
 
 const ROOT_FLAG = process.argv.indexOf("--root");
-const ROOT = path.resolve(ROOT_FLAG > 0 ? process.argv[ROOT_FLAG + 1]! : path.join(import.meta.dirname, ".."));
+const ROOT = path.resolve(
+  ROOT_FLAG > 0 ? process.argv[ROOT_FLAG + 1]! : path.join(import.meta.dirname, ".."),
+);
 const KEY = "flood-key";
 const OTHER_KEY = "bystander-key";
 const SESSION_FLOOD_MS = 20_000;
@@ -77,7 +79,10 @@ interface Row {
 }
 
 /** Polls the child's memory while `work` runs; returns the peak. */
-async function withPeak(pid: number, work: () => Promise<string>): Promise<{ peak: number; outcome: string }> {
+async function withPeak(
+  pid: number,
+  work: () => Promise<string>,
+): Promise<{ peak: number; outcome: string }> {
   let peak = await rssMb(pid);
   let running = true;
   const poller = (async () => {
