@@ -249,6 +249,14 @@ export function timeoutFor(durationSec: number, secondsPerMediaSecond: number, m
 
 // ---------------------------------------------------------------- probe
 
+/**
+ * The largest video frame accepted: at most 4096 pixels on a side and no more pixels than 4K DCI
+ * (4096×2160, 8.8 megapixels), so 4K DCI and UHD pass either way round. Decoding costs memory in
+ * proportion to the frame (an 8192×8192 input made ffmpeg use 1.9 GB), so larger inputs fail as
+ * `unsupported_format` before anything decodes them.
+ */
+export const MAX_FRAME = { side: 4096, pixels: 4096 * 2160 } as const;
+
 export interface MediaInfo {
   readonly durationSec: number;
   readonly hasAudio: boolean;
@@ -280,6 +288,8 @@ const probeSchema = z.object({
         index: z.number(),
         codec_type: z.string().optional(),
         codec_name: z.string().optional(),
+        width: z.number().optional(),
+        height: z.number().optional(),
         channels: z.number().optional(),
         sample_rate: z.string().optional(),
         duration: z.string().optional(),
@@ -295,7 +305,8 @@ export async function probe(
 ): Promise<MediaInfo> {
   // A missing file is the caller's mistake, not an unsupported format.
   const info = await stat(file);
-  if (!info.isFile()) throw new Error(`${file} is not a file`);
+  const name = path.basename(file);
+  if (!info.isFile()) throw new Error(`${name} is not a file`);
   let output: RunResult;
   try {
     output = await runFfprobe(
@@ -314,8 +325,14 @@ export async function probe(
     );
   } catch (error) {
     if (error instanceof MediaToolError && error.exitCode !== null) {
+      // ffprobe names the input by its full path, which stays on the server.
+      const reason = lastLine(error.stderrTail)
+        .split(localPath(file))
+        .join(name)
+        .split(path.resolve(file))
+        .join(name);
       throw new UnsupportedFormatError(
-        `${path.basename(file)} is not a media file ffmpeg can read${error.stderrTail ? ` (${lastLine(error.stderrTail)})` : ""}`,
+        `${name} is not a media file ffmpeg can read${reason ? ` (${reason})` : ""}`,
         { cause: error },
       );
     }
@@ -325,13 +342,24 @@ export async function probe(
   try {
     parsed = probeSchema.parse(JSON.parse(output.stdout.toString("utf8")));
   } catch (error) {
-    throw new Error(`unexpected ffprobe output for ${file}: ${(error as Error).message}`, { cause: error });
+    throw new Error(`unexpected ffprobe output for ${name}: ${(error as Error).message}`, { cause: error });
   }
   const streams = parsed.streams ?? [];
   const audio = streams.find((s) => s.codec_type === "audio");
   const video = streams.find((s) => s.codec_type === "video" && s.disposition?.attached_pic !== 1);
   if (!audio && !video) {
-    throw new UnsupportedFormatError(`${path.basename(file)} has no audio or video stream`);
+    throw new UnsupportedFormatError(`${name} has no audio or video stream`);
+  }
+  // Cover art is never decoded for dubbing, so only real video streams are bounded.
+  for (const stream of streams) {
+    if (stream.codec_type !== "video" || stream.disposition?.attached_pic === 1) continue;
+    const { width = 0, height = 0 } = stream;
+    if (Math.max(width, height) > MAX_FRAME.side || width * height > MAX_FRAME.pixels) {
+      throw new UnsupportedFormatError(
+        `${name} has ${width}×${height} video; the limit is ${MAX_FRAME.side} pixels on a side ` +
+          `and ${MAX_FRAME.pixels} in all (4096×2160)`,
+      );
+    }
   }
   const formatDuration = Number(parsed.format?.duration);
   const streamDurations = streams.map((s) => Number(s.duration)).filter(Number.isFinite);
@@ -341,7 +369,7 @@ export async function probe(
       ? Math.max(...streamDurations)
       : NaN;
   if (!Number.isFinite(durationSec)) {
-    throw new UnsupportedFormatError(`${path.basename(file)}: ffprobe cannot tell the media's duration`);
+    throw new UnsupportedFormatError(`${name}: ffprobe cannot tell the media's duration`);
   }
   const sampleRate = Number(audio?.sample_rate);
   return {

@@ -3,16 +3,16 @@ import { createWriteStream } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import http from "node:http";
 import https from "node:https";
-import type { LookupFunction } from "node:net";
+import { isIP, isIPv4, type LookupFunction } from "node:net";
 import { pipeline } from "node:stream/promises";
 import ipaddr from "ipaddr.js";
 
 /**
  * Downloads a job's source over http(s) into a local file with the size cap enforced while
  * streaming. Server-side request forgery is refused: every address a host name resolves to must be
- * public (not private, loopback, link-local, unique-local, multicast or unspecified) unless
- * `allowPrivate`, and the connection is pinned to the checked address (no DNS rebinding between
- * the check and the connect). Redirects are followed (up to 5), each one checked again.
+ * public (see `isPublicAddress`) unless `allowPrivate`, and the connection is pinned to the checked
+ * address (no DNS rebinding between the check and the connect). Redirects are followed (up to 5),
+ * each one checked again.
  */
 
 /** How a job whose source is one of the service's own uploads records it: `upload:<upload id>`. */
@@ -34,10 +34,44 @@ export interface DownloadOptions {
   readonly signal?: AbortSignal;
 }
 
+const IPV4_MAPPED = ipaddr.parseCIDR("::ffff:0:0/96");
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR("64:ff9b::/96");
+const GLOBAL_UNICAST = ipaddr.parseCIDR("2000::/3");
+
+/**
+ * Whether a source may be fetched from `address`. IPv4: only what ipaddr.js calls unicast (not
+ * private, loopback, link-local, CGNAT, multicast, broadcast, reserved, …). IPv6: only global
+ * unicast (2000::/3) that ipaddr.js calls unicast, which refuses every range that embeds an IPv4
+ * address and could lead back to a private one: IPv4-compatible ::/96, IPv4-translated
+ * ::ffff:0:0:0/96, 6to4 2002::/16, Teredo 2001::/32, local-use NAT64 64:ff9b:1::/48, and the
+ * reserved, documentation and special-purpose ranges. Two embeddings are judged by the IPv4 address
+ * they carry instead: IPv4-mapped ::ffff:0:0/96 (the socket connects to that IPv4 address) and
+ * well-known NAT64 64:ff9b::/96 (DNS64 answers with these for IPv4-only sites on IPv6-only hosts).
+ * Anything that is not an IP address is refused.
+ */
 export function isPublicAddress(address: string): boolean {
-  if (!ipaddr.isValid(address)) return false;
-  const range = ipaddr.process(address).range();
-  return range === "unicast";
+  if (isIPv4(address)) return ipaddr.IPv4.parse(address).range() === "unicast";
+  const parsed = parseIPv6(address);
+  if (!parsed) return false;
+  if (parsed.match(IPV4_MAPPED) || parsed.match(NAT64_WELL_KNOWN)) {
+    return isPublicAddress(embeddedIPv4(parsed));
+  }
+  return parsed.match(GLOBAL_UNICAST) && parsed.range() === "unicast";
+}
+
+/**
+ * Through the WHATWG URL parser (the one that reads `source_url`) first: ipaddr.js reads
+ * `::a.b.c.d` as IPv4-mapped, where the socket connects to the IPv4-compatible ::a.b.c.d. A zone
+ * index (`%eth0`) only goes with link-local addresses, which are refused anyway.
+ */
+function parseIPv6(address: string): ipaddr.IPv6 | undefined {
+  if (isIP(address) !== 6 || address.includes("%")) return undefined;
+  return ipaddr.IPv6.parse(new URL(`http://[${address}]/`).hostname.slice(1, -1));
+}
+
+/** The IPv4 address in the last 32 bits of an IPv6 address. */
+function embeddedIPv4(address: ipaddr.IPv6): string {
+  return address.toByteArray().slice(12).join(".");
 }
 
 function guardedLookup(allowPrivate: boolean): LookupFunction {
@@ -110,7 +144,7 @@ function request(url: URL, options: DownloadOptions): Promise<http.IncomingMessa
   const client = url.protocol === "https:" ? https : http;
   const literal = url.hostname.replace(/^\[|\]$/gu, "");
   // A literal IP in the URL skips DNS, so it is checked here.
-  if (ipaddr.isValid(literal) && !options.allowPrivate && !isPublicAddress(literal)) {
+  if (isIP(literal) !== 0 && !options.allowPrivate && !isPublicAddress(literal)) {
     return Promise.reject(new DownloadError(`${literal} is not a public address; refused`));
   }
   return new Promise((resolve, reject) => {
