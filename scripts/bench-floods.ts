@@ -156,7 +156,8 @@ async function speakFlood(service: { baseUrl: string; pid: number }): Promise<Ro
     socket.once("error", reject);
   });
   const rssBefore = await rssMb(service.pid);
-  const text = "The quick brown fox jumps over the lazy dog near the river bank today. ".repeat(3);
+  // Near the 5000-character limit of one `speak`, as a client pasting documents would send.
+  const text = "The quick brown fox jumps over the lazy dog near the river bank today. ".repeat(60);
   const { peak, outcome } = await withPeak(service.pid, async () => {
     for (let i = 0; i < SPEAK_MESSAGES; i++) {
       socket.send(JSON.stringify({ type: "speak", text }));
