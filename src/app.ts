@@ -100,6 +100,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     publicBaseUrl,
     maxFileBytes: config.dubbing.maxFileBytes,
     maxDurationSec: config.dubbing.maxDurationSec,
+    workDir: config.dubbing.workDir,
     rateLimit: limitPerAccount,
   });
   if (store.kind === "local")

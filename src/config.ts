@@ -160,6 +160,8 @@ export interface Config {
     readonly maxDurationSec: number;
     readonly maxFileBytes: number;
     readonly allowPrivateSources: boolean;
+    /** Scratch space of jobs and of probing uploads at job creation: `DATA_DIR/work`. */
+    readonly workDir: string;
   };
   readonly rateLimitPerMinute: number;
   readonly rooms: {
@@ -265,6 +267,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxDurationSec: e.DUBBING_MAX_DURATION_SEC,
       maxFileBytes: e.DUBBING_MAX_FILE_BYTES,
       allowPrivateSources: truthy(e.SOURCE_URL_ALLOW_PRIVATE),
+      workDir: path.join(dataDir, "work"),
     },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     rooms: {

@@ -5,8 +5,9 @@ import { openServices } from "./services.js";
 
 /**
  * Process entry: configuration → engines, database, storage → HTTP/WebSocket server and dubbing
- * workers. SIGTERM/SIGINT close every session with 1001, stop the workers (a job in progress is
- * resumed from its lease by the next worker) and exit.
+ * workers. SIGTERM/SIGINT close every session with 1001 and, at the same time, stop the workers (a
+ * job in progress is handed back at once, without counting as an attempt, and the next worker
+ * resumes it), then exit.
  */
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -24,8 +25,7 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.http.log.info(`${signal}: closing sessions and shutting down`);
-    await app.shutdown();
-    await workers.stop();
+    await Promise.all([app.shutdown(), workers.stop()]);
     await services.close();
     process.exit(0);
   };

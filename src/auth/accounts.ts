@@ -20,16 +20,20 @@ export class Accounts {
     return account;
   }
 
-  /** 402 unless the account's balance is at least `requiredUsd` (and positive). */
+  /**
+   * 402 unless the account's available balance (its balance less what its unfinished dubbing jobs
+   * hold) is at least `requiredUsd` (and positive).
+   */
   async requireBalance(account: Account, requiredUsd = 0): Promise<number> {
-    const balance = await this.repository.balanceUsd(account.id);
-    if (balance <= 0 || balance < requiredUsd) {
+    const available = await this.repository.availableUsd(account.id);
+    if (available <= 0 || available < requiredUsd) {
       throw new ApiError(
         402,
         "insufficient_balance",
-        `the account balance (${balance.toFixed(2)} USD) cannot cover this; top it up to continue`,
+        `the account's available balance (${available.toFixed(2)} USD, after what its unfinished jobs ` +
+          "hold) cannot cover this; top it up to continue",
       );
     }
-    return balance;
+    return available;
   }
 }

@@ -41,6 +41,8 @@ export interface JobStatus {
   readonly source_lang: string;
   readonly target_lang: string;
   readonly error?: string | null;
+  /** Why the job failed, in words (`error` is the spec's code alone). */
+  readonly error_message?: string | null;
   readonly progress?: {
     readonly stage: string;
     readonly stage_name: string;
@@ -430,7 +432,8 @@ export async function dub(
 
   if (job.status === "failed") {
     if (options.json) console.log(JSON.stringify(job));
-    throw new CliError(`job failed: ${job.error ?? "no reason given"}`);
+    const reason = job.error_message ? `: ${job.error_message}` : "";
+    throw new CliError(`job failed: ${job.error ?? "no reason given"}${reason}`);
   }
   if (!job.output_url) throw new CliError(`job ${jobId} completed without an output_url`);
 

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import type { Kysely } from "kysely";
+import { availableMicroUsdQuery, micro } from "./billing.js";
 import { fromMicroUsd, toMicroUsd, type Schema } from "./schema.js";
 import { run, type TransactionRunner, type TxBody } from "./transactions.js";
 import type { Account, AccountsRepository } from "./types.js";
@@ -96,6 +97,11 @@ export function createAccountsRepository(
         .where("account_id", "=", accountId)
         .executeTakeFirst();
       return fromMicroUsd(row?.total ?? 0);
+    },
+
+    async availableUsd(accountId) {
+      const row = await availableMicroUsdQuery(db, accountId).executeTakeFirst();
+      return fromMicroUsd(micro(row?.balance) - micro(row?.held));
     },
   };
 }

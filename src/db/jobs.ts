@@ -1,6 +1,8 @@
 import type { Expression, ExpressionBuilder, Kysely, SqlBool } from "kysely";
+import { availableMicroUsd, InsufficientBalanceError, lockAccount } from "./billing.js";
 import {
   ACTIVE_STATUSES,
+  fromMicroUsd,
   isTerminal,
   monotonicProgress,
   toJobRecord,
@@ -8,7 +10,7 @@ import {
   type Schema,
 } from "./schema.js";
 import { run, type TransactionRunner, type TxBody } from "./transactions.js";
-import type { JobProgress, JobsRepository, JobUpdate } from "./types.js";
+import type { JobProgress, JobRecord, JobsRepository, JobUpdate, NewJob, ReserveResult } from "./types.js";
 
 type JobsExpressions = ExpressionBuilder<Schema, "jobs">;
 
@@ -47,6 +49,7 @@ export function createJobsRepository(
         .set({
           updated_at: Date.now(),
           ...(update.status !== undefined && { status: update.status }),
+          ...(update.sourceLang !== undefined && { source_lang: update.sourceLang }),
           ...(update.progress !== undefined && {
             progress: JSON.stringify(monotonicProgress(current.progress, update.progress)),
           }),
@@ -104,10 +107,33 @@ export function createJobsRepository(
     return true;
   }
 
-  return {
-    async create(job) {
-      const now = Date.now();
-      const inserted = await db
+  function* existingTx(job: NewJob): TxBody<JobRecord | undefined> {
+    if (job.idempotencyKey === undefined) return undefined;
+    const { rows } = yield* run(
+      db
+        .selectFrom("jobs")
+        .selectAll()
+        .where("account_id", "=", job.accountId)
+        .where("idempotency_key", "=", job.idempotencyKey),
+    );
+    return rows[0] && toJobRecord(rows[0]);
+  }
+
+  function* createTx(job: NewJob): TxBody<{ job: JobRecord; created: boolean }> {
+    // A retried request gets its job back, even if the balance could no longer cover it.
+    const earlier = yield* existingTx(job);
+    if (earlier) return { job: earlier, created: false };
+    const reserved = job.reservation && toMicroUsd(job.reservation.costUsd);
+    if (reserved !== undefined) {
+      yield* lockAccount(db, dialect, job.accountId);
+      const available = yield* availableMicroUsd(db, job.accountId);
+      if (available < reserved) {
+        throw new InsufficientBalanceError(fromMicroUsd(reserved), fromMicroUsd(available));
+      }
+    }
+    const now = Date.now();
+    const { rows } = yield* run(
+      db
         .insertInto("jobs")
         .values({
           id: job.id,
@@ -118,8 +144,10 @@ export function createJobsRepository(
           target_lang: job.targetLang,
           progress: null,
           error: null,
-          input_duration_sec: null,
+          error_message: null,
+          input_duration_sec: job.reservation?.inputDurationSec ?? null,
           cost_micro_usd: null,
+          reserved_micro_usd: reserved ?? null,
           output_key: null,
           output_kind: null,
           segments: null,
@@ -130,18 +158,43 @@ export function createJobsRepository(
           created_at: now,
           updated_at: now,
         })
-        // Only the idempotency key may collide quietly; a duplicate job id is still an error.
+        // Only the idempotency key may collide quietly (a concurrent retry on PostgreSQL, which
+        // waits for the other insert); a duplicate job id is still an error.
         .onConflict((oc) => oc.columns(["account_id", "idempotency_key"]).doNothing())
-        .returningAll()
-        .executeTakeFirst();
-      if (inserted) return { job: toJobRecord(inserted), created: true };
-      const existing = await db
+        .returningAll(),
+    );
+    if (rows[0]) return { job: toJobRecord(rows[0]), created: true };
+    const existing = yield* existingTx(job);
+    if (!existing) throw new Error(`job with idempotency key ${job.idempotencyKey} vanished`);
+    return { job: existing, created: false };
+  }
+
+  function* reserveTx(jobId: string, workerId: string, reserved: number): TxBody<ReserveResult> {
+    const { rows } = yield* run(
+      db
         .selectFrom("jobs")
-        .selectAll()
-        .where("account_id", "=", job.accountId)
-        .where("idempotency_key", "=", job.idempotencyKey ?? null)
-        .executeTakeFirstOrThrow();
-      return { job: toJobRecord(existing), created: false };
+        .select("account_id")
+        .where(heldBy(jobId, workerId))
+        .$if(postgres, (qb) => qb.forUpdate()),
+    );
+    const current = rows[0];
+    if (!current) return { status: "lost" };
+    yield* lockAccount(db, dialect, current.account_id);
+    // The job's own earlier hold (an attempt before a crash, or creation) is not counted against it.
+    const available = yield* availableMicroUsd(db, current.account_id, jobId);
+    if (available < reserved) return { status: "insufficient", availableUsd: fromMicroUsd(available) };
+    yield* run(
+      db
+        .updateTable("jobs")
+        .set({ reserved_micro_usd: reserved, updated_at: Date.now() })
+        .where(heldBy(jobId, workerId)),
+    );
+    return { status: "reserved" };
+  }
+
+  return {
+    async create(job) {
+      return transaction(() => createTx(job));
     },
 
     async get(accountId, jobId) {
@@ -234,6 +287,26 @@ export function createJobsRepository(
       return transaction(() => updateTx(jobId, workerId, update));
     },
 
+    async reserve(jobId, workerId, costUsd) {
+      if (!(costUsd >= 0)) throw new RangeError(`costUsd must be ≥ 0, got ${costUsd}`);
+      const reserved = toMicroUsd(costUsd);
+      return transaction(() => reserveTx(jobId, workerId, reserved));
+    },
+
+    async release(jobId, workerId) {
+      const result = await db
+        .updateTable("jobs")
+        .set((eb) => ({
+          lease_owner: null,
+          lease_expires_at: null,
+          attempts: eb("attempts", "-", 1),
+          updated_at: Date.now(),
+        }))
+        .where(heldBy(jobId, workerId))
+        .executeTakeFirst();
+      return result.numUpdatedRows > 0n;
+    },
+
     async complete(jobId, workerId, result) {
       if (!(result.costUsd >= 0)) throw new RangeError(`costUsd must be ≥ 0, got ${result.costUsd}`);
       const costMicroUsd = toMicroUsd(result.costUsd);
@@ -247,7 +320,8 @@ export function createJobsRepository(
         .updateTable("jobs")
         .set({
           status: "failed",
-          error,
+          error: error.code,
+          error_message: error.message,
           lease_owner: null,
           lease_expires_at: null,
           updated_at: Date.now(),

@@ -101,7 +101,48 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  "0002_holds_and_error_messages": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable("jobs").addColumn("reserved_micro_usd", "bigint").execute();
+      await db.schema.alterTable("jobs").addColumn("error_message", "text").execute();
+      // Balance checks sum the holds of an account's unfinished jobs.
+      await db.schema
+        .createIndex("jobs_account_status_idx")
+        .on("jobs")
+        .columns(["account_id", "status"])
+        .execute();
+      // Failures were stored as "<code>: <message>"; `error` now holds the spec's code alone.
+      for (const code of LEGACY_ERROR_CODES) {
+        await sql`update jobs set error = ${code}, error_message = substr(error, ${code.length + 3})
+          where error like ${`${code}: %`}`.execute(db);
+      }
+      // The old balance failure has no code of its own in the spec.
+      await sql`update jobs set error = 'processing_failed',
+          error_message = 'insufficient balance: ' || substr(error, 23)
+        where error like 'insufficient_balance: %'`.execute(db);
+      await sql`update jobs set error_message = error, error = 'processing_failed'
+        where error is not null and error_message is null`.execute(db);
+    },
+
+    async down(db: Kysely<unknown>): Promise<void> {
+      await sql`update jobs set error = error || ': ' || error_message where error_message is not null`.execute(
+        db,
+      );
+      await db.schema.dropIndex("jobs_account_status_idx").execute();
+      await db.schema.alterTable("jobs").dropColumn("error_message").execute();
+      await db.schema.alterTable("jobs").dropColumn("reserved_micro_usd").execute();
+    },
+  },
 };
+
+/** The failure codes of the spec, as 0001-era rows prefix their `error` with. */
+const LEGACY_ERROR_CODES = [
+  "video_too_long",
+  "video_too_large",
+  "unsupported_format",
+  "download_failed",
+  "processing_failed",
+] as const;
 
 export const migrationProvider: MigrationProvider = {
   getMigrations: () => Promise.resolve(migrations),

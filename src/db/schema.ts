@@ -1,5 +1,5 @@
 import type { ColumnType, Selectable } from "kysely";
-import type { JobProgress, JobRecord, JobSegment, JobStatus, UploadRecord } from "./types.js";
+import type { JobErrorCode, JobProgress, JobRecord, JobSegment, JobStatus, UploadRecord } from "./types.js";
 
 /**
  * Column types of the tables, shared by both dialects. Conventions:
@@ -58,9 +58,16 @@ export interface JobsTable {
   target_lang: string;
   /** JSON `JobProgress`. */
   progress: string | null;
-  error: string | null;
+  /** One of the spec's failure codes; the human-readable reason is `error_message`. */
+  error: JobErrorCode | null;
+  error_message: string | null;
   input_duration_sec: number | null;
   cost_micro_usd: NullableInt8;
+  /**
+   * What the job holds of its account's balance until it finishes (set once its duration is known):
+   * the balance available to other jobs is the ledger sum less the holds of unfinished jobs.
+   */
+  reserved_micro_usd: NullableInt8;
   output_key: string | null;
   output_kind: "video" | "audio" | null;
   /** JSON `JobSegment[]`. */
@@ -107,6 +114,7 @@ export function toJobRecord(row: Selectable<JobsTable>): JobRecord {
     targetLang: row.target_lang,
     progress: row.progress === null ? null : (JSON.parse(row.progress) as JobProgress),
     error: row.error,
+    errorMessage: row.error_message,
     inputDurationSec: row.input_duration_sec,
     costUsd: row.cost_micro_usd === null ? null : fromMicroUsd(row.cost_micro_usd),
     outputKey: row.output_key,

@@ -5,6 +5,16 @@
 
 export type JobStatus = "pending" | "downloading" | "processing" | "uploading" | "completed" | "failed";
 
+/** The spec's reasons for a failed job (`error`); the details go in `error_message`. */
+export type JobErrorCode =
+  "video_too_long" | "video_too_large" | "unsupported_format" | "download_failed" | "processing_failed";
+
+/** Why a job failed: the spec's code and a human-readable reason for the customer. */
+export interface JobError {
+  readonly code: JobErrorCode;
+  readonly message: string;
+}
+
 export interface JobProgress {
   readonly stage: string;
   readonly stageName: string;
@@ -27,7 +37,8 @@ export interface JobRecord {
   readonly sourceLang: string;
   readonly targetLang: string;
   readonly progress: JobProgress | null;
-  readonly error: string | null;
+  readonly error: JobErrorCode | null;
+  readonly errorMessage: string | null;
   readonly inputDurationSec: number | null;
   readonly costUsd: number | null;
   /** Storage key of the result, once completed. */
@@ -36,6 +47,7 @@ export interface JobRecord {
   readonly outputKind: "video" | "audio" | null;
   readonly segments: readonly JobSegment[] | null;
   readonly idempotencyKey: string | null;
+  /** Attempts started on the job, less those a graceful stop handed back. */
   readonly attempts: number;
   readonly createdAt: Date;
   readonly updatedAt: Date;
@@ -48,12 +60,19 @@ export interface NewJob {
   readonly sourceLang: string;
   readonly targetLang: string;
   readonly idempotencyKey?: string;
+  /**
+   * When the input's duration is known at creation (an upload probed then): the job is created
+   * holding `costUsd` of the balance, or not at all (InsufficientBalanceError).
+   */
+  readonly reservation?: { readonly costUsd: number; readonly inputDurationSec: number };
 }
 
 /** Fields a worker holding the lease may change while a job runs. */
 export interface JobUpdate {
   readonly status?: JobStatus;
   readonly progress?: JobProgress;
+  /** The language actually dubbed from, once "auto" is resolved. */
+  readonly sourceLang?: string;
   readonly inputDurationSec?: number;
   readonly outputKind?: "video" | "audio";
   readonly segments?: readonly JobSegment[];
@@ -71,7 +90,15 @@ export interface AccountsRepository {
   findByKey(key: string): Promise<Account | undefined>;
   /** Sum of the account's ledger entries. */
   balanceUsd(accountId: string): Promise<number>;
+  /** The balance less what the account's unfinished jobs hold (what a new job can still use). */
+  availableUsd(accountId: string): Promise<number>;
 }
+
+export type ReserveResult =
+  | { readonly status: "reserved" }
+  | { readonly status: "insufficient"; readonly availableUsd: number }
+  /** The worker no longer holds the job's lease. */
+  | { readonly status: "lost" };
 
 export interface UploadRecord {
   readonly id: string;
@@ -91,7 +118,8 @@ export interface UploadsRepository {
 export interface JobsRepository {
   /**
    * Creates a pending job. With an idempotency key already used by the account, returns the
-   * existing job and `created: false` instead.
+   * existing job and `created: false` instead. With a `reservation` the balance check and the hold
+   * are atomic with the insert; throws InsufficientBalanceError when the account cannot cover it.
    */
   create(job: NewJob): Promise<{ job: JobRecord; created: boolean }>;
   get(accountId: string, jobId: string): Promise<JobRecord | undefined>;
@@ -107,6 +135,18 @@ export interface JobsRepository {
   /** Applies `update` when `workerId` holds the lease; false otherwise. */
   update(jobId: string, workerId: string, update: JobUpdate): Promise<boolean>;
   /**
+   * Holds `costUsd` of the account's balance for the job, atomically with the check that the
+   * balance less the holds of the account's other unfinished jobs covers it (concurrent jobs
+   * cannot both pass). Idempotent per job: the job's own earlier hold is replaced, never added to,
+   * so a job resumed after a crash does not reserve twice. The hold ends when the job does.
+   */
+  reserve(jobId: string, workerId: string, costUsd: number): Promise<ReserveResult>;
+  /**
+   * Hands the job back at once (graceful stop): the lease ends now rather than at its expiry, and
+   * the interrupted attempt does not count towards the attempt limit. Its hold stays.
+   */
+  release(jobId: string, workerId: string): Promise<boolean>;
+  /**
    * Marks the job completed and charges `costUsd` to its account in ONE transaction; the ledger
    * makes the charge unique per job, so a repeated call never charges twice. Releases the lease.
    */
@@ -115,8 +155,8 @@ export interface JobsRepository {
     workerId: string,
     result: { outputKey: string; costUsd: number; progress: JobProgress },
   ): Promise<boolean>;
-  /** Marks the job failed with `error` (no charge); releases the lease. */
-  fail(jobId: string, workerId: string, error: string): Promise<boolean>;
+  /** Marks the job failed with `error` (no charge, its hold ends); releases the lease. */
+  fail(jobId: string, workerId: string, error: JobError): Promise<boolean>;
 }
 
 export interface Database {

@@ -93,6 +93,8 @@ export interface DubOptions {
   readonly voice?: Voice;
   /** Each stage reports fractions 0..1, non-decreasing, ending with 1. */
   readonly onProgress?: (stage: DubStage, fraction: number) => void;
+  /** Called once the source language is settled (resolved, when `sourceLang` is "auto"). */
+  readonly onSourceLanguage?: (language: LanguageCode) => void;
   readonly signal?: AbortSignal;
   /** Output file name without extension; default "dubbed". */
   readonly outputName?: string;
@@ -180,6 +182,9 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
     progress.report("recognizing", 0);
     const { language, recognised } = await recognizeAll(registry, candidates, pcmPath, spans, {
       concurrency,
+      targetLang,
+      identify: options.sourceLang === "auto",
+      onLanguage: (chosen) => options.onSourceLanguage?.(chosen),
       onProgress: (fraction) => progress.report("recognizing", fraction),
       ...withSignal,
     });
@@ -395,32 +400,44 @@ function sourceCandidates(
 }
 
 /**
- * Resolves "auto". With one candidate (one recogniser language that can reach the target) that
- * language is the answer without listening. With several and a recogniser that identifies
- * languages (whisper.cpp, a remote Whisper), the first few segments are identified and the most
- * frequent candidate language wins. Without one, a heuristic stands in for identification: each
- * candidate's recogniser decodes the first few segments, and the language whose recogniser
- * produced the most letters wins (ties: the earlier configured language). A recogniser given
- * speech in another language still emits words from its own vocabulary, so the heuristic separates
- * languages only roughly; callers who know the language should say so.
+ * Resolves "auto". With a recogniser that identifies languages (whisper.cpp, a remote Whisper),
+ * the first few segments are identified and the most frequent candidate language wins; speech
+ * identified only as languages that cannot be dubbed into the target is refused
+ * (UnsupportedLanguageError) rather than taken for another language. Without one, one candidate (one recogniser language that can
+ * reach the target) is the answer without listening, and with several a heuristic stands in for
+ * identification: each candidate's recogniser decodes the first few segments, and the language
+ * whose recogniser produced the most letters wins (ties: the earlier configured language). A
+ * recogniser given speech in another language still emits words from its own vocabulary, so the
+ * heuristic separates languages only roughly; callers who know the language should say so (the
+ * service refuses "auto" without an identifier).
  */
 async function chooseSourceLanguage(
   candidates: readonly LanguageCode[],
+  targetLang: LanguageCode,
   segmentCount: number,
   recognise: (lang: LanguageCode, index: number) => Promise<Recognised>,
   identify: ((index: number) => Promise<LanguageCode | undefined>) | undefined,
 ): Promise<LanguageCode> {
-  if (candidates.length === 1 || segmentCount === 0) return candidates[0]!;
+  if (segmentCount === 0) return candidates[0]!;
   const sampled = Math.min(DETECTION_SEGMENTS, segmentCount);
   if (identify) {
     const votes = new Map<LanguageCode, number>();
+    const others = new Set<LanguageCode>();
     for (let i = 0; i < sampled; i++) {
       const heard = await identify(i);
       if (heard && candidates.includes(heard)) votes.set(heard, (votes.get(heard) ?? 0) + 1);
+      else if (heard) others.add(heard);
     }
     const [winner] = [...votes].sort((a, b) => b[1] - a[1]);
     if (winner) return winner[0];
+    if (others.size > 0) {
+      throw new UnsupportedLanguageError(
+        `the speech was identified as ${[...others].join(", ")}, which cannot be dubbed into "${targetLang}" ` +
+          `with the configured engines (possible source languages: ${candidates.join(", ")})`,
+      );
+    }
   }
+  if (candidates.length === 1) return candidates[0]!;
   let best = candidates[0]!;
   let bestScore = -1;
   for (const lang of candidates) {
@@ -468,7 +485,15 @@ async function recognizeAll(
   candidates: readonly LanguageCode[],
   pcmPath: string,
   spans: readonly Span[],
-  options: { concurrency: number; onProgress: (fraction: number) => void; signal?: AbortSignal },
+  options: {
+    concurrency: number;
+    targetLang: LanguageCode;
+    /** Whether the language is to be found ("auto"), rather than named by the caller. */
+    identify: boolean;
+    onLanguage: (language: LanguageCode) => void;
+    onProgress: (fraction: number) => void;
+    signal?: AbortSignal;
+  },
 ): Promise<{ language: LanguageCode; recognised: Recognised[] }> {
   const pcm = await open(pcmPath, "r");
   try {
@@ -483,11 +508,18 @@ async function recognizeAll(
       }
       return result;
     };
-    const identifier = registry.languageIdentifier();
+    const identifier = options.identify ? registry.languageIdentifier() : undefined;
     const identify = identifier
       ? async (index: number) => (await recognizeSpan(identifier, "auto", pcm, spans[index]!)).language
       : undefined;
-    const language = await chooseSourceLanguage(candidates, spans.length, recognise, identify);
+    const language = await chooseSourceLanguage(
+      candidates,
+      options.targetLang,
+      spans.length,
+      recognise,
+      identify,
+    );
+    options.onLanguage(language);
     let done = 0;
     const recognised = await mapLimit(
       spans,

@@ -45,3 +45,15 @@ export class MediaToolError extends Error {
 export class UnsupportedLanguageError extends Error {
   override readonly name = "UnsupportedLanguageError";
 }
+
+/**
+ * `text` with every absolute file path (plain or `file:`) cut to its last component, for messages
+ * that leave the server: ffmpeg and system errors quote the paths of the work files they touched.
+ * URLs are left alone (their path follows a host, not a separator at a word's start).
+ */
+export function withoutPaths(text: string): string {
+  return text.replace(/(?<=^|[\s'"`(=,[])(?:file:)?(?:\/[^\s/'"`),\]]+)+\/?/gu, (found) => {
+    const last = found.replace(/\/$/u, "").split("/").at(-1);
+    return last ?? "";
+  });
+}

@@ -1,31 +1,39 @@
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { FastifyBaseLogger } from "fastify";
 import type { Services } from "../app.js";
 import type { Config } from "../config.js";
-import type { Database, JobProgress, JobRecord } from "../db/types.js";
+import type { Database, JobErrorCode, JobProgress, JobRecord } from "../db/types.js";
 import type { EngineRegistry } from "../engines/registry.js";
 import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "../storage/types.js";
 import {
   dubMedia,
   MediaTooShortError,
+  MediaToolError,
   overallProgress,
   probe,
   UnsupportedFormatError,
+  UnsupportedLanguageError,
   type DubStage,
 } from "./index.js";
+import { withoutPaths } from "./errors.js";
+import { costOf, formatUsd } from "./pricing.js";
 import { DownloadError, downloadSource, SourceTooLargeError, UPLOAD_SOURCE_SCHEME } from "./source.js";
 
 /**
  * Runs dubbing jobs from the database. A job is held under a lease renewed by heartbeats; a worker
  * that dies (even kill -9) stops renewing, its lease expires and another worker (or this one after
- * a restart) claims the job again and runs it from the start. Completion and the charge are one
- * transaction, so a job is never charged twice; a failed job is never charged.
+ * a restart) claims the job again, removes what the dead attempt left in the work directory and
+ * runs it from the start. A worker that is stopped (SIGTERM) hands its job back at once instead.
+ * Once the input's duration is known the job holds its cost of the balance (refused when the
+ * balance less other jobs' holds cannot cover it); completion and the charge are one transaction,
+ * so a job is never charged twice; a failed job is never charged.
  */
 
-export const PRICE_USD_PER_MINUTE = 0.5;
 /** A job whose worker died this many times (a crash it causes itself, say) is failed rather than retried forever. */
 const MAX_ATTEMPTS = 3;
+/** What a failed job says when the cause is internal (the details are in the server's log only). */
+const INTERNAL_FAILURE = "an internal error stopped the processing; it was logged on the server";
 
 export interface WorkerOptions {
   readonly db: Database;
@@ -41,16 +49,10 @@ export interface WorkerOptions {
   readonly log: FastifyBaseLogger;
 }
 
-/** A failure with one of the spec's error codes. */
+/** A failure with one of the spec's error codes and a reason the customer can read. */
 class JobFailure extends Error {
   constructor(
-    readonly code:
-      | "video_too_long"
-      | "video_too_large"
-      | "unsupported_format"
-      | "download_failed"
-      | "processing_failed"
-      | "insufficient_balance",
+    readonly code: JobErrorCode,
     message: string,
   ) {
     super(message);
@@ -59,6 +61,31 @@ class JobFailure extends Error {
 
 /** The job stops here without failing: another worker (or this one, restarted) resumes it from its lease. */
 class Abandoned extends Error {}
+
+/** The worker is stopping: the job is handed back at once and the interrupted attempt not counted. */
+class Stopping extends Abandoned {}
+
+/** The spec's failure for a pipeline error; undefined for internal errors (whose text stays in the log). */
+function failureOf(error: unknown): JobFailure | undefined {
+  if (error instanceof JobFailure) return error;
+  if (error instanceof UnsupportedFormatError) return new JobFailure("unsupported_format", error.message);
+  if (
+    error instanceof MediaTooShortError ||
+    error instanceof UnsupportedLanguageError ||
+    error instanceof MediaToolError
+  ) {
+    return new JobFailure("processing_failed", error.message);
+  }
+  return undefined;
+}
+
+/** Removes the work folders of earlier attempts on the job that crashed (in this worker's work directory). */
+async function removeStaleWorkDirs(root: string, jobId: string): Promise<void> {
+  const prefix = `job-${jobId}-`;
+  for (const name of await readdir(root)) {
+    if (name.startsWith(prefix)) await rm(path.join(root, name), { recursive: true, force: true });
+  }
+}
 
 /** Human-readable stage names; processing stages take 10-95 % of the job, weighted by `overallProgress`. */
 const STAGE_NAMES: Record<string, string> = {
@@ -81,11 +108,6 @@ function percentOf(stage: string, fraction: number): number {
   return 10 + 85 * overallProgress(stage as DubStage, fraction);
 }
 
-export function costOf(durationSec: number): number {
-  // 0.50 USD per minute, prorated to the (started) second.
-  return Math.round(((Math.ceil(durationSec) * PRICE_USD_PER_MINUTE) / 60) * 1e6) / 1e6;
-}
-
 export class DubbingWorker {
   private running = false;
   private loop: Promise<void> | undefined;
@@ -100,11 +122,11 @@ export class DubbingWorker {
     this.loop = this.run();
   }
 
-  /** Stops taking jobs; a job in progress is abandoned to its lease (another worker resumes it). */
+  /** Stops taking jobs; a job in progress is handed back at once (the next worker resumes it). */
   async stop(): Promise<void> {
     this.running = false;
     this.wake?.();
-    this.current?.abort(new Abandoned("worker stopping"));
+    this.current?.abort(new Stopping("worker stopping"));
     await this.loop;
   }
 
@@ -141,56 +163,52 @@ export class DubbingWorker {
     const { db, workerId, log } = this.options;
     const abort = new AbortController();
     this.current = abort;
+    // Claimed while stop() was under way: hand it straight back.
+    if (!this.running) abort.abort(new Stopping("worker stopping"));
     const heartbeat = setInterval(() => {
       db.jobs.heartbeat(job.id, workerId, leaseMs).then(
         (held) => held || abort.abort(new Abandoned(`lease on job ${job.id} lost`)),
         (error: unknown) => log.warn({ err: error, job: job.id }, "heartbeat failed"),
       );
     }, leaseMs / 3);
-    await mkdir(this.options.workDir, { recursive: true });
-    const workDir = await mkdtemp(path.join(this.options.workDir, `job-${job.id}-`));
+    let workDir: string | undefined;
     let percent = job.progress?.percent ?? 0;
     const report = async (status: JobRecord["status"], stage: string, fraction: number) => {
+      abort.signal.throwIfAborted();
       percent = Math.max(percent, Math.round(percentOf(stage, Math.min(1, Math.max(0, fraction)))));
       const progress: JobProgress = { stage, stageName: STAGE_NAMES[stage] ?? stage, percent };
       if (!(await db.jobs.update(job.id, workerId, { status, progress })))
         throw new Abandoned(`lease on job ${job.id} lost`);
     };
     try {
+      await mkdir(this.options.workDir, { recursive: true });
+      await removeStaleWorkDirs(this.options.workDir, job.id);
       if (job.attempts > MAX_ATTEMPTS) {
         throw new JobFailure(
           "processing_failed",
-          `gave up after ${MAX_ATTEMPTS} attempts that did not finish`,
+          `gave up after ${MAX_ATTEMPTS} attempts whose worker died before finishing`,
         );
       }
+      workDir = await mkdtemp(path.join(this.options.workDir, `job-${job.id}-`));
       log.info({ job: job.id, attempt: job.attempts }, "dubbing job started");
       await report("downloading", "downloading", 0);
       const sourcePath = path.join(workDir, "source");
       await this.fetchSource(job, sourcePath, abort.signal);
       await report("processing", "probing", 0);
 
-      const media = await probe(sourcePath).catch((error: unknown) => {
-        throw error instanceof UnsupportedFormatError
-          ? new JobFailure("unsupported_format", error.message)
-          : error;
-      });
+      const media = await probe(sourcePath, { signal: abort.signal });
       if (media.durationSec > this.options.maxDurationSec) {
         throw new JobFailure(
           "video_too_long",
           `the input lasts ${media.durationSec.toFixed(1)} s; the limit is ${this.options.maxDurationSec} s`,
         );
       }
-      const cost = costOf(media.durationSec);
-      const balance = await db.accounts.balanceUsd(job.accountId);
-      if (balance < cost) {
-        throw new JobFailure(
-          "insufficient_balance",
-          `dubbing ${media.durationSec.toFixed(1)} s costs ${cost.toFixed(2)} USD; the balance is ${balance.toFixed(2)} USD`,
-        );
-      }
+      await this.hold(job, media.durationSec);
       await db.jobs.update(job.id, workerId, { inputDurationSec: media.durationSec });
 
-      const stageQueue: Promise<void>[] = [];
+      const updates: Promise<void>[] = [];
+      const record = (update: Promise<unknown>) =>
+        void updates.push(update.then(() => undefined).catch((error: unknown) => abort.abort(error)));
       const result = await dubMedia({
         inputPath: sourcePath,
         outputDir: workDir,
@@ -198,15 +216,13 @@ export class DubbingWorker {
         sourceLang: job.sourceLang,
         targetLang: job.targetLang,
         signal: abort.signal,
-        onProgress: (stage, fraction) =>
-          void stageQueue.push(report("processing", stage, fraction).catch(() => abort.abort())),
-      }).catch((error: unknown) => {
-        if (error instanceof UnsupportedFormatError)
-          throw new JobFailure("unsupported_format", error.message);
-        if (error instanceof MediaTooShortError) throw new JobFailure("processing_failed", error.message);
-        throw error;
+        onProgress: (stage, fraction) => record(report("processing", stage, fraction)),
+        // "auto" is stored as the language it resolved to, so the status says what was dubbed from.
+        onSourceLanguage: (language) => {
+          if (language !== job.sourceLang) record(db.jobs.update(job.id, workerId, { sourceLang: language }));
+        },
       });
-      await Promise.all(stageQueue);
+      await Promise.all(updates);
       await db.jobs.update(job.id, workerId, {
         outputKind: result.outputKind,
         segments: result.segments.map((s) => ({ ...s })),
@@ -219,6 +235,7 @@ export class DubbingWorker {
         result.outputPath,
         result.outputKind === "audio" ? "audio/mpeg" : "video/mp4",
       );
+      const cost = costOf(media.durationSec);
       const completed = await db.jobs.complete(job.id, workerId, {
         outputKey,
         costUsd: cost,
@@ -227,24 +244,56 @@ export class DubbingWorker {
       if (!completed) throw new Abandoned(`lease on job ${job.id} lost before completion`);
       log.info({ job: job.id, cost }, "dubbing job completed");
     } catch (error) {
-      if (error instanceof Abandoned || abort.signal.reason instanceof Abandoned) {
-        log.warn(
-          { job: job.id, reason: String(abort.signal.reason ?? error) },
-          "dubbing job left to its lease",
-        );
-      } else {
-        const failure =
-          error instanceof JobFailure ? error : new JobFailure("processing_failed", (error as Error).message);
-        if (!(error instanceof JobFailure)) log.error({ err: error, job: job.id }, "dubbing job failed");
-        await db.jobs.fail(job.id, workerId, `${failure.code}: ${failure.message}`).catch((e: unknown) => {
-          log.error({ err: e, job: job.id }, "recording a job failure failed");
-        });
-      }
+      await this.endAttempt(job, abort.signal.reason instanceof Abandoned ? abort.signal.reason : error);
     } finally {
       this.current = undefined;
       clearInterval(heartbeat);
-      await rm(workDir, { recursive: true, force: true });
+      if (workDir) await rm(workDir, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * Holds the job's cost of the account's balance, or fails the job when the balance less what
+   * the account's other unfinished jobs hold cannot cover it.
+   */
+  private async hold(job: JobRecord, durationSec: number): Promise<void> {
+    const cost = costOf(durationSec);
+    const held = await this.options.db.jobs.reserve(job.id, this.options.workerId, cost);
+    if (held.status === "lost") throw new Abandoned(`lease on job ${job.id} lost`);
+    if (held.status === "insufficient") {
+      throw new JobFailure(
+        "processing_failed",
+        `insufficient balance: dubbing ${durationSec.toFixed(1)} s costs ${formatUsd(cost)}; the account has ` +
+          `${formatUsd(held.availableUsd)} available (its balance less what its unfinished jobs hold)`,
+      );
+    }
+  }
+
+  /** Records how an attempt that did not complete ended: handed back, left to its lease, or failed. */
+  private async endAttempt(job: JobRecord, error: unknown): Promise<void> {
+    const { db, workerId, log } = this.options;
+    if (error instanceof Stopping) {
+      const released = await db.jobs.release(job.id, workerId).catch((e: unknown) => {
+        log.error({ err: e, job: job.id }, "handing a job back failed; it resumes when its lease expires");
+        return false;
+      });
+      if (released) log.info({ job: job.id }, "dubbing job handed back (worker stopping)");
+      return;
+    }
+    if (error instanceof Abandoned) {
+      log.warn({ job: job.id, reason: error.message }, "dubbing job left to its lease");
+      return;
+    }
+    const failure = failureOf(error);
+    if (failure) log.info({ job: job.id, code: failure.code, reason: failure.message }, "dubbing job failed");
+    else log.error({ err: error, job: job.id }, "dubbing job failed");
+    const recorded = {
+      code: failure?.code ?? "processing_failed",
+      message: failure ? withoutPaths(failure.message) : INTERNAL_FAILURE,
+    } as const;
+    await db.jobs.fail(job.id, workerId, recorded).catch((e: unknown) => {
+      log.error({ err: e, job: job.id }, "recording a job failure failed");
+    });
   }
 
   private async fetchSource(job: JobRecord, destination: string, signal: AbortSignal): Promise<void> {
@@ -295,7 +344,7 @@ export function startDubbingWorkers(
         ...tuning,
         leaseMs: config.dubbing.leaseMs,
         workerId: `${config.workerId}/${i}`,
-        workDir: path.join(config.dataDir, "work"),
+        workDir: config.dubbing.workDir,
         maxBytes: config.dubbing.maxFileBytes,
         maxDurationSec: config.dubbing.maxDurationSec,
         allowPrivateSources: config.dubbing.allowPrivateSources,

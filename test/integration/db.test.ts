@@ -6,9 +6,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import BetterSqlite3 from "better-sqlite3";
+import { Kysely, Migrator, PostgresDialect, sql, SqliteDialect } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { openDatabase } from "../../src/db/index.js";
+import { InsufficientBalanceError } from "../../src/db/billing.js";
+import { openDatabase, parseDatabaseUrl } from "../../src/db/index.js";
+import { migrationProvider } from "../../src/db/migrations.js";
 import type { Database, JobProgress, JobRecord } from "../../src/db/types.js";
 import { createTestDatabase, postgresProblem } from "../support/postgres.js";
 
@@ -94,6 +97,20 @@ if (pgProblem !== undefined) {
   console.warn(`[db] skipping the PostgreSQL suite: PostgreSQL unavailable (${pgProblem})`);
 }
 
+/** A database brought up to `migration` only (as an older release left it), open for raw SQL. */
+async function databaseAt(url: string, migration: string): Promise<Kysely<unknown>> {
+  const location = parseDatabaseUrl(url);
+  const db = new Kysely<unknown>({
+    dialect:
+      location.kind === "sqlite"
+        ? new SqliteDialect({ database: new BetterSqlite3(location.path) })
+        : new PostgresDialect({ pool: new pg.Pool({ connectionString: location.connectionString }) }),
+  });
+  const { error } = await new Migrator({ db, provider: migrationProvider }).migrateTo(migration);
+  if (error !== undefined) throw error instanceof Error ? error : new Error(String(error));
+  return db;
+}
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
 const progress = (percent: number, stage = "asr"): JobProgress => ({ stage, stageName: stage, percent });
@@ -159,7 +176,7 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
         const again = await openDatabase(backend.url);
         await again.close();
         const rows = await backend.raw.query("SELECT name FROM kysely_migration");
-        expect(rows.map((row) => row.name)).toEqual(["0001_dubbing"]);
+        expect(rows.map((row) => row.name)).toEqual(["0001_dubbing", "0002_holds_and_error_messages"]);
         // The instances opened earlier still work after the re-open.
         expect(await db.accounts.findByKey("nobody")).toBeUndefined();
       });
@@ -177,6 +194,43 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
           expect(instances[0]!.kind).toBe(name === "SQLite" ? "sqlite" : "postgres");
         } finally {
           await Promise.all(instances.map((instance) => instance.close()));
+        }
+      });
+
+      it("0002 splits the failures 0001 stored as '<code>: <message>' into the code and its message", async () => {
+        const url = await backend.fresh();
+        const old = await databaseAt(url, "0001_dubbing");
+        try {
+          await sql`insert into accounts (id, created_at) values ('acct_old', 1)`.execute(old);
+          const failures = [
+            ["j1", "download_failed: the source answered HTTP 404"],
+            ["j2", "video_too_long: the input lasts 700.0 s; the limit is 600 s"],
+            ["j3", "insufficient_balance: dubbing 7.2 s costs 0.07 USD; the balance is 0.05 USD"],
+            ["j4", "something unforeseen"],
+          ];
+          for (const [id, error] of failures) {
+            await sql`insert into jobs (id, account_id, status, source_url, source_lang, target_lang, error,
+              attempts, created_at, updated_at) values (${id}, 'acct_old', 'failed', 'u', 'en', 'es', ${error},
+              1, 1, 1)`.execute(old);
+          }
+        } finally {
+          await old.destroy();
+        }
+        const migrated = await openDatabase(url);
+        try {
+          const read = async (id: string) => {
+            const job = await migrated.jobs.get("acct_old", id);
+            return [job?.error, job?.errorMessage];
+          };
+          expect(await read("j1")).toEqual(["download_failed", "the source answered HTTP 404"]);
+          expect(await read("j2")).toEqual(["video_too_long", "the input lasts 700.0 s; the limit is 600 s"]);
+          expect(await read("j3")).toEqual([
+            "processing_failed",
+            "insufficient balance: dubbing 7.2 s costs 0.07 USD; the balance is 0.05 USD",
+          ]);
+          expect(await read("j4")).toEqual(["processing_failed", "something unforeseen"]);
+        } finally {
+          await migrated.close();
         }
       });
 
@@ -302,6 +356,7 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
           targetLang: "fr",
           progress: null,
           error: null,
+          errorMessage: null,
           inputDurationSec: null,
           costUsd: null,
           outputKey: null,
@@ -449,7 +504,9 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
         });
         expect(await db.jobs.heartbeat(job!.id, "dead", 60_000)).toBe(false);
         expect(await db.jobs.update(job!.id, "dead", { progress: progress(90) })).toBe(false);
-        expect(await db.jobs.fail(job!.id, "dead", "late")).toBe(false);
+        expect(await db.jobs.fail(job!.id, "dead", { code: "processing_failed", message: "late" })).toBe(
+          false,
+        );
         expect(
           await db.jobs.complete(job!.id, "dead", { outputKey: "x", costUsd: 1, progress: progress(100) }),
         ).toBe(false);
@@ -474,7 +531,9 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
         await db.jobs.claim("owner", 60_000);
         expect(await db.jobs.heartbeat(job!.id, "intruder", 60_000)).toBe(false);
         expect(await db.jobs.update(job!.id, "intruder", { status: "processing" })).toBe(false);
-        expect(await db.jobs.fail(job!.id, "intruder", "nope")).toBe(false);
+        expect(await db.jobs.fail(job!.id, "intruder", { code: "processing_failed", message: "nope" })).toBe(
+          false,
+        );
         expect(await db.jobs.update(unclaimed!.id, "owner", { status: "processing" })).toBe(false);
         expect(await db.jobs.heartbeat("job-missing", "owner", 60_000)).toBe(false);
         expect((await db.jobs.get(accountId, job!.id))?.status).toBe("pending");
@@ -577,14 +636,16 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
         const accountId = await account(10);
         const [job] = await createJobs(accountId, 1);
         await db.jobs.claim("w", 60_000);
-        expect(await db.jobs.fail(job!.id, "w", "could not download the source")).toBe(true);
-        expect(await db.jobs.fail(job!.id, "w", "again")).toBe(false);
+        const reason = { code: "download_failed", message: "the source answered HTTP 404" } as const;
+        expect(await db.jobs.fail(job!.id, "w", reason)).toBe(true);
+        expect(await db.jobs.fail(job!.id, "w", { code: "processing_failed", message: "again" })).toBe(false);
         expect(
           await db.jobs.complete(job!.id, "w", { outputKey: "o", costUsd: 3, progress: progress(100) }),
         ).toBe(false);
         expect(await db.jobs.get(accountId, job!.id)).toMatchObject({
           status: "failed",
-          error: "could not download the source",
+          error: "download_failed",
+          errorMessage: "the source answered HTTP 404",
           costUsd: null,
         });
         expect(await count("ledger_entries", "kind = 'charge'")).toBe(0);
@@ -628,6 +689,153 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
           await db.jobs.complete(job!.id, "w", { outputKey: "o", costUsd: 2.5, progress: progress(100) }),
         ).toBe(true);
         expect(await db.accounts.balanceUsd(accountId)).toBe(-1.5);
+      });
+    });
+
+    describe("jobs: balance holds", () => {
+      /** Claims every pending job, each by its own worker (its `holder`). */
+      async function claimAll(): Promise<{ job: JobRecord; holder: string }[]> {
+        const claimed: { job: JobRecord; holder: string }[] = [];
+        for (let i = 0; ; i++) {
+          const holder = `w-${i}`;
+          const job = await (i % 2 ? db2 : db).jobs.claim(holder, 60_000);
+          if (!job) return claimed;
+          claimed.push({ job, holder });
+        }
+      }
+
+      it("concurrent holds from two instances never exceed the balance; the ledger never goes negative", async () => {
+        const accountId = await account(7.5);
+        await createJobs(accountId, 20);
+        const jobs = await claimAll();
+        const outcomes = await Promise.all(
+          jobs.map(({ job, holder }, i) => (i % 2 ? db2 : db).jobs.reserve(job.id, holder, 1)),
+        );
+        const held = jobs.filter((_, i) => outcomes[i]!.status === "reserved");
+        expect(held).toHaveLength(7);
+        for (const outcome of outcomes.filter((o) => o.status !== "reserved")) {
+          expect(outcome).toEqual({ status: "insufficient", availableUsd: expect.any(Number) });
+          expect((outcome as { availableUsd: number }).availableUsd).toBeLessThan(1);
+        }
+        expect(await db.accounts.availableUsd(accountId)).toBe(0.5);
+        expect(await db.accounts.balanceUsd(accountId)).toBe(7.5);
+        for (const claimed of jobs) {
+          const { job, holder } = claimed;
+          if (held.includes(claimed)) {
+            await db.jobs.complete(job.id, holder, { outputKey: "o", costUsd: 1, progress: progress(100) });
+          } else {
+            await db2.jobs.fail(job.id, holder, { code: "processing_failed", message: "uncovered" });
+          }
+        }
+        expect(await db.accounts.balanceUsd(accountId)).toBe(0.5);
+        expect(await db.accounts.availableUsd(accountId)).toBe(0.5);
+        expect(await count("ledger_entries", "kind = 'charge'")).toBe(7);
+      });
+
+      it("holds racing completions (charge in, hold out) still never exceed the balance", async () => {
+        const accountId = await account(5);
+        await createJobs(accountId, 10);
+        const jobs = await claimAll();
+        const [first, rest] = [jobs.slice(0, 3), jobs.slice(3)];
+        for (const { job, holder } of first)
+          expect((await db.jobs.reserve(job.id, holder, 1)).status).toBe("reserved");
+        const result = { outputKey: "o", costUsd: 1, progress: progress(100) };
+        const [, outcomes] = await Promise.all([
+          Promise.all(
+            first.map(({ job, holder }, i) => (i % 2 ? db : db2).jobs.complete(job.id, holder, result)),
+          ),
+          Promise.all(rest.map(({ job, holder }, i) => (i % 2 ? db2 : db).jobs.reserve(job.id, holder, 1))),
+        ]);
+        const held = rest.filter((_, i) => outcomes[i]!.status === "reserved");
+        expect(held).toHaveLength(2);
+        for (const { job, holder } of held) await db.jobs.complete(job.id, holder, result);
+        expect(await db.accounts.balanceUsd(accountId)).toBe(0);
+        expect(await db.accounts.availableUsd(accountId)).toBe(0);
+      });
+
+      it("a job resumed after a crash holds and is charged once (holds are per job, not added up)", async () => {
+        const accountId = await account(3);
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("crashed", 60_000);
+        expect(await db.jobs.reserve(job!.id, "crashed", 2)).toEqual({ status: "reserved" });
+        expect(await db.accounts.availableUsd(accountId)).toBe(1);
+        await expireLeases();
+        await db2.jobs.claim("successor", 60_000);
+        expect(await db.jobs.reserve(job!.id, "crashed", 2)).toEqual({ status: "lost" });
+        expect(await db2.jobs.reserve(job!.id, "successor", 2)).toEqual({ status: "reserved" });
+        expect(await db2.jobs.reserve(job!.id, "successor", 2)).toEqual({ status: "reserved" });
+        expect(await db.accounts.availableUsd(accountId)).toBe(1);
+        // More than the balance minus the others' holds is refused; the earlier hold stays.
+        expect(await db2.jobs.reserve(job!.id, "successor", 3.5)).toEqual({
+          status: "insufficient",
+          availableUsd: 3,
+        });
+        expect(await db.accounts.availableUsd(accountId)).toBe(1);
+        const result = { outputKey: "o", costUsd: 2, progress: progress(100) };
+        expect(await db2.jobs.complete(job!.id, "successor", result)).toBe(true);
+        expect(await count("ledger_entries", "kind = 'charge'")).toBe(1);
+        expect(await db.accounts.balanceUsd(accountId)).toBe(1);
+        expect(await db.accounts.availableUsd(accountId)).toBe(1);
+      });
+
+      it("a graceful release frees the lease at once without counting the attempt and keeps the hold; failing drops it", async () => {
+        const accountId = await account(2);
+        const [job] = await createJobs(accountId, 1);
+        await db.jobs.claim("stopping", 60_000);
+        await db.jobs.reserve(job!.id, "stopping", 1.5);
+        expect(await db.jobs.release(job!.id, "intruder")).toBe(false);
+        expect(await db.jobs.release(job!.id, "stopping")).toBe(true);
+        expect(await db.jobs.release(job!.id, "stopping")).toBe(false);
+        const rows = await backend.raw.query("SELECT lease_owner, lease_expires_at, attempts FROM jobs");
+        expect(rows.map((r) => [r.lease_owner, r.lease_expires_at, Number(r.attempts)])).toEqual([
+          [null, null, 0],
+        ]);
+        expect(await db.accounts.availableUsd(accountId)).toBe(0.5);
+        // No waiting for an expiry: the next worker takes it over straight away, as its first attempt.
+        expect(await db2.jobs.claim("next", 60_000)).toMatchObject({ id: job!.id, attempts: 1 });
+        await db2.jobs.fail(job!.id, "next", { code: "processing_failed", message: "x" });
+        expect(await db.accounts.availableUsd(accountId)).toBe(2);
+        expect(await db.accounts.balanceUsd(accountId)).toBe(2);
+      });
+
+      it("a job created with a hold takes it atomically with its creation, or is not created (402 material)", async () => {
+        const accountId = await account(1);
+        const spec = { accountId, sourceUrl: "upload:u", sourceLang: "en", targetLang: "es" };
+        const reservation = { costUsd: 0.3, inputDurationSec: 36 };
+        const attempts = await Promise.allSettled(
+          Array.from({ length: 6 }, (_, i) =>
+            (i % 2 ? db2 : db).jobs.create({ id: `held-${i}`, ...spec, reservation }),
+          ),
+        );
+        const created = attempts.filter((a) => a.status === "fulfilled");
+        expect(created).toHaveLength(3);
+        for (const refused of attempts.filter((a) => a.status === "rejected")) {
+          expect(refused.reason).toBeInstanceOf(InsufficientBalanceError);
+          expect(refused.reason).toMatchObject({ requiredUsd: 0.3, availableUsd: expect.closeTo(0.1, 6) });
+        }
+        expect(await count("jobs")).toBe(3);
+        expect(await db.accounts.availableUsd(accountId)).toBe(0.1);
+        const [first] = created.map((a) => (a as PromiseFulfilledResult<{ job: JobRecord }>).value.job);
+        expect(first).toMatchObject({ inputDurationSec: 36, costUsd: null });
+
+        // A retry by idempotency key gets its job back even though another could not be covered now.
+        const keyed = await db.jobs.create({
+          id: "k-1",
+          ...spec,
+          idempotencyKey: "k",
+          reservation: { costUsd: 0.1, inputDurationSec: 12 },
+        });
+        expect(keyed.created).toBe(true);
+        const retried = await db2.jobs.create({ id: "k-2", ...spec, idempotencyKey: "k", reservation });
+        expect(retried).toEqual({ job: keyed.job, created: false });
+        await expect(db.jobs.create({ id: "k-3", ...spec, reservation })).rejects.toBeInstanceOf(
+          InsufficientBalanceError,
+        );
+
+        // The worker's own hold of the same cost succeeds: creation's hold is the job's, not another's.
+        const claimed = await db.jobs.claim("w", 60_000);
+        expect(await db.jobs.reserve(claimed!.id, "w", 0.3)).toEqual({ status: "reserved" });
+        expect(await db.accounts.availableUsd(accountId)).toBe(0);
       });
     });
 

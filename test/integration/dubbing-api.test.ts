@@ -107,12 +107,13 @@ describe.skipIf(SPEECH_MISSING)("dubbing a video end to end", () => {
     const created = await api("POST", "/api/dubbing/jobs", {
       source_url: upload.body.source_url,
       target_lang: "es",
+      source_lang: "en",
     });
     expect(created.status).toBe(201);
     expect(created.body).toMatchObject({
       job_id: expect.any(String),
       status: "pending",
-      source_lang: "auto",
+      source_lang: "en",
       target_lang: "es",
       created_at: expect.any(String),
       limits: { max_duration_sec: 600, max_file_size_bytes: 500 * 1024 * 1024 },
@@ -173,10 +174,12 @@ describe.skipIf(SPEECH_MISSING)("dubbing a video end to end", () => {
     const missing = await api("POST", "/api/dubbing/jobs", {
       source_url: `${sourceBase}/nothing.mp4`,
       target_lang: "es",
+      source_lang: "en",
     });
     const garbage = await api("POST", "/api/dubbing/jobs", {
       source_url: `${sourceBase}/not-media.mp4`,
       target_lang: "es",
+      source_lang: "en",
     });
     const [goodJob, missingJob, garbageJob] = (await Promise.all(
       [good, missing, garbage].map((r) => waitForJob(r.body.job_id as string)),
@@ -186,8 +189,12 @@ describe.skipIf(SPEECH_MISSING)("dubbing a video end to end", () => {
       Awaited<ReturnType<typeof waitForJob>>,
     ];
     expect(goodJob.job.status).toBe("completed");
-    expect(missingJob.job.error).toMatch(/^download_failed: .*404/);
-    expect(garbageJob.job.error).toMatch(/^unsupported_format: /);
+    expect(goodJob.job).toMatchObject({ error: null, error_message: null });
+    expect(missingJob.job).toMatchObject({
+      error: "download_failed",
+      error_message: expect.stringMatching(/404/),
+    });
+    expect(garbageJob.job).toMatchObject({ error: "unsupported_format", error_message: expect.any(String) });
     expect(missingJob.job.cost_usd ?? null).toBeNull();
   });
 });
@@ -220,13 +227,40 @@ describe("dubbing API validation", () => {
     expect((ja.body.error as { message: string }).message).toMatch(/translation into "ja"/);
   });
 
+  it("refuses source_lang auto (also by default) when no configured recogniser identifies languages", async () => {
+    expect(server.registry.languageIdentifier()).toBeUndefined();
+    for (const [body, why] of [
+      [
+        { source_url: "https://example.com/v.mp4", target_lang: "es" },
+        /the default when source_lang is omitted/,
+      ],
+      [
+        { source_url: "https://example.com/v.mp4", target_lang: "es", source_lang: "auto" },
+        /^source_lang "auto" needs/,
+      ],
+    ] as const) {
+      const refused = await api("POST", "/api/dubbing/jobs", body);
+      expect(refused.status).toBe(400);
+      expect(refused.body).toEqual({ error: { code: "unsupported_language", message: expect.any(String) } });
+      const { message } = refused.body.error as { message: string };
+      expect(message).toMatch(why);
+      expect(message).toMatch(/identifies languages.*name the spoken language instead \(source_lang "en"\)/);
+    }
+    const named = await api("POST", "/api/dubbing/jobs", {
+      source_url: "https://203.0.113.1/named.mp4",
+      target_lang: "es",
+      source_lang: "en",
+    });
+    expect(named.status).toBe(201);
+  });
+
   it("answers 401 without a key and 402 without balance", async () => {
     const anonymous = await fetch(new URL("/api/dubbing/jobs", server.baseUrl));
     expect(anonymous.status).toBe(401);
     const broke = await api(
       "POST",
       "/api/dubbing/jobs",
-      { source_url: "https://example.com/v.mp4", target_lang: "es" },
+      { source_url: "https://example.com/v.mp4", target_lang: "es", source_lang: "en" },
       {},
       BROKE_KEY,
     );
@@ -241,6 +275,7 @@ describe("dubbing API validation", () => {
     const created = await api("POST", "/api/dubbing/jobs", {
       source_url: "https://203.0.113.1/never.mp4",
       target_lang: "es",
+      source_lang: "en",
     });
     const early = await api("GET", `/api/dubbing/jobs/${created.body.job_id as string}/result`);
     expect(early.status).toBe(404);
@@ -255,7 +290,7 @@ describe("dubbing API validation", () => {
   });
 
   it("makes creation safe to retry with Idempotency-Key", async () => {
-    const body = { source_url: "https://203.0.113.1/once.mp4", target_lang: "es" };
+    const body = { source_url: "https://203.0.113.1/once.mp4", target_lang: "es", source_lang: "en" };
     const first = await api("POST", "/api/dubbing/jobs", body, { "idempotency-key": "retry-me-1" });
     const second = await api("POST", "/api/dubbing/jobs", body, { "idempotency-key": "retry-me-1" });
     expect(first.status).toBe(201);

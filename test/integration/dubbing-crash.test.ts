@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +12,8 @@ import { sharedMissing } from "../support/shared.js";
 /**
  * Jobs survive a crash: service processes share one PostgreSQL database and one data directory;
  * the process running a job is killed with SIGKILL mid-job, and the job is picked up by the other
- * workers once its lease expires, completes, and is charged exactly once.
+ * workers once its lease expires (removing the work folder the dead attempt left), completes, and is
+ * charged exactly once.
  */
 const problem = await postgresProblem();
 if (problem) console.warn(`skipping the crash-recovery test: PostgreSQL unavailable (${problem})`);
@@ -88,6 +89,7 @@ describe.skipIf(SKIP)("a worker killed mid-job (kill -9)", () => {
     const created = await api(first.baseUrl, "POST", "/api/dubbing/jobs", {
       source_url: upload.source_url,
       target_lang: "es",
+      source_lang: "en",
     });
     const jobId = created.job_id as string;
 
@@ -99,6 +101,9 @@ describe.skipIf(SKIP)("a worker killed mid-job (kill -9)", () => {
     }
     first.child.kill("SIGKILL");
     await new Promise((resolve) => first.child.once("exit", resolve));
+    const leftBehind = async () =>
+      (await readdir(path.join(dir, "work"))).filter((name) => name.startsWith(`job-${jobId}-`));
+    expect(await leftBehind()).toHaveLength(1);
 
     // two more processes share the database; one of them takes the job over after the lease lapses
     const [second, third] = await Promise.all([startService("worker-b"), startService("worker-c")]);
@@ -112,6 +117,15 @@ describe.skipIf(SKIP)("a worker killed mid-job (kill -9)", () => {
     expect(job.status).toBe("completed");
     expect((await fetch(job.output_url as string)).status).toBe(200);
     expect((await api(third.baseUrl, "GET", `/api/dubbing/jobs/${jobId}`)).status).toBe("completed");
+    // The worker that took the job over removed the dead attempt's folder (and, once finished, its own).
+    await Promise.all(
+      [second, third].map(async ({ child }) => {
+        const exited = new Promise((resolve) => child.once("exit", resolve));
+        child.kill("SIGTERM");
+        await exited;
+      }),
+    );
+    expect(await leftBehind()).toEqual([]);
 
     const db = await openDatabase(database.url);
     try {

@@ -22,7 +22,7 @@ async function createJob(server: TestServer, sourceUrl: string, targetLang = "es
   const response = await fetch(new URL("/api/dubbing/jobs", server.baseUrl), {
     method: "POST",
     headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
-    body: JSON.stringify({ source_url: sourceUrl, target_lang: targetLang }),
+    body: JSON.stringify({ source_url: sourceUrl, target_lang: targetLang, source_lang: "en" }),
   });
   expect(response.status).toBe(201);
   return ((await response.json()) as { job_id: string }).job_id;
@@ -111,17 +111,33 @@ describe.skipIf(SPEECH_MISSING)("dubbing failures and formats", () => {
         missing: await createJob(limited, `${filesBase}/missing.mp4`),
         private: await createJob(strict, `${filesBase}/input-h264.mp4`),
       };
-      const outcome = async (server: TestServer, id: string) => (await finished(server, id)).error as string;
-      expect(await outcome(limited, jobs.long)).toMatch(/^video_too_long: .*limit is 5 s/);
-      expect(await outcome(limited, jobs.large)).toMatch(/^video_too_large: /);
-      expect(await outcome(limited, jobs.garbage)).toMatch(/^unsupported_format: /);
-      expect(await outcome(limited, jobs.silentVideo)).toMatch(/^unsupported_format: .*audio/);
-      expect(await outcome(limited, jobs.short)).toMatch(/^processing_failed: .*(short|1 s)/);
-      expect(await outcome(limited, jobs.missing)).toMatch(/^download_failed: .*HTTP 404/);
-      expect(await outcome(strict, jobs.private)).toMatch(/^download_failed: .*not a public address/);
+      // `error` is the spec's code alone; the reason is in `error_message`.
+      const outcome = async (server: TestServer, id: string) => {
+        const job = await finished(server, id);
+        return `${job.error as string} | ${job.error_message as string}`;
+      };
+      expect(await outcome(limited, jobs.long)).toMatch(/^video_too_long \| .*limit is 5 s/);
+      expect(await outcome(limited, jobs.large)).toMatch(/^video_too_large \| /);
+      expect(await outcome(limited, jobs.garbage)).toMatch(/^unsupported_format \| .*not a media file/);
+      expect(await outcome(limited, jobs.silentVideo)).toMatch(/^unsupported_format \| .*audio/);
+      expect(await outcome(limited, jobs.short)).toMatch(/^processing_failed \| .*(short|1 s)/);
+      expect(await outcome(limited, jobs.missing)).toMatch(/^download_failed \| .*HTTP 404/);
+      expect(await outcome(strict, jobs.private)).toMatch(/^download_failed \| .*not a public address/);
+      const codes = [
+        "video_too_long",
+        "video_too_large",
+        "unsupported_format",
+        "download_failed",
+        "processing_failed",
+      ];
       for (const id of Object.values(jobs)) {
         const server = id === jobs.private ? strict : limited;
-        expect((await finished(server, id)).cost_usd ?? null).toBeNull();
+        const job = await finished(server, id);
+        expect(codes).toContain(job.error);
+        expect(job.cost_usd ?? null).toBeNull();
+        // No server paths: not the data directory, the work folders or any absolute path.
+        expect(job.error_message).not.toContain(server.config.dataDir);
+        expect(job.error_message).not.toMatch(/(^|[\s'"(:=,[])\/[^\s/]+\//);
       }
     } finally {
       await Promise.all([limited.close(), strict.close()]);

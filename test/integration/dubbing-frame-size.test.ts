@@ -105,7 +105,7 @@ describe("video frame size bound", () => {
       const created = await fetch(new URL("/api/dubbing/jobs", relay.baseUrl), {
         method: "POST",
         headers: auth,
-        body: JSON.stringify({ source_url: upload.source_url, target_lang: "es" }),
+        body: JSON.stringify({ source_url: upload.source_url, target_lang: "es", source_lang: "en" }),
       });
       expect(created.status).toBe(201);
       const { job_id: id } = (await created.json()) as { job_id: string };

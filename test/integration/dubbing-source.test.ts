@@ -167,7 +167,11 @@ describe("dubbing job with an embedded-IPv4 source address", () => {
       const created = await fetch(new URL("/api/dubbing/jobs", relay.baseUrl), {
         method: "POST",
         headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
-        body: JSON.stringify({ source_url: `http://[::7f00:1]:${port}/via-job`, target_lang: "es" }),
+        body: JSON.stringify({
+          source_url: `http://[::7f00:1]:${port}/via-job`,
+          target_lang: "es",
+          source_lang: "en",
+        }),
       });
       expect(created.status).toBe(201);
       const { job_id: id } = (await created.json()) as { job_id: string };

@@ -2,9 +2,12 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
-import type { Database, JobRecord } from "../../db/types.js";
+import { InsufficientBalanceError } from "../../db/billing.js";
+import type { Database, JobRecord, NewJob, UploadRecord } from "../../db/types.js";
+import { costOf, formatUsd } from "../../dubbing/pricing.js";
 import { UPLOAD_SOURCE_SCHEME } from "../../dubbing/source.js";
 import { toSrt, toWebVtt } from "../../dubbing/subtitles.js";
+import { uploadDurationSec } from "../../dubbing/upload-duration.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { ObjectStore } from "../../storage/types.js";
 import type { AccountRateLimit } from "../rate-limit.js";
@@ -36,7 +39,9 @@ export interface DubbingRouteOptions {
   readonly publicBaseUrl: (request: FastifyRequest) => string;
   readonly maxFileBytes: number;
   readonly maxDurationSec: number;
-  /** The per-key limit shared with room sessions. */
+  /** Where S3 uploads are copied to be probed at job creation. */
+  readonly workDir: string;
+  /** The per-account limit shared with room sessions. */
   readonly rateLimit: AccountRateLimit;
 }
 
@@ -102,7 +107,7 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
           .url()
           .refine((u) => /^https?:\/\//iu.test(u), "must be an http(s) URL"),
         target_lang: z.enum(DUBBING_LANGUAGES),
-        source_lang: z.enum(["auto", ...DUBBING_LANGUAGES]).default("auto"),
+        source_lang: z.enum(["auto", ...DUBBING_LANGUAGES]).optional(),
       }),
       request.body,
       (path) =>
@@ -112,8 +117,9 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
             ? "unsupported_language"
             : "invalid_request",
     );
-    checkServable(registry, body.source_lang, body.target_lang);
-    const sourceUrl = await resolveOwnUpload(
+    const sourceLang = body.source_lang ?? "auto";
+    checkServable(registry, sourceLang, body.target_lang, body.source_lang === undefined);
+    const { sourceUrl, upload } = await resolveOwnUpload(
       body.source_url,
       `${options.publicBaseUrl(request)}${UPLOAD_SOURCE_PATH}`,
       account.id,
@@ -128,13 +134,14 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
         "Idempotency-Key must be one header of at most 200 characters",
       );
     }
-    const { job, created } = await db.jobs.create({
+    const { job, created } = await createJob({
       id: randomUUID(),
       accountId: account.id,
       sourceUrl,
-      sourceLang: body.source_lang,
+      sourceLang,
       targetLang: body.target_lang,
       idempotencyKey,
+      ...(upload && (await reservationFor(upload))),
     });
     reply.code(created ? 201 : 200);
     return {
@@ -181,14 +188,42 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
     sourceUrl: string,
     uploadPrefix: string,
     accountId: string,
-  ): Promise<string> {
-    if (!sourceUrl.startsWith(uploadPrefix)) return sourceUrl;
+  ): Promise<{ sourceUrl: string; upload?: UploadRecord }> {
+    if (!sourceUrl.startsWith(uploadPrefix)) return { sourceUrl };
     const id = sourceUrl.slice(uploadPrefix.length);
     const upload = await db.uploads.get(id);
     if (!upload || upload.accountId !== accountId) {
       throw new ApiError(400, "invalid_url", `source_url names no upload of this account (${id})`);
     }
-    return `${UPLOAD_SOURCE_SCHEME}${id}`;
+    return { sourceUrl: `${UPLOAD_SOURCE_SCHEME}${id}`, upload };
+  }
+
+  /**
+   * An upload's price is known at creation: the job is created holding it (or refused with 402).
+   * None when the upload cannot be read as media or is over the length limit: its worker then
+   * fails the job with the spec's code.
+   */
+  async function reservationFor(upload: UploadRecord): Promise<Pick<NewJob, "reservation">> {
+    const durationSec = await uploadDurationSec(store, upload.objectKey, {
+      maxBytes: options.maxFileBytes,
+      tempDir: options.workDir,
+    });
+    if (durationSec === undefined || durationSec > options.maxDurationSec) return {};
+    return { reservation: { costUsd: costOf(durationSec), inputDurationSec: durationSec } };
+  }
+
+  async function createJob(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+    try {
+      return await db.jobs.create(job);
+    } catch (error) {
+      if (!(error instanceof InsufficientBalanceError)) throw error;
+      throw new ApiError(
+        402,
+        "insufficient_balance",
+        `dubbing this ${job.reservation!.inputDurationSec.toFixed(1)} s upload costs ${formatUsd(error.requiredUsd)}; ` +
+          `the account has ${formatUsd(error.availableUsd)} available (its balance less what its unfinished jobs hold)`,
+      );
+    }
   }
 
   async function ownJob(request: FastifyRequest): Promise<JobRecord> {
@@ -208,6 +243,8 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
       source_lang: job.sourceLang,
       target_lang: job.targetLang,
       error: job.error,
+      // Beyond the spec: why, in words (`error` is the spec's code alone).
+      error_message: job.errorMessage,
       progress: job.progress && {
         stage: job.progress.stage,
         stage_name: job.progress.stageName,
@@ -275,8 +312,12 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
   }
 }
 
-/** The configured engines must serve the pair; the error names the missing part. */
-function checkServable(registry: EngineRegistry, source: string, target: string): void {
+/**
+ * The configured engines must serve the pair; the error names the missing part. "auto" needs a
+ * recogniser that identifies languages: without one it would silently mean whichever language the
+ * recognisers happen to know, so it is refused, naming the source languages that work.
+ */
+function checkServable(registry: EngineRegistry, source: string, target: string, defaulted: boolean): void {
   const sources = source === "auto" ? registry.recognitionLanguages() : [source];
   if (source !== "auto" && !registry.recognizer(source)) {
     throw new ApiError(
@@ -292,11 +333,22 @@ function checkServable(registry: EngineRegistry, source: string, target: string)
       `target_lang "${target}" has no voice output with the configured engines`,
     );
   }
-  if (!sources.some((from) => registry.translationRoute(from, target))) {
+  const workable = sources.filter((from) => registry.translationRoute(from, target) !== undefined);
+  if (workable.length === 0) {
     throw new ApiError(
       400,
       "unsupported_language",
       `no translation into "${target}" from ${source === "auto" ? "any recognised language" : `"${source}"`} with the configured engines`,
+    );
+  }
+  if (source === "auto" && !registry.languageIdentifier()) {
+    const named = workable.filter((from) => (DUBBING_LANGUAGES as readonly string[]).includes(from));
+    throw new ApiError(
+      400,
+      "unsupported_language",
+      `source_lang "auto"${defaulted ? " (the default when source_lang is omitted)" : ""} needs a recogniser ` +
+        "that identifies languages, and the configured engines have none; name the spoken language instead" +
+        (named.length > 0 ? ` (source_lang ${named.map((l) => `"${l}"`).join(" or ")})` : ""),
     );
   }
 }

@@ -1,0 +1,208 @@
+import { readFile, mkdtemp, rm } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestVideo } from "../support/media.js";
+import { createTestDatabase, postgresProblem } from "../support/postgres.js";
+import { startServer, type TestServer } from "../support/server.js";
+import { sharedMissing } from "../support/shared.js";
+
+/**
+ * Money over the real HTTP interface, with real workers and engines, on SQLite and on PostgreSQL:
+ * concurrent jobs of one account never spend more than its balance, an upload's price is checked
+ * (and held) when its job is created, and a job found too expensive only after its download fails
+ * with the documented reason and costs nothing.
+ *
+ * The test video lasts 7.2 s: 8 started seconds at 0.50 USD a minute cost 0.066667 USD.
+ */
+const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
+const pgProblem = await postgresProblem();
+if (pgProblem)
+  console.warn(`[dubbing-billing] skipping the PostgreSQL run: PostgreSQL unavailable (${pgProblem})`);
+const COST = 0.066667;
+/** Covers one job of the test video, not two. */
+const TIGHT_KEY = "tight-key";
+/** Covers one upload job, not two. */
+const UPLOAD_KEY = "upload-key";
+/** Covers none. */
+const POOR_KEY = "poor-key";
+
+let dir: string;
+let video: string;
+let files: Server;
+let filesBase: string;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(tmpdir(), "dubbing-billing-"));
+  if (!SPEECH_MISSING) video = await makeTestVideo(dir);
+  files = createServer((request, response) => {
+    readFile(path.join(dir, path.basename(request.url ?? ""))).then(
+      (bytes) => response.writeHead(200, { "content-type": "video/mp4" }).end(bytes),
+      () => response.writeHead(404).end(),
+    );
+  });
+  await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve));
+  filesBase = `http://127.0.0.1:${(files.address() as { port: number }).port}`;
+});
+afterAll(async () => {
+  await new Promise((resolve) => files?.close(resolve));
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const databases: {
+  name: string;
+  skip: boolean;
+  url: () => Promise<{ url?: string; drop(): Promise<void> }>;
+}[] = [
+  { name: "SQLite", skip: false, url: async () => ({ drop: async () => undefined }) },
+  { name: "PostgreSQL", skip: pgProblem !== undefined, url: createTestDatabase },
+];
+
+for (const database of databases) {
+  describe.skipIf(SPEECH_MISSING || database.skip)(`billing on ${database.name}`, () => {
+    let server: TestServer;
+    let dropDatabase: () => Promise<void>;
+
+    beforeAll(async () => {
+      const { url, drop } = await database.url();
+      dropDatabase = drop;
+      server = await startServer({
+        API_KEYS: `${TIGHT_KEY}:0.1:dubbing,${UPLOAD_KEY}:0.1:dubbing,${POOR_KEY}:0.05:dubbing`,
+        DUBBING_WORKERS: "2",
+        SOURCE_URL_ALLOW_PRIVATE: "1",
+        RATE_LIMIT_PER_MINUTE: "1000",
+        ...(url ? { DATABASE_URL: url } : {}),
+      });
+    });
+    afterAll(async () => {
+      await server?.close();
+      await dropDatabase?.();
+    });
+
+    async function api(key: string, method: string, route: string, body?: unknown) {
+      const response = await fetch(new URL(route, server.baseUrl), {
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    }
+
+    async function finished(key: string, id: string): Promise<Record<string, unknown>> {
+      for (;;) {
+        const { body: job } = await api(key, "GET", `/api/dubbing/jobs/${id}`);
+        if (job.status === "completed" || job.status === "failed") return job;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+
+    async function ledger(key: string): Promise<{ balance: number; available: number; charges: number }> {
+      const { db } = server.services;
+      const account = (await db.accounts.findByKey(key))!;
+      const { jobs } = await db.jobs.list(account.id, 100, 0);
+      return {
+        balance: await db.accounts.balanceUsd(account.id),
+        available: await db.accounts.availableUsd(account.id),
+        charges: jobs.filter((job) => job.costUsd !== null).length,
+      };
+    }
+
+    async function upload(key: string): Promise<string> {
+      const { body } = await api(key, "POST", "/api/dubbing/upload-url", {
+        filename: "talk.mp4",
+        content_type: "video/mp4",
+      });
+      const put = await fetch(body.upload_url as string, {
+        method: "PUT",
+        headers: body.upload_headers as Record<string, string>,
+        body: await readFile(video),
+      });
+      expect(put.ok).toBe(true);
+      return body.source_url as string;
+    }
+
+    it("two jobs of one account at once: the one the balance cannot cover fails, and the balance never goes below zero", async () => {
+      const request = {
+        source_url: `${filesBase}/${path.basename(video)}`,
+        target_lang: "es",
+        source_lang: "en",
+      };
+      // URL sources: their price is only known once downloaded, so both are accepted and both workers
+      // take one at once.
+      const created = await Promise.all([
+        api(TIGHT_KEY, "POST", "/api/dubbing/jobs", request),
+        api(TIGHT_KEY, "POST", "/api/dubbing/jobs", request),
+      ]);
+      expect(created.map((c) => c.status)).toEqual([201, 201]);
+      const jobs = await Promise.all(created.map((c) => finished(TIGHT_KEY, c.body.job_id as string)));
+      const done = jobs.filter((job) => job.status === "completed");
+      const refused = jobs.filter((job) => job.status === "failed");
+      expect(done).toHaveLength(1);
+      expect(refused).toHaveLength(1);
+      expect(done[0]!.cost_usd).toBe(COST);
+      expect(refused[0]).toMatchObject({
+        error: "processing_failed",
+        error_message: expect.stringMatching(
+          /^insufficient balance: dubbing 7\.2 s costs 0\.066667 USD; the account has 0\.033333 USD available/,
+        ),
+        cost_usd: null,
+      });
+      expect(await ledger(TIGHT_KEY)).toEqual({ balance: 0.033333, available: 0.033333, charges: 1 });
+    });
+
+    it("an upload the balance cannot cover is refused at creation with 402; an accepted one holds its price from then on", async () => {
+      const sourceUrl = await upload(UPLOAD_KEY);
+      const request = { source_url: sourceUrl, target_lang: "es", source_lang: "en" };
+      const first = await api(UPLOAD_KEY, "POST", "/api/dubbing/jobs", request);
+      expect(first.status).toBe(201);
+      // Created holding 0.066667 of the 0.1 USD: a second one cannot be covered, even before the
+      // first has started.
+      const second = await api(UPLOAD_KEY, "POST", "/api/dubbing/jobs", request);
+      expect(second).toEqual({
+        status: 402,
+        body: { error: { code: "insufficient_balance", message: expect.any(String) } },
+      });
+      expect((second.body.error as { message: string }).message).toMatch(
+        /costs 0\.066667 USD; the account has 0\.033333 USD available/,
+      );
+      const job = await finished(UPLOAD_KEY, first.body.job_id as string);
+      expect(job).toMatchObject({
+        status: "completed",
+        cost_usd: COST,
+        input_duration_sec: expect.closeTo(7.2, 1),
+      });
+      expect(await ledger(UPLOAD_KEY)).toEqual({ balance: 0.033333, available: 0.033333, charges: 1 });
+
+      const poor = await api(POOR_KEY, "POST", "/api/dubbing/jobs", {
+        ...request,
+        source_url: await upload(POOR_KEY),
+      });
+      expect(poor.status).toBe(402);
+      expect(poor.body).toEqual({ error: { code: "insufficient_balance", message: expect.any(String) } });
+      expect((await api(POOR_KEY, "GET", "/api/dubbing/jobs")).body.total).toBe(0);
+    });
+
+    it("a URL source found too expensive after its download fails with processing_failed and the reason; nothing is charged", async () => {
+      const created = await api(POOR_KEY, "POST", "/api/dubbing/jobs", {
+        source_url: `${filesBase}/${path.basename(video)}`,
+        target_lang: "es",
+        source_lang: "en",
+      });
+      expect(created.status).toBe(201);
+      const job = await finished(POOR_KEY, created.body.job_id as string);
+      expect(job).toMatchObject({
+        status: "failed",
+        error: "processing_failed",
+        error_message:
+          "insufficient balance: dubbing 7.2 s costs 0.066667 USD; the account has 0.05 USD available " +
+          "(its balance less what its unfinished jobs hold)",
+        cost_usd: null,
+      });
+      expect(await ledger(POOR_KEY)).toEqual({ balance: 0.05, available: 0.05, charges: 0 });
+    });
+  });
+}

@@ -1,0 +1,122 @@
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestVideo } from "../support/media.js";
+import { startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
+import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { sharedMissing } from "../support/shared.js";
+
+/**
+ * source_lang "auto" with a recogniser that identifies languages (a remote Whisper, stood in for by
+ * a local server that reports the language it is told to): the job is dubbed from the language
+ * identified, and its status says which one instead of "auto". (Without such a recogniser "auto" is
+ * refused at creation: see dubbing-api.test.ts.)
+ */
+const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
+const LANGUAGES = ["en", "es", "de", "fr"];
+
+let remote: OpenAiTestServer;
+let server: TestServer;
+let dir: string;
+let sourceUrl: string;
+
+async function api(method: string, route: string, body?: unknown) {
+  const response = await fetch(new URL(route, server.baseUrl), {
+    method,
+    headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+async function finished(id: string): Promise<Record<string, unknown>> {
+  for (;;) {
+    const { body: job } = await api("GET", `/api/dubbing/jobs/${id}`);
+    if (job.status === "completed" || job.status === "failed") return job;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+beforeAll(async () => {
+  if (SPEECH_MISSING) return;
+  remote = await startOpenAiServer();
+  dir = await mkdtemp(path.join(tmpdir(), "dubbing-languages-"));
+  const entry = (model: string, extra: Record<string, unknown> = {}) => ({
+    engine: "openai",
+    baseUrl: remote.baseUrl,
+    model,
+    languages: LANGUAGES,
+    timeoutMs: 5000,
+    maxRetries: 1,
+    ...extra,
+  });
+  const engines = path.join(dir, "engines.json");
+  await writeFile(
+    engines,
+    JSON.stringify({
+      asr: [entry("whisper-large")],
+      mt: [entry("llm")],
+      tts: [entry("tts-1", { voices: { female: ["nova"], male: ["onyx"] } })],
+    }),
+  );
+  server = await startServer({ ENGINES_FILE: engines, DUBBING_WORKERS: "1", RATE_LIMIT_PER_MINUTE: "1000" });
+  const video = await makeTestVideo(dir);
+  const { body: upload } = await api("POST", "/api/dubbing/upload-url", {
+    filename: "talk.mp4",
+    content_type: "video/mp4",
+  });
+  const put = await fetch(upload.upload_url as string, {
+    method: "PUT",
+    headers: upload.upload_headers as Record<string, string>,
+    body: await readFile(video),
+  });
+  expect(put.ok).toBe(true);
+  sourceUrl = upload.source_url as string;
+});
+afterAll(async () => {
+  await server?.close();
+  await remote?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(SPEECH_MISSING)("source_lang auto with a language-identifying recogniser", () => {
+  it("dubs from the language identified and shows it as the job's source_lang", async () => {
+    remote.reset();
+    remote.detectedLanguage = "german";
+    remote.reply = (text) => `[es] ${text.trim()}`;
+    expect(server.registry.languageIdentifier()).toBeDefined();
+    // source_lang omitted: the spec's default, "auto".
+    const created = await api("POST", "/api/dubbing/jobs", { source_url: sourceUrl, target_lang: "es" });
+    expect(created.status).toBe(201);
+    expect(created.body.source_lang).toBe("auto");
+    const job = await finished(created.body.job_id as string);
+    expect(job).toMatchObject({ status: "completed", error: null, source_lang: "de", target_lang: "es" });
+    const { body: list } = await api("GET", "/api/dubbing/jobs?limit=1");
+    expect(list.jobs).toEqual([expect.objectContaining({ job_id: job.job_id, source_lang: "de" })]);
+    // Identified without a language, then recognised as German; translated from German.
+    const transcriptions = remote.ofEndpoint("transcriptions");
+    expect(transcriptions[0]!.fields!.language).toBeUndefined();
+    expect(transcriptions.at(-1)!.fields!.language).toEqual(["de"]);
+    expect(JSON.stringify(remote.ofEndpoint("chat").at(-1)!.json!.messages)).toMatch(/German/);
+  });
+
+  it("fails the job, saying what was heard, when the language identified cannot be dubbed into the target", async () => {
+    remote.reset();
+    remote.detectedLanguage = "japanese";
+    const created = await api("POST", "/api/dubbing/jobs", {
+      source_url: sourceUrl,
+      target_lang: "es",
+      source_lang: "auto",
+    });
+    expect(created.status).toBe(201);
+    const job = await finished(created.body.job_id as string);
+    expect(job).toMatchObject({
+      status: "failed",
+      error: "processing_failed",
+      error_message: expect.stringMatching(/identified as ja, which cannot be dubbed into "es"/),
+      source_lang: "auto",
+      cost_usd: null,
+    });
+  });
+});
