@@ -23,8 +23,14 @@ export class SocketWire {
     socket.send(JSON.stringify(message));
   }
 
-  error(message: string): void {
-    this.send({ type: "error", error: message, timestamp: Date.now() / 1000 });
+  /** `correlationId`: the segment or `speak` the error concerns, sent as `correlation_id`. */
+  error(message: string, correlationId?: string): void {
+    this.send({
+      type: "error",
+      error: message,
+      ...(correlationId === undefined ? {} : { correlation_id: correlationId }),
+      timestamp: Date.now() / 1000,
+    });
   }
 
   close(code: number, reason: string): void {

@@ -37,6 +37,14 @@ export class SpeechSegmenter {
     return this.speaking;
   }
 
+  /**
+   * Silence still needed to close the open utterance, once it has started ending (the last window
+   * was silence); undefined otherwise.
+   */
+  get silenceToEndMs(): number | undefined {
+    return this.speaking && this.silenceMs > 0 ? this.options.endSilenceMs - this.silenceMs : undefined;
+  }
+
   /** Feeds one window's probability; returns "start" on the window that opens an utterance, "end" on the one that closes it. */
   update(probability: number): SegmenterEvent {
     const { windowMs, threshold, negThreshold, startWindows, endSilenceMs, maxUtteranceMs } = this.options;

@@ -81,8 +81,16 @@ export type PipelineEvent =
   | ({ readonly type: "translated"; readonly originalText: string } & TranscriptFields)
   /** One frame of translated speech; `clipEnd` marks the last frame of a line's clip. */
   | { readonly type: "audio"; readonly samples: Float32Array; readonly clipEnd: boolean }
-  /** `fatal`: the pipeline cannot continue (an engine failed); the session should end. */
-  | { readonly type: "error"; readonly message: string; readonly fatal: boolean };
+  /**
+   * `fatal`: the pipeline cannot continue (an engine failed); the session should end. `segmentId`:
+   * the segment the failure concerns (its translation or speech is missing), when there is one.
+   */
+  | {
+      readonly type: "error";
+      readonly message: string;
+      readonly fatal: boolean;
+      readonly segmentId?: string;
+    };
 
 /** A run of transcript sharing one `correlation_id`. */
 interface Segment {
@@ -93,6 +101,8 @@ interface Segment {
   readonly translatedSpans: string[];
   /** Last original text shown for the segment (interim or final). */
   lastShown: string;
+  /** The words beyond `committed` that the last interim showed. */
+  shownPending: StableWord[];
   /** Bumped on every interim so stale interim translations can be skipped. */
   interimSeq: number;
   /** The segment's language (identified per utterance in "auto" sessions). */
@@ -143,9 +153,14 @@ async function flushToRecogniser(utterance: { stream: AsrStream; unsent: Int16Ar
 export class TranslationPipeline {
   readonly events = new Channel<PipelineEvent>();
 
-  private readonly input = new Channel<Int16Array | "finalize">();
+  /** Audio, or a marker: `finalize` (client request) or `silence` (the input stopped mid-silence). */
+  private readonly input = new Channel<Int16Array | "finalize" | "silence">();
   private readonly translations = new Channel<TranslationJob>();
-  private readonly speech = new Channel<{ text: string; speaker: VoiceFeatures | undefined }>();
+  private readonly speech = new Channel<{
+    text: string;
+    speaker: VoiceFeatures | undefined;
+    segmentId: string;
+  }>();
 
   private readonly vadStream;
   private readonly segmenter: SpeechSegmenter;
@@ -167,6 +182,7 @@ export class TranslationPipeline {
   private backlogSamples = 0;
   private backlogWarned = false;
   private finalizeTimer: NodeJS.Timeout | undefined;
+  private silenceTimer: NodeJS.Timeout | undefined;
 
   private utterance:
     | {
@@ -209,6 +225,7 @@ export class TranslationPipeline {
   /** Queues PCM16 16 kHz mono audio. Never blocks; drops audio when recognition is far behind. */
   pushAudio(pcm: Int16Array): void {
     if (this.closed || this.ended || pcm.length === 0) return;
+    clearTimeout(this.silenceTimer);
     this.receivedSamples += pcm.length;
     if (this.backlogSamples + pcm.length > this.maxBacklogSamples) {
       if (!this.backlogWarned) {
@@ -249,6 +266,7 @@ export class TranslationPipeline {
     if (!this.closed && !this.ended) {
       this.ended = true;
       clearTimeout(this.finalizeTimer);
+      clearTimeout(this.silenceTimer);
       this.input.push("finalize");
       this.input.close();
     }
@@ -260,6 +278,7 @@ export class TranslationPipeline {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.finalizeTimer);
+    clearTimeout(this.silenceTimer);
     this.input.close();
     await this.stages;
   }
@@ -274,8 +293,14 @@ export class TranslationPipeline {
           await this.finishUtterance(true);
           continue;
         }
+        if (item === "silence") {
+          // Unless a `finalize` closed the utterance first.
+          if (this.segmenter.silenceToEndMs !== undefined) await this.finishUtterance(true);
+          continue;
+        }
         this.backlogSamples -= item.length;
         await this.consumeAudio(item);
+        if (this.backlogSamples === 0) this.awaitSilence();
       }
     } catch (error) {
       this.events.push({
@@ -288,6 +313,18 @@ export class TranslationPipeline {
       this.utterance = undefined;
       this.translations.close();
     }
+  }
+
+  /**
+   * All audio received is processed. If the utterance was ending (trailing silence), no audio
+   * arriving counts as the silence going on: a client that stops sending after about 300 ms of
+   * zeros (or any silence) instead of sending `finalize` still gets its finals, once the silence
+   * has lasted as long as the segmenter's end silence. Audio arriving first cancels this.
+   */
+  private awaitSilence(): void {
+    const remainingMs = this.segmenter.silenceToEndMs;
+    if (remainingMs === undefined) return;
+    this.silenceTimer = setTimeout(() => this.input.push("silence"), remainingMs);
   }
 
   private async consumeAudio(pcm: Int16Array): Promise<void> {
@@ -381,10 +418,14 @@ export class TranslationPipeline {
     this.options.speakerProfiler?.observe(speech);
   }
 
-  /** Ends the open utterance (VAD end, length cap or `finalize`) and emits its finals. */
-  private async finishUtterance(explicit: boolean): Promise<void> {
-    if (explicit) {
-      // Audio that arrived within the finalize wait but does not fill a VAD window still counts.
+  /**
+   * Ends the open utterance (VAD end, length cap, `finalize` or input that stopped mid-silence) and
+   * emits its finals. `cut`: the input was cut short of a VAD window (not a VAD end).
+   */
+  private async finishUtterance(cut: boolean): Promise<void> {
+    if (cut) {
+      // Audio that does not fill a VAD window (sent within the finalize wait, or last before the
+      // input stopped) still counts.
       if (this.utterance && this.windowFill > 0)
         this.utterance.unsent.push(this.window.slice(0, this.windowFill));
       this.processedSamples += this.windowFill;
@@ -407,9 +448,11 @@ export class TranslationPipeline {
     }
     const segment = this.segment;
     this.segment = undefined;
-    // Interim text that no final covers must be closed by a final, even an empty one.
+    // Interim text that no final covers must be closed by a final, even an empty one. When the
+    // recogniser's last pass withdrew words an interim showed and a final already holds the rest,
+    // the shown words are committed: a final never repeats the previous one.
     if (segment && segment.lastShown !== joinWords(segment.committed))
-      this.emitFinal(segment, [], this.positionMs());
+      this.emitFinal(segment, segment.committed.length > 0 ? segment.shownPending : [], this.positionMs());
   }
 
   private applyStabiliser(
@@ -434,6 +477,7 @@ export class TranslationPipeline {
     const text = [committedText, pendingText].filter(Boolean).join(" ");
     if (text === segment.lastShown) return;
     segment.lastShown = text;
+    segment.shownPending = update.pending;
     segment.language = this.languageOf(segment);
     const endMs = endOf(update.pending);
     this.events.push({
@@ -460,6 +504,7 @@ export class TranslationPipeline {
     segment.committed.push(...words);
     const originalText = joinWords(segment.committed);
     segment.lastShown = originalText;
+    segment.shownPending = [];
     segment.language = this.languageOf(segment);
     this.events.push({
       type: "original",
@@ -489,6 +534,7 @@ export class TranslationPipeline {
       committed: [],
       translatedSpans: [],
       lastShown: "",
+      shownPending: [],
       interimSeq: 0,
       language: undefined,
     };
@@ -513,7 +559,8 @@ export class TranslationPipeline {
       if (job.kind === "interim" && job.seq !== segment.interimSeq) continue;
       // Translation waits for the language to be identified ("auto"); the original transcript did not.
       if (job.language === undefined) {
-        if (job.kind === "final") this.fail("the language of this utterance could not be identified");
+        if (job.kind === "final")
+          this.fail("the language of this utterance could not be identified", segment.id);
         continue;
       }
       const passThrough =
@@ -523,7 +570,8 @@ export class TranslationPipeline {
         translatedSpan =
           job.sourceText === "" || passThrough ? job.sourceText : await this.translate(job, job.language);
       } catch (error) {
-        this.fail(`translation failed: ${(error as Error).message}`);
+        // The segment is named so the client can tell which line lost (part of) its translation.
+        this.fail(`translation failed: ${(error as Error).message}`, segment.id);
         continue;
       }
       if (job.kind === "final" && translatedSpan !== "") {
@@ -531,8 +579,7 @@ export class TranslationPipeline {
         if (this.history.length > HISTORY_SENTENCES) this.history.shift();
       }
       const previous = segment.translatedSpans;
-      // Spans after the first continue a sentence: undo the capital a translator gives every input.
-      if (previous.length > 0) translatedSpan = continueSentence(job.sourceText, translatedSpan);
+      translatedSpan = spanInSegment(segment, job.sourceText, translatedSpan);
       if (job.kind === "final" && translatedSpan !== "") previous.push(translatedSpan);
       const text = [...previous, job.kind === "interim" ? translatedSpan : ""].filter(Boolean).join(" ");
       this.events.push({
@@ -546,14 +593,20 @@ export class TranslationPipeline {
         language: job.language,
       });
       if (job.kind === "final" && translatedSpan !== "" && this.options.speak && !passThrough)
-        this.speech.push({ text: translatedSpan, speaker: this.options.speakerProfiler?.profile });
+        this.speech.push({
+          text: translatedSpan,
+          speaker: this.options.speakerProfiler?.profile,
+          segmentId: segment.id,
+        });
     }
     this.speech.close();
   }
 
   /**
    * One translation. A final line from a streaming translator is shown as it grows, as interim
-   * translations of its segment, so a slow (LLM) translator still shows progress.
+   * translations of its segment, so a slow (LLM) translator still shows progress. A value is shown
+   * only once a newer one proves it is not the whole translation, which the final carries anyway:
+   * a translator that cannot stream yields just that one value, and it is not sent twice.
    */
   private async translate(job: TranslationJob, from: LanguageCode): Promise<string> {
     const call: TranslationCall = {
@@ -564,32 +617,35 @@ export class TranslationPipeline {
     };
     const stream = this.options.translateStream;
     if (job.kind !== "final" || !stream) return this.options.translate(call);
-    let latest = "";
+    const { segment } = job;
+    let latest: string | undefined;
     let shownAt = 0;
     for await (const partial of stream(call)) {
-      latest = partial;
       const now = performance.now();
-      if (now - shownAt < STREAMED_INTERIM_INTERVAL_MS || this.closed) continue;
-      shownAt = now;
-      const { segment } = job;
-      this.events.push({
-        type: "translated",
-        segmentId: segment.id,
-        text: [...segment.translatedSpans, partial].filter(Boolean).join(" "),
-        originalText: job.originalText,
-        isFinal: false,
-        startMs: segment.startMs,
-        endMs: job.endMs,
-        language: from,
-      });
+      if (latest !== undefined && now - shownAt >= STREAMED_INTERIM_INTERVAL_MS && !this.closed) {
+        shownAt = now;
+        this.events.push({
+          type: "translated",
+          segmentId: segment.id,
+          text: [...segment.translatedSpans, spanInSegment(segment, job.sourceText, latest)]
+            .filter(Boolean)
+            .join(" "),
+          originalText: job.originalText,
+          isFinal: false,
+          startMs: segment.startMs,
+          endMs: job.endMs,
+          language: from,
+        });
+      }
+      latest = partial;
     }
-    return latest;
+    return latest ?? "";
   }
 
   // ------------------------------------------------------------------ synthesis stage
 
   private async synthesisStage(): Promise<void> {
-    for await (const { text, speaker } of this.speech) {
+    for await (const { text, speaker, segmentId } of this.speech) {
       if (this.closed) continue;
       try {
         const frames = await this.options.speak!(text, speaker);
@@ -597,20 +653,38 @@ export class TranslationPipeline {
           this.events.push({ type: "audio", samples, clipEnd: i === frames.length - 1 }),
         );
       } catch (error) {
-        this.fail(`speech synthesis failed: ${(error as Error).message}`);
+        this.fail(`speech synthesis failed: ${(error as Error).message}`, segmentId);
       }
     }
   }
 
-  private fail(message: string): void {
-    this.events.push({ type: "error", message, fatal: false });
+  private fail(message: string, segmentId?: string): void {
+    this.events.push({ type: "error", message, fatal: false, ...(segmentId ? { segmentId } : {}) });
   }
 }
 
-function continueSentence(source: string, translated: string): string {
-  const [first] = translated;
-  if (!first || source.charAt(0) !== source.charAt(0).toLocaleLowerCase()) return translated;
-  return first.toLocaleLowerCase() + translated.slice(1);
+/**
+ * A translated span as shown in its segment. A translator takes every input for a sentence and
+ * capitalises its first word — Apertium the first word it knows, after unknown words it copies and
+ * interjections ("hola Estudio"). That capital is undone unless it opens the segment, so every
+ * translation of the segment (interim, streamed or final) shows the words in the same case. A span
+ * the recogniser began with a capital (a sentence start) and names copied from it keep theirs.
+ * When the recogniser writes case (whisper), a capital inside the span is taken for a name
+ * ("a Londres") and only a capital on the span's first word is undone.
+ */
+function spanInSegment(segment: Segment, source: string, translated: string): string {
+  if (source.charAt(0) !== source.charAt(0).toLocaleLowerCase()) return translated;
+  const sourceIsCased = source !== source.toLocaleLowerCase();
+  const copied = new Set(source.split(/\s+/u));
+  for (const { 0: word, index } of translated.matchAll(/\S+/gu)) {
+    const letter = /\p{L}/u.exec(word);
+    if (!letter || letter[0] === letter[0].toLocaleLowerCase() || copied.has(word)) continue;
+    if (index === 0 && segment.translatedSpans.length === 0) return translated;
+    if (index > 0 && sourceIsCased) return translated;
+    const at = index + letter.index;
+    return translated.slice(0, at) + letter[0].toLocaleLowerCase() + translated.slice(at + letter[0].length);
+  }
+  return translated;
 }
 
 function toStableWords(hypothesis: Hypothesis): StableWord[] {

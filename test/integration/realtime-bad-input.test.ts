@@ -1,6 +1,10 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
+import { startOpenAiServer } from "../support/openai-server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
@@ -194,5 +198,54 @@ describe.skipIf(SPEECH_MISSING)("engine failure inside a session", () => {
       await broken.close();
     }
     await expectServerHealthy();
+  });
+
+  it("a translation that fails is an error frame naming its segment; the original transcript's finals still arrive", async () => {
+    // the only translator is a remote server (a stand-in speaking its protocol) that answers 500
+    const remote = await startOpenAiServer();
+    remote.script("chat", ...Array.from({ length: 50 }, () => ({ status: 500, message: "model crashed" })));
+    const dir = await mkdtemp(path.join(tmpdir(), "failing-mt-"));
+    const enginesFile = path.join(dir, "engines.json");
+    await writeFile(
+      enginesFile,
+      JSON.stringify({
+        asr: [{ engine: "pocketsphinx" }],
+        mt: [
+          { engine: "openai", baseUrl: remote.baseUrl, model: "llm", languages: ["en", "es"], maxRetries: 0 },
+        ],
+        tts: [{ engine: "espeak-ng" }],
+      }),
+    );
+    const failing = await startServer({ ENGINES_FILE: enginesFile });
+    try {
+      const session = await createSession(failing.baseUrl, API_KEY, { audioOutputEnabled: "false" });
+      const socket = await RealtimeSocket.connect(session.ws_url);
+      await socket.waitFor((m) => m.type === "ready");
+      await socket.stream(goForward, { speed: 8 });
+      socket.finalize();
+      const final = await socket.waitFor(
+        (m) => m.type === "original_transcript" && m.is_final === true && m.text === "go forward ten meters",
+      );
+      // the final line's own translation fails too, after its original
+      await expect
+        .poll(() => socket.messages.findLastIndex((m) => m.type === "error"), { timeout: 20_000 })
+        .toBeGreaterThan(socket.messages.indexOf(final));
+      await socket.settle(1000);
+      expect(socket.messages.some((m) => m.type === "translated_transcript" && m.is_final)).toBe(false);
+      for (const error of errors(socket)) {
+        expect(error).toEqual({
+          type: "error",
+          error: expect.stringMatching(/^translation failed: .*(HTTP 500: model crashed|circuit)/),
+          correlation_id: final.correlation_id,
+          timestamp: expect.any(Number),
+        });
+      }
+      expect(socket.isOpen).toBe(true);
+      socket.close();
+    } finally {
+      await failing.close();
+      await remote.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -130,6 +130,35 @@ describe.skipIf(SPEECH_MISSING)("speech-to-speech session", () => {
     socket.close();
   });
 
+  it("stable mode: no final repeats the one before it, and each translation keeps the case of the words already shown", async () => {
+    for (const pcm of [goForward, austen]) {
+      const socket = await open({ finalizeMode: "stable", audioOutputEnabled: "false" });
+      await speakAndFinalize(socket, pcm, { speed: 2 });
+      const segments = new Set(of(socket, "original_transcript").map((m) => m.correlation_id));
+      expect(segments.size).toBeGreaterThan(0);
+      for (const id of segments) {
+        for (const type of ["original_transcript", "translated_transcript"]) {
+          const texts = finalsOf(socket, type)
+            .filter((m) => m.correlation_id === id)
+            .map((m) => m.text as string);
+          for (let i = 1; i < texts.length; i++) expect(texts[i]).not.toBe(texts[i - 1]);
+        }
+        // interim and final translations alike: a word shown again at its place has the same case
+        const translations = of(socket, "translated_transcript")
+          .filter((m) => m.correlation_id === id)
+          .map((m) => m.text as string);
+        for (let i = 1; i < translations.length; i++) {
+          const before = translations[i - 1]!.split(" ");
+          translations[i]!.split(" ").forEach((word, k) => {
+            if (before[k]?.toLowerCase() === word.toLowerCase())
+              expect(word, `${translations[i - 1]} → ${translations[i]}`).toBe(before[k]);
+          });
+        }
+      }
+      socket.close();
+    }
+  });
+
   it("sentence mode: one final per segment (PocketSphinx has no punctuation, so the utterance is the sentence)", async () => {
     const socket = await open({ finalizeMode: "sentence", audioOutputEnabled: "false" });
     await speakAndFinalize(socket, goForward);
@@ -164,6 +193,21 @@ describe.skipIf(SPEECH_MISSING)("speech-to-speech session", () => {
       (m) => isFinal("translated_transcript")(m) && m.original_text === "go forward ten meters",
     );
     expect(final.text).toMatch(/diez metros/i);
+    socket.close();
+  });
+
+  it("about 300 ms of PCM16 zeros after speech, then nothing (no finalize), ends the segment", async () => {
+    const socket = await open({ audioOutputEnabled: "false" });
+    // goforward.wav's speech ends at 2.27 s; the room noise after it is cut, so only the zeros are silence
+    const speech = goForward.subarray(0, Math.round(2.27 * 16_000));
+    const withZeros = new Int16Array(speech.length + 300 * 16);
+    withZeros.set(speech);
+    await socket.stream(withZeros, { speed: 4 });
+    const final = await socket.waitFor(
+      (m) => isFinal("translated_transcript")(m) && m.original_text === "go forward ten meters",
+    );
+    expect(final.text).toMatch(/diez metros/i);
+    expect(finalsOf(socket, "original_transcript").at(-1)!.text).toBe("go forward ten meters");
     socket.close();
   });
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_PENDING_SPEAKS } from "../../src/api/realtime/socket.js";
 import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
@@ -96,6 +97,38 @@ describe("mode=tts", () => {
     expect(socket.messages.filter((m) => m.type === "error")[1]!.error).toMatch(
       /voiceId "7000" does not exist/,
     );
+    socket.close();
+  });
+
+  it(`refuses speak requests beyond ${MAX_PENDING_SPEAKS} waiting, each by name; the socket stays open and later speaks work`, async () => {
+    const socket = await openTts({ targetLanguage: "es" });
+    const lines = 400;
+    for (let i = 0; i < lines; i++)
+      socket.send({ type: "speak", text: "Hola.", correlation_id: `line-${i}` });
+    const named = (type: string) =>
+      socket.messages.filter((m) => m.type === type).map((m) => m.correlation_id as string);
+    // every speak is either accepted (speak_ack when its turn comes) or refused with an error naming it
+    await expect
+      .poll(() => named("speak_ack").length + named("error").length, { timeout: 60_000 })
+      .toBe(lines);
+    const accepted = named("speak_ack");
+    const refused = named("error");
+    expect(refused.length).toBeGreaterThan(0);
+    expect(new Set([...accepted, ...refused]).size).toBe(lines);
+    // the first ones are always accepted: the bound counts speaks waiting, not speaks sent
+    expect(accepted.slice(0, MAX_PENDING_SPEAKS)).toEqual(
+      Array.from({ length: MAX_PENDING_SPEAKS }, (_, i) => `line-${i}`),
+    );
+    for (const error of socket.messages.filter((m) => m.type === "error"))
+      expect(error.error).toMatch(new RegExp(`${MAX_PENDING_SPEAKS} speak requests are already waiting`));
+    await expect
+      .poll(() => socket.messages.filter((m) => m.type === "speech_end").length, { timeout: 60_000 })
+      .toBe(accepted.length);
+    expect(socket.isOpen).toBe(true);
+    expect((await speak(socket, { text: "Todavía aquí.", correlation_id: "after" })).length).toBeGreaterThan(
+      0,
+    );
+    expect(socket.messages.filter((m) => m.type === "error")).toHaveLength(refused.length);
     socket.close();
   });
 

@@ -24,6 +24,17 @@ describe("SpeechSegmenter", () => {
     expect(segmenter.inUtterance).toBe(false);
   });
 
+  it("tells how much more silence closes an utterance once it has started ending", () => {
+    const segmenter = new SpeechSegmenter(options);
+    expect(segmenter.silenceToEndMs).toBeUndefined();
+    run(segmenter, [0.9, 0.9]);
+    expect(segmenter.silenceToEndMs).toBeUndefined(); // speaking
+    run(segmenter, [0.05, 0.05, 0.05]);
+    expect(segmenter.silenceToEndMs).toBe(options.endSilenceMs - 3 * options.windowMs);
+    run(segmenter, [0.9]);
+    expect(segmenter.silenceToEndMs).toBeUndefined(); // speech again
+  });
+
   it("treats probabilities between the thresholds as neither new speech nor silence", () => {
     const segmenter = new SpeechSegmenter(options);
     run(segmenter, [0.9, 0.9]);

@@ -44,6 +44,32 @@ function scriptedAsr(script: string[]): AsrEngine & { opened: number } {
   return engine;
 }
 
+/** Like `scriptedAsr`, but its final pass keeps only the first `keep` words, withdrawing later ones its partials showed. */
+function withdrawingAsr(script: string[], keep: number): AsrEngine {
+  const engine = scriptedAsr(script);
+  return {
+    ...engine,
+    async createStream(options) {
+      const stream = await engine.createStream(options);
+      return { ...stream, finish: async () => ({ text: script.slice(0, keep).join(" "), words: [] }) };
+    },
+  };
+}
+
+/** Like Apertium: every input is taken for a sentence, so the first word it knows gets a capital; unknown words are copied. */
+const UNKNOWN_WORDS = new Set(["zorp"]);
+async function sentenceCasing({ text }: { text: string }): Promise<string> {
+  let capitalised = false;
+  return text
+    .split(" ")
+    .map((word) => {
+      if (capitalised || UNKNOWN_WORDS.has(word)) return word;
+      capitalised = true;
+      return word.charAt(0).toUpperCase() + word.slice(1);
+    })
+    .join(" ");
+}
+
 const speech = (ms: number) => new Int16Array(ms * 16).fill(1000);
 const silence = (ms: number) => new Int16Array(ms * 16);
 
@@ -189,6 +215,126 @@ describe("TranslationPipeline (engine doubles)", () => {
     const translated = finals(events, "translated").map((e) => e.text);
     expect(translated.length).toBeGreaterThan(1);
     expect(translated.at(-1)).toBe("Go forward ten meters now please");
+  });
+
+  it("about 300 ms of zeros after speech, then no more audio, ends the segment without finalize", async () => {
+    const pipeline = pipelineWith({ asr: scriptedAsr(["go", "forward", "ten"]), speak: undefined });
+    pipeline.pushAudio(speech(900));
+    pipeline.pushAudio(silence(300)); // shorter than the segmenter's end silence (500 ms), and then nothing
+    const events = await collect(
+      pipeline,
+      (evs) => finals(evs, "translated").at(-1)?.originalText === "go forward ten",
+    );
+    await pipeline.close();
+    expect(finals(events, "original").at(-1)?.text).toBe("go forward ten");
+    expect(finals(events, "translated").at(-1)?.text).toBe("og drawrof net");
+  });
+
+  it("stable mode never repeats a final, even when the recogniser's last pass withdraws words an interim showed", async () => {
+    // partials reveal all five words; the final pass keeps four, all of them already committed
+    const pipeline = pipelineWith({
+      asr: withdrawingAsr(["go", "forward", "ten", "meters", "now"], 4),
+      speak: undefined,
+    });
+    pipeline.pushAudio(speech(1400));
+    const ending = pipeline.end();
+    const events = await collect(pipeline, () => false);
+    await ending;
+    for (const type of ["original", "translated"] as const) {
+      const texts = finals(events, type).map((e) => e.text);
+      expect(texts.length).toBeGreaterThan(1);
+      for (let i = 1; i < texts.length; i++) {
+        expect(texts[i]).not.toBe(texts[i - 1]);
+        expect(texts[i]!.startsWith(texts[i - 1]!)).toBe(true);
+      }
+    }
+    // the segment still ends with a final, covering what its last interim showed
+    const transcripts = events.filter((e) => e.type === "original");
+    expect(transcripts.at(-1)).toMatchObject({ isFinal: true, text: "go forward ten meters now" });
+    expect(transcripts.findLast((e) => !e.isFinal)?.text).toBe("go forward ten meters now");
+  });
+
+  it("every translation of a segment keeps the case of the words already shown (the translator capitalises each input)", async () => {
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["go", "forward", "zorp", "ten", "meters", "now", "please"]),
+      translate: sentenceCasing,
+      // as the service wraps a translator that cannot stream: one value, the translation
+      translateStream: async function* (call) {
+        yield await sentenceCasing(call);
+      },
+      speak: undefined,
+    });
+    pipeline.pushAudio(speech(2000));
+    const ending = pipeline.end();
+    const events = await collect(pipeline, () => false);
+    await ending;
+    const translated = events.filter((e) => e.type === "translated");
+    expect(finals(events, "translated").length).toBeGreaterThan(2);
+    expect(translated.at(-1)!.text).toBe("Go forward zorp ten meters now please");
+    for (const { text } of translated) expect(text.slice(1)).toBe(text.slice(1).toLowerCase());
+  });
+
+  it("with a recogniser that writes case, a capital inside a later span is a name and stays", async () => {
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["We", "flew", "from", "Paris", "to", "London", "today"]),
+      // keeps the case it is given, translates the name
+      translate: async ({ text }) => text.replace("London", "Londres"),
+      speak: undefined,
+    });
+    pipeline.pushAudio(speech(2000));
+    const ending = pipeline.end();
+    const events = await collect(pipeline, () => false);
+    await ending;
+    const last = finals(events, "translated").at(-1)!.text;
+    expect(finals(events, "translated").length).toBeGreaterThan(1);
+    expect(last.startsWith("We")).toBe(true);
+    expect(last).toContain("to Londres today");
+  });
+
+  it("a translator that cannot stream has each final translation sent once, as the final", async () => {
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["go", "forward", "ten", "meters", "now"]),
+      // interim translations are marked, so an unmarked interim can only be a final sent early
+      translate: async ({ text }) => `${text}…`,
+      translateStream: async function* ({ text }) {
+        yield text;
+      },
+      speak: undefined,
+    });
+    pipeline.pushAudio(speech(1500));
+    const ending = pipeline.end();
+    const events = await collect(pipeline, () => false);
+    await ending;
+    const interims = events.filter((e) => e.type === "translated" && !e.isFinal);
+    expect(interims.length).toBeGreaterThan(0);
+    for (const { text } of interims as { text: string }[]) expect(text.endsWith("…")).toBe(true);
+    expect(finals(events, "translated").at(-1)?.text).toBe("go forward ten meters now");
+  });
+
+  it("a failed translation is an error naming its segment; the original finals still arrive", async () => {
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["go", "forward", "ten", "meters"]),
+      translate: async () => {
+        throw new Error("engine down");
+      },
+      speak: undefined,
+    });
+    pipeline.pushAudio(speech(1200));
+    const ending = pipeline.end();
+    const events = await collect(pipeline, () => false);
+    await ending;
+    const original = finals(events, "original").at(-1)!;
+    expect(original.text).toBe("go forward ten meters");
+    expect(finals(events, "translated")).toEqual([]);
+    const errors = events.filter((e) => e.type === "error");
+    expect(errors.length).toBeGreaterThan(0);
+    for (const error of errors)
+      expect(error).toEqual({
+        type: "error",
+        message: "translation failed: engine down",
+        fatal: false,
+        segmentId: original.segmentId,
+      });
   });
 
   it("reports translation failures as errors and keeps going", async () => {

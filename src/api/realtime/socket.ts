@@ -4,7 +4,7 @@ import { Pcm16Assembler } from "../../audio/pcm.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
 import { createSpeakerPipeline } from "../../pipeline/session-pipeline.js";
-import { renderSpeech } from "../../pipeline/speech-output.js";
+import { renderSpeech, type SpeechRequest } from "../../pipeline/speech-output.js";
 import type { PipelineEvent, TranslationPipeline } from "../../pipeline/translation-pipeline.js";
 import { misalignedAudioMessage, SocketWire, toBuffer } from "../socket-wire.js";
 import { transcriptMessage } from "../transcript-message.js";
@@ -33,6 +33,11 @@ export interface SocketDeps {
 
 /** Largest text a `speak` may carry. */
 const MAX_SPEAK_CHARS = 5000;
+/**
+ * `speak` requests a tts session may have waiting or being rendered; more are refused with an
+ * `error` frame, so a client flooding speaks cannot grow the process without bound.
+ */
+export const MAX_PENDING_SPEAKS = 64;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -211,7 +216,7 @@ class SpeechSession implements ModeHandler {
   private forward(event: PipelineEvent): void {
     if (event.type === "audio") return this.wire.audio(event.samples);
     if (event.type === "error") {
-      this.wire.error(event.message);
+      this.wire.error(event.message, event.segmentId);
       if (event.fatal) this.wire.close(4500, "internal error");
       return;
     }
@@ -231,6 +236,8 @@ class TextToSpeechSession implements ModeHandler {
   private language: LanguageCode;
   /** `speak` requests are rendered one after another so their audio never interleaves. */
   private queue: Promise<void> = Promise.resolve();
+  /** Accepted `speak` requests whose `speech_end` has not been sent yet. */
+  private pending = 0;
   private closed = false;
 
   constructor(
@@ -301,27 +308,41 @@ class TextToSpeechSession implements ModeHandler {
 
   private speak(message: Record<string, unknown>): void {
     const { text, voiceId, language, correlation_id: correlationId } = message;
-    if (typeof text !== "string" || text.trim() === "")
-      return this.wire.error('speak needs "text": a non-empty string');
-    if (text.length > MAX_SPEAK_CHARS) {
-      return this.wire.error(`speak text is ${text.length} characters long; the limit is ${MAX_SPEAK_CHARS}`);
-    }
     if (correlationId !== undefined && typeof correlationId !== "string") {
       return this.wire.error("correlation_id must be a string");
     }
+    // Every refusal names the speak it refuses.
+    const refuse = (problem: string) => this.wire.error(problem, correlationId);
+    if (typeof text !== "string" || text.trim() === "")
+      return refuse('speak needs "text": a non-empty string');
+    if (text.length > MAX_SPEAK_CHARS) {
+      return refuse(`speak text is ${text.length} characters long; the limit is ${MAX_SPEAK_CHARS}`);
+    }
+    // Checked before the voice or language is applied: a refused speak changes nothing.
+    if (this.pending >= MAX_PENDING_SPEAKS) {
+      return refuse(
+        `${MAX_PENDING_SPEAKS} speak requests are already waiting; send more after their speech_end`,
+      );
+    }
     const problem = this.applySticky(voiceId, language);
-    if (problem) return this.wire.error(problem);
+    if (problem) return refuse(problem);
     const request = { text, language: this.language, voice: this.voice };
-    const tts = this.deps.registry.synthesizer(request.language)!;
+    this.pending++;
     this.queue = this.queue.then(async () => {
-      if (this.closed) return;
-      if (correlationId !== undefined) this.wire.send({ type: "speak_ack", correlation_id: correlationId });
-      try {
-        for (const frame of await renderSpeech(tts, request)) this.wire.audio(frame);
-      } catch (error) {
-        this.wire.error(`speech synthesis failed: ${(error as Error).message}`);
-      }
-      this.wire.send({ type: "speech_end" });
+      if (!this.closed) await this.render(request, correlationId);
+      this.pending--;
     });
+  }
+
+  /** One `speak`: `speak_ack` (with a correlation_id), its audio frames, then `speech_end`. */
+  private async render(request: SpeechRequest, correlationId: string | undefined): Promise<void> {
+    if (correlationId !== undefined) this.wire.send({ type: "speak_ack", correlation_id: correlationId });
+    try {
+      const tts = this.deps.registry.synthesizer(request.language)!;
+      for (const frame of await renderSpeech(tts, request)) this.wire.audio(frame);
+    } catch (error) {
+      this.wire.error(`speech synthesis failed: ${(error as Error).message}`, correlationId);
+    }
+    this.wire.send({ type: "speech_end" });
   }
 }
