@@ -3,8 +3,10 @@
  * Starts the service (embedded engines) as a child process, then
  *   1. floods `GET /v1/session` from one key with long query strings for a fixed time and
  *      reports how many sessions it got, what the others got, and the process's memory;
- *   2. sends 40,000 `speak` messages on one tts socket and reports the memory and error frames.
- * Memory is the child's resident set (VmRSS), read from /proc. Prints a Markdown table.
+ *   2. sends 40,000 `speak` messages on one tts socket, three times, and reports the memory and
+ *      error frames after each round.
+ * Memory is the child's resident set (VmRSS), read from /proc before, at the peak, and 20 s after
+ * each flood (the tts socket still open). Prints a Markdown table.
  *
  *   npm run bench:floods [-- --root <checkout>]   (--root measures another checkout, e.g. a
  *                                                  worktree of an older commit, for before/after)
@@ -24,6 +26,9 @@ const KEY = "flood-key";
 const OTHER_KEY = "bystander-key";
 const SESSION_FLOOD_MS = 20_000;
 const SPEAK_MESSAGES = 40_000;
+/** How long after a flood the memory is read again (V8 has collected what it will by then). */
+const SETTLE_MS = 20_000;
+const SPEAK_ROUNDS = 3;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -126,7 +131,7 @@ async function sessionFlood(service: { baseUrl: string; pid: number }): Promise<
     const statuses = [...counts].map(([status, n]) => `${n}× ${status}`).join(", ");
     return `${statuses}; another key then got ${bystander.status}`;
   });
-  await sleep(2000);
+  await sleep(SETTLE_MS);
   return {
     flood: `GET /v1/session from one key, 16 at a time for ${SESSION_FLOOD_MS / 1000} s`,
     rssBefore,
@@ -136,7 +141,11 @@ async function sessionFlood(service: { baseUrl: string; pid: number }): Promise<
   };
 }
 
-async function speakFlood(service: { baseUrl: string; pid: number }): Promise<Row> {
+/**
+ * Three rounds of speaks on one socket, each read after it settles: memory a session keeps grows
+ * round after round, memory V8 merely has not handed back to the system does not.
+ */
+async function speakFlood(service: { baseUrl: string; pid: number }): Promise<Row[]> {
   const created = (await (
     await fetch(`${service.baseUrl}/v1/session?mode=tts&targetLanguage=en`, {
       headers: { authorization: `Bearer ${OTHER_KEY}` },
@@ -155,42 +164,50 @@ async function speakFlood(service: { baseUrl: string; pid: number }): Promise<Ro
     socket.once("open", resolve);
     socket.once("error", reject);
   });
-  const rssBefore = await rssMb(service.pid);
   // Near the 5000-character limit of one `speak`, as a client pasting documents would send.
   const text = "The quick brown fox jumps over the lazy dog near the river bank today. ".repeat(60);
-  const { peak, outcome } = await withPeak(service.pid, async () => {
-    for (let i = 0; i < SPEAK_MESSAGES; i++) {
-      socket.send(JSON.stringify({ type: "speak", text }));
-      if (i % 1000 === 999) await sleep(5);
-    }
-    await sleep(10_000);
-    return `${errors} error frames, ${speechEnds} lines spoken in 10 s, socket ${
-      socket.readyState === WebSocket.OPEN ? "open" : "closed"
-    }`;
-  });
+  const rows: Row[] = [];
+  for (let round = 1; round <= SPEAK_ROUNDS; round++) {
+    const rssBefore = await rssMb(service.pid);
+    const { peak, outcome } = await withPeak(service.pid, async () => {
+      for (let i = 0; i < SPEAK_MESSAGES; i++) {
+        socket.send(JSON.stringify({ type: "speak", text }));
+        if (i % 1000 === 999) await sleep(5);
+      }
+      await sleep(SETTLE_MS);
+      return `${errors} error frames and ${speechEnds} lines spoken so far, socket ${
+        socket.readyState === WebSocket.OPEN ? "open" : "closed"
+      }`;
+    });
+    rows.push({
+      flood: `${SPEAK_MESSAGES.toLocaleString("en")} speaks of 4,300 characters on one tts socket, round ${round}`,
+      rssBefore,
+      rssPeak: peak,
+      // Read with the socket still open: what the session itself keeps.
+      rssAfter: await rssMb(service.pid),
+      outcome,
+    });
+  }
   socket.close(1000);
-  await sleep(2000);
-  return {
-    flood: `${SPEAK_MESSAGES.toLocaleString("en")} speak messages on one tts socket`,
-    rssBefore,
-    rssPeak: peak,
-    rssAfter: await rssMb(service.pid),
-    outcome,
-  };
+  return rows;
 }
 
 async function main(): Promise<void> {
   const rows: Row[] = [];
-  for (const flood of [sessionFlood, speakFlood]) {
+  const floods: ((service: { baseUrl: string; pid: number }) => Promise<Row | Row[]>)[] = [
+    sessionFlood,
+    speakFlood,
+  ];
+  for (const flood of floods) {
     const service = await startService();
     try {
-      rows.push(await flood(service));
+      rows.push(...[await flood(service)].flat());
     } finally {
       await service.stop();
     }
   }
   console.log(`Service: ${ROOT}\n`);
-  console.log("| flood | RSS before | RSS peak | RSS 2 s after | outcome |");
+  console.log(`| flood | RSS before | RSS peak | RSS ${SETTLE_MS / 1000} s after | outcome |`);
   console.log("| --- | ---: | ---: | ---: | --- |");
   for (const row of rows) {
     console.log(
