@@ -7,8 +7,9 @@ import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter, type SegmenterOptions } fro
 import { joinWords, TranscriptStabiliser, type FinalizeMode, type StableWord } from "./stabiliser.js";
 
 /**
- * The streaming translation pipeline shared by every API surface (WebSocket sessions, rooms,
- * dubbing). Data flows one way through three sequential stages, each its own loop:
+ * The streaming translation pipeline of the live surfaces (WebSocket sessions and rooms; dubbing
+ * works on whole files in src/dubbing). Data flows one way through three sequential stages, each
+ * its own loop:
  *
  *   audio → [recognition: VAD → segmentation → ASR → stabilisation] → [translation] → [synthesis] → events
  *
