@@ -1,17 +1,9 @@
 /** The dubbing media pipeline as a library (no HTTP, no storage): see `dubMedia`. */
-export {
-  assertDubbable,
-  assertDurationWithin,
-  dubMedia,
-  DUB_SAMPLE_RATE,
-  DUB_STAGES,
-  MIN_INPUT_DURATION_SEC,
-  overallProgress,
-  type DubOptions,
-  type DubResult,
-  type DubSegment,
-  type DubStage,
-} from "./dub.js";
+export { dubMedia, type DubOptions, type DubResult } from "./dub.js";
+export { DUB_SAMPLE_RATE } from "./dub-track.js";
+export { assertDubbable, assertDurationWithin, MIN_INPUT_DURATION_SEC } from "./input-checks.js";
+export { DUB_STAGES, overallProgress, type DubStage } from "./progress.js";
+export { type DubSegment } from "./translation.js";
 export {
   MediaTooLongError,
   MediaTooShortError,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { shapeClip, trimSilence } from "../../src/dubbing/clips.js";
-import { assertDubbable, overallProgress, DUB_STAGES } from "../../src/dubbing/dub.js";
+import { assertDubbable } from "../../src/dubbing/input-checks.js";
+import { overallProgress, DUB_STAGES } from "../../src/dubbing/progress.js";
 import { MediaTooShortError, UnsupportedFormatError } from "../../src/dubbing/errors.js";
 import { isAcceptedFormat, type MediaInfo } from "../../src/dubbing/ffmpeg.js";
 import { OFFLINE_SEGMENTER_OPTIONS, padSpans, SpanCollector } from "../../src/dubbing/segments.js";

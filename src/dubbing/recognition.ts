@@ -1,0 +1,129 @@
+/**
+ * The "recognizing" stage: every speech span decoded from the 16 kHz speech file, after settling the
+ * source language when asked for "auto". Separate because it owns the recogniser streams and the
+ * cache that keeps spans decoded while choosing the language from being decoded twice.
+ */
+import { open, type FileHandle } from "node:fs/promises";
+import type { EngineRegistry } from "../engines/registry.js";
+import type { AsrEngine, LanguageCode } from "../engines/types.js";
+import { mapLimit } from "./concurrency.js";
+import { energyOf, type Energy } from "./energy.js";
+import { chooseSourceLanguage } from "./language-detection.js";
+import { readPcm16, SEGMENT_PAD_SEC } from "./segments.js";
+import { SPEECH_RATE } from "./speech-audio.js";
+import type { Span } from "./timeline.js";
+
+/** Audio written to the recogniser per call (1 s). */
+const ASR_CHUNK = 16_000;
+
+export interface Recognised {
+  readonly startSec: number;
+  readonly endSec: number;
+  readonly text: string;
+  /** The language the recogniser heard, when it identifies languages (asked with "auto"). */
+  readonly language?: LanguageCode;
+  /** Energy of the span's audio (for matching the dub's level to the original dialogue). */
+  readonly energy: Energy;
+}
+
+export async function recognizeAll(
+  registry: EngineRegistry,
+  candidates: readonly LanguageCode[],
+  pcmPath: string,
+  spans: readonly Span[],
+  options: {
+    concurrency: number;
+    targetLang: LanguageCode;
+    /** Whether the language is to be found ("auto"), rather than named by the caller. */
+    identify: boolean;
+    onLanguage: (language: LanguageCode) => void;
+    onProgress: (fraction: number) => void;
+    signal?: AbortSignal;
+  },
+): Promise<{ language: LanguageCode; recognised: Recognised[] }> {
+  const pcm = await open(pcmPath, "r");
+  try {
+    // Segments decoded while choosing the language are not decoded twice.
+    const cache = new Map<string, Recognised>();
+    const recognise = async (lang: LanguageCode, index: number): Promise<Recognised> => {
+      const key = `${lang}:${index}`;
+      let result = cache.get(key);
+      if (!result) {
+        result = await recognizeSpan(registry.recognizer(lang)!, lang, pcm, spans[index]!);
+        cache.set(key, result);
+      }
+      return result;
+    };
+    const identifier = options.identify ? registry.languageIdentifier() : undefined;
+    const identify = identifier
+      ? async (index: number) => (await recognizeSpan(identifier, "auto", pcm, spans[index]!)).language
+      : undefined;
+    const language = await chooseSourceLanguage(
+      candidates,
+      options.targetLang,
+      spans.length,
+      recognise,
+      identify,
+    );
+    options.onLanguage(language);
+    let done = 0;
+    const recognised = await mapLimit(
+      spans,
+      options.concurrency,
+      async (_, index) => {
+        const result = await recognise(language, index);
+        options.onProgress(++done / spans.length);
+        return result;
+      },
+      options.signal,
+    );
+    return { language, recognised };
+  } finally {
+    await pcm.close();
+  }
+}
+
+/**
+ * Recognises one padded span. With word timings the segment is tightened to the words (plus the
+ * padding, never beyond the VAD span), which makes subtitles tighter and leaves the following
+ * silence to the dub.
+ */
+async function recognizeSpan(
+  asr: AsrEngine,
+  language: LanguageCode | "auto",
+  pcm: FileHandle,
+  span: Span,
+): Promise<Recognised> {
+  if (asr.capabilities.sampleRate !== SPEECH_RATE) {
+    throw new Error(`${asr.info.id} reads ${asr.capabilities.sampleRate} Hz audio; dubbing feeds 16 kHz`);
+  }
+  const startSample = Math.floor(span.startSec * SPEECH_RATE);
+  const audio = await readPcm16(pcm, startSample, Math.ceil(span.endSec * SPEECH_RATE));
+  const stream = await asr.createStream({ language });
+  let hypothesis;
+  try {
+    for (let i = 0; i < audio.length; i += ASR_CHUNK) await stream.write(audio.subarray(i, i + ASR_CHUNK));
+    hypothesis = await stream.finish();
+  } catch (error) {
+    stream.abort();
+    throw error;
+  }
+  const text = hypothesis.text.trim();
+  const first = hypothesis.words[0];
+  const last = hypothesis.words.at(-1);
+  const origin = startSample / SPEECH_RATE;
+  let startSec = span.startSec;
+  let endSec = span.endSec;
+  if (first && last) {
+    const wordStart = Math.max(span.startSec, origin + first.startMs / 1000 - SEGMENT_PAD_SEC);
+    const wordEnd = Math.min(span.endSec, origin + last.endMs / 1000 + SEGMENT_PAD_SEC);
+    if (wordEnd > wordStart) [startSec, endSec] = [wordStart, wordEnd];
+  }
+  return {
+    startSec,
+    endSec,
+    text,
+    ...(hypothesis.language ? { language: hypothesis.language } : {}),
+    energy: energyOf(audio, 1 / 32768),
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * The "synthesizing" stage: every translated line voiced, trimmed of silence and resampled to the
+ * dubbed track's rate. Separate because clips wait on disk between synthesis and fitting, so memory
+ * does not grow with the input's length; this module owns that hand-over (`StoredClip`).
+ */
+import { writeFile } from "node:fs/promises";
+import path from "node:path";
+import { float32ToBytes } from "../audio/pcm.js";
+import { resample } from "../audio/resampler.js";
+import type { LanguageCode, TtsEngine, Voice } from "../engines/types.js";
+import { trimSilence } from "./clips.js";
+import { mapLimit } from "./concurrency.js";
+import { DUB_SAMPLE_RATE } from "./dub-track.js";
+import { energyOf, type Energy } from "./energy.js";
+import type { DubSegment } from "./translation.js";
+
+/** A synthesised line on disk: raw float32 mono at `DUB_SAMPLE_RATE`. */
+export interface StoredClip {
+  readonly path: string;
+  readonly samples: number;
+  readonly energy: Energy;
+  readonly peak: number;
+}
+
+/** One clip per segment, in order; null where there was nothing to voice. */
+export async function synthesizeAll(
+  synthesizer: TtsEngine,
+  segments: readonly DubSegment[],
+  options: {
+    language: LanguageCode;
+    voice: Voice;
+    workDir: string;
+    concurrency: number;
+    onProgress: (fraction: number) => void;
+    signal?: AbortSignal;
+  },
+): Promise<(StoredClip | null)[]> {
+  let synthesised = 0;
+  return mapLimit(
+    segments,
+    options.concurrency,
+    async (segment, i) => {
+      const clip = await synthesizeClip(
+        synthesizer,
+        segment.translatedText,
+        options.language,
+        options.voice,
+        options.workDir,
+        i,
+      );
+      options.onProgress(++synthesised / segments.length);
+      return clip;
+    },
+    options.signal,
+  );
+}
+
+async function synthesizeClip(
+  synthesizer: TtsEngine,
+  text: string,
+  language: LanguageCode,
+  voice: Voice,
+  workDir: string,
+  index: number,
+): Promise<StoredClip | null> {
+  if (!text) return null;
+  const audio = await synthesizer.synthesize({ text, language, voice });
+  const clip = await resample(
+    trimSilence(audio.samples, audio.sampleRate),
+    audio.sampleRate,
+    DUB_SAMPLE_RATE,
+  );
+  if (clip.length === 0) return null;
+  const clipPath = path.join(workDir, `clip-${index}.f32`);
+  await writeFile(clipPath, float32ToBytes(clip));
+  let peak = 0;
+  for (const sample of clip) peak = Math.max(peak, Math.abs(sample));
+  return { path: clipPath, samples: clip.length, energy: energyOf(clip), peak };
+}
