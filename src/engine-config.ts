@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
+import { namedOnly, schemasOf } from "./engines/descriptors.js";
 
 /**
  * Which engines serve recognition, translation and speech, in order of preference: one validated
@@ -11,76 +12,12 @@ import { z } from "zod";
  *     "tts": [ {"engine": "espeak-ng"} ] }
  *
  * String values may name environment variables as `${NAME}` (for API keys kept out of the file).
+ * The entries each engine accepts are declared with the engine in src/engines/descriptors.ts.
  */
 
-const languages = z.array(z.string().regex(/^[a-z]{2,3}$/u, "use ISO 639-1 codes such as en")).min(1);
-
-/** Every entry: which engine, an optional id (default: the engine name) and languages it may serve. */
-const base = {
-  id: z.string().min(1).optional(),
-  /** Restricts the engine to these languages (remote engines must list what they serve). */
-  languages: languages.optional(),
-};
-
-const remote = {
-  baseUrl: z.url({ protocol: /^https?$/u, error: "must be an http(s) URL such as http://gpu:8000/v1" }),
-  apiKey: z.string().optional(),
-  model: z.string().min(1),
-  timeoutMs: z.number().int().min(100).default(30_000),
-  maxRetries: z.number().int().min(0).max(10).default(2),
-  concurrency: z.number().int().min(1).max(256).default(4),
-  circuit: z
-    .object({
-      failureThreshold: z.number().int().min(1).default(5),
-      resetAfterMs: z.number().int().min(100).default(30_000),
-    })
-    .optional(),
-};
-
-const asrSpec = z.discriminatedUnion("engine", [
-  z.strictObject({
-    engine: z.literal("pocketsphinx"),
-    ...base,
-    modelDir: z.string().optional(),
-    maxDecoders: z.number().int().min(1).optional(),
-  }),
-  z.strictObject({
-    engine: z.literal("whisper-cpp"),
-    ...base,
-    /** A catalogue name (`relay models list`) or a path to a ggml model file. */
-    model: z.string().min(1),
-    threads: z.number().int().min(1).max(64).optional(),
-    maxConcurrent: z.number().int().min(1).max(16).optional(),
-    partialIntervalMs: z.number().int().min(200).optional(),
-    decodeTimeoutMs: z.number().int().min(1000).optional(),
-  }),
-  z.strictObject({
-    engine: z.literal("openai"),
-    ...base,
-    ...remote,
-    languages,
-    partialIntervalMs: z.number().int().min(200).optional(),
-  }),
-]);
-
-const mtSpec = z.discriminatedUnion("engine", [
-  z.strictObject({ engine: z.literal("apertium"), ...base, modesDir: z.string().optional() }),
-  z.strictObject({ engine: z.literal("openai"), ...base, ...remote, languages }),
-]);
-
-const ttsSpec = z.discriminatedUnion("engine", [
-  z.strictObject({ engine: z.literal("espeak-ng"), ...base, binary: z.string().optional() }),
-  z.strictObject({ engine: z.literal("svox-pico"), ...base, dir: z.string().optional() }),
-  z.strictObject({
-    engine: z.literal("openai"),
-    ...base,
-    ...remote,
-    languages,
-    /** Server voices for the library's female and male voices (assigned round-robin). */
-    voices: z.strictObject({ female: z.array(z.string()).min(1), male: z.array(z.string()).min(1) }),
-    responseFormat: z.enum(["pcm", "wav"]).default("pcm"),
-  }),
-]);
+const asrSpec = z.discriminatedUnion("engine", schemasOf("asr"));
+const mtSpec = z.discriminatedUnion("engine", schemasOf("mt"));
+const ttsSpec = z.discriminatedUnion("engine", schemasOf("tts"));
 
 const enginesFile = z.strictObject({
   asr: z.array(asrSpec).default([]),
@@ -102,11 +39,7 @@ export const DEFAULT_ENGINES: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[] } =
 };
 
 /** Engines that need nothing but their name (an env list may name them without a file entry). */
-const BY_NAME = {
-  asr: { pocketsphinx: { engine: "pocketsphinx" } },
-  mt: { apertium: { engine: "apertium" } },
-  tts: { "espeak-ng": { engine: "espeak-ng" }, "svox-pico": { engine: "svox-pico" } },
-} as const;
+const BY_NAME = { asr: namedOnly("asr"), mt: namedOnly("mt"), tts: namedOnly("tts") };
 
 export class EngineConfigError extends Error {}
 

@@ -11,17 +11,63 @@ export interface MonoAudio {
 
 /** Reads a WAV file of any common encoding as mono float samples (channels are averaged). */
 export async function readWav(path: string): Promise<MonoAudio> {
-  const wav = new WaveFile(await readFile(path));
+  return decodeWav(await readFile(path));
+}
+
+/** Decodes the bytes of a WAV file of any common encoding as mono float samples (see `readWav`). */
+export function decodeWav(bytes: Uint8Array): MonoAudio {
+  const wav = new WaveFile(bytes);
   wav.toBitDepth("32f");
   const channels = wav.getSamples(false, Float64Array) as unknown as Float64Array[] | Float64Array;
   const fmt = wav.fmt as { sampleRate: number };
   const list = Array.isArray(channels) ? channels : [channels];
-  const first = list[0]!;
-  const samples = new Float32Array(first.length);
+  const samples = new Float32Array(list[0]?.length ?? 0);
   for (const channel of list) {
     for (let i = 0; i < samples.length; i++) samples[i]! += channel[i]! / list.length;
   }
   return { samples, sampleRate: fmt.sampleRate };
+}
+
+/** Whether the bytes start like a WAV file (RIFF … WAVE). */
+export function isWav(bytes: Uint8Array): boolean {
+  return (
+    bytes.byteLength >= 12 &&
+    String.fromCharCode(...bytes.subarray(0, 4)) === "RIFF" &&
+    String.fromCharCode(...bytes.subarray(8, 12)) === "WAVE"
+  );
+}
+
+/**
+ * Streaming writers put WAV headers out before they know the length (size 0 or 0xFFFFFFFF): the data
+ * chunk is then taken to run to the end of the bytes. Returns a copy with consistent sizes (16-bit
+ * samples), for `decodeWav`.
+ */
+export function withConsistentSizes(bytes: Uint8Array): Uint8Array {
+  const fixed = new Uint8Array(bytes);
+  const view = new DataView(fixed.buffer);
+  view.setUint32(4, fixed.byteLength - 8, true);
+  let offset = 12;
+  while (offset + 8 <= fixed.byteLength) {
+    const id = String.fromCharCode(...fixed.subarray(offset, offset + 4));
+    const size = view.getUint32(offset + 4, true);
+    const body = offset + 8;
+    if (id === "data") {
+      let length = fixed.byteLength - body;
+      if (size !== 0 && size <= length) length = size;
+      length -= length % 2;
+      view.setUint32(offset + 4, length, true);
+      return fixed.subarray(0, body + length);
+    }
+    offset = body + size + (size & 1);
+  }
+  throw new Error("the WAV answer has no data chunk");
+}
+
+/** Encodes PCM16 mono as a WAV file. */
+export function encodeWav(pcm: Int16Array, sampleRate = 16_000): Uint8Array {
+  const wav = new WaveFile();
+  wav.fromScratch(1, sampleRate, "16", pcm);
+  return wav.toBuffer();
 }
 
 /** Reads a WAV file as PCM16 mono at `sampleRate` (the service's input format at 16 kHz). */

@@ -1,73 +1,10 @@
 import type { Config } from "../config.js";
-import { idOf, type AsrSpec, type MtSpec, type TtsSpec } from "../engine-config.js";
-import { createApertiumEngine } from "./apertium/index.js";
-import { createEspeakEngine } from "./espeak-ng/index.js";
-import { createPocketSphinxEngine } from "./pocketsphinx/index.js";
+import { idOf } from "../engine-config.js";
+import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
 import { createSileroVadEngine } from "./silero-vad/index.js";
-import { createSvoxPicoEngine } from "./svox-pico/index.js";
 import type { AsrEngine, LanguageCode, MtEngine, TranslateRequest, TtsEngine, VadEngine } from "./types.js";
 
 type EngineConfig = Config["engines"];
-
-/**
- * One factory per engine kind of the engines file (src/engine-config.ts). Engines with native or
- * heavy dependencies are imported only when configured.
- */
-async function createAsr(spec: AsrSpec, c: EngineConfig): Promise<AsrEngine> {
-  switch (spec.engine) {
-    case "pocketsphinx":
-      return createPocketSphinxEngine({
-        modelDir: spec.modelDir ?? c.pocketsphinxModelDir,
-        maxDecoders: spec.maxDecoders ?? c.pocketsphinxMaxDecoders,
-        decoderSettings: c.pocketsphinxSettings,
-      });
-    case "whisper-cpp": {
-      const [{ createWhisperCppEngine }, { resolveModel }] = await Promise.all([
-        import("./whisper-cpp/index.js"),
-        import("../models/download.js"),
-      ]);
-      return createWhisperCppEngine({
-        modelPath: resolveModel(spec.model, c.modelsDir),
-        threads: spec.threads,
-        maxConcurrent: spec.maxConcurrent,
-        partialIntervalMs: spec.partialIntervalMs,
-        decodeTimeoutMs: spec.decodeTimeoutMs,
-        languages: spec.languages,
-      });
-    }
-    case "openai": {
-      const { createOpenAiAsrEngine } = await import("./openai/index.js");
-      return createOpenAiAsrEngine(spec);
-    }
-  }
-}
-
-async function createMt(spec: MtSpec, c: EngineConfig): Promise<MtEngine> {
-  switch (spec.engine) {
-    case "apertium":
-      return createApertiumEngine({ modesDir: spec.modesDir ?? c.apertiumModesDir });
-    case "openai": {
-      const { createOpenAiMtEngine } = await import("./openai/index.js");
-      return createOpenAiMtEngine(spec);
-    }
-  }
-}
-
-async function createTts(spec: TtsSpec, c: EngineConfig): Promise<TtsEngine> {
-  switch (spec.engine) {
-    case "espeak-ng":
-      return createEspeakEngine({ binary: spec.binary ?? c.espeakBinary });
-    case "svox-pico": {
-      const dir = spec.dir ?? c.svoxPicoDir;
-      if (!dir) throw new Error("SVOX_PICO_DIR does not exist");
-      return createSvoxPicoEngine({ lingwareDir: dir });
-    }
-    case "openai": {
-      const { createOpenAiTtsEngine } = await import("./openai/index.js");
-      return createOpenAiTtsEngine(spec);
-    }
-  }
-}
 
 /** A way to translate one pair: a direct engine, or two hops through the pivot language. */
 export interface TranslationRoute {
@@ -109,15 +46,16 @@ export class EngineRegistry {
 
   static async create(config: EngineConfig): Promise<EngineRegistry> {
     const unavailable: { id: string; reason: string }[] = [];
-    async function build<S extends { engine: string; id?: string; languages?: readonly string[] }, T>(
-      specs: readonly S[],
-      factory: (spec: S, c: EngineConfig) => Promise<T>,
-      restrict: (engine: T, languages: readonly string[]) => T,
-    ): Promise<T[]> {
+    /** Builds the configured engines of one kind (src/engines/descriptors.ts), skipping failures. */
+    async function build<K extends EngineKind>(
+      kind: K,
+      specs: readonly (SpecOf<K> & { readonly languages?: readonly string[] })[],
+      restrict: (engine: EngineOfKind[K], languages: readonly string[]) => EngineOfKind[K],
+    ): Promise<EngineOfKind[K][]> {
       const built = await Promise.all(
         specs.map(async (spec) => {
           try {
-            const engine = await factory(spec, config);
+            const engine = await createEngine(kind, spec, config);
             return spec.languages ? restrict(engine, spec.languages) : engine;
           } catch (error) {
             unavailable.push({ id: idOf(spec), reason: (error as Error).message });
@@ -125,13 +63,13 @@ export class EngineRegistry {
           }
         }),
       );
-      return built.filter((engine): engine is Awaited<T> => engine !== undefined);
+      return built.filter((engine) => engine !== undefined);
     }
     const vad = await createSileroVadEngine(config.sileroModel ? { modelPath: config.sileroModel } : {});
     const [asr, mt, tts] = await Promise.all([
-      build(config.asr, createAsr, restrictLanguages),
-      build(config.mt, createMt, restrictPairs),
-      build(config.tts, createTts, restrictLanguages),
+      build("asr", config.asr, restrictLanguages),
+      build("mt", config.mt, restrictPairs),
+      build("tts", config.tts, restrictLanguages),
     ]);
     return new EngineRegistry(vad, asr, mt, tts, config.pivotLanguage, unavailable);
   }

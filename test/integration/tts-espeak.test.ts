@@ -4,10 +4,10 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { decodeWav } from "../../src/audio/wav.js";
 import { createEspeakEngine } from "../../src/engines/espeak-ng/index.js";
 import { ProgramLauncher } from "../../src/engines/espeak-ng/launcher.js";
 import { defaultLocales, isoCodeOf, parseVoiceList } from "../../src/engines/espeak-ng/voices.js";
-import { decodeStreamedWav } from "../../src/engines/espeak-ng/wav.js";
 import type { TtsEngine } from "../../src/engines/types.js";
 import { defaultVoice, findVoice, VOICES } from "../../src/voices/library.js";
 import { medianPitch, rms, seconds } from "../support/audio-measures.js";
@@ -77,11 +77,11 @@ describe("eSpeak NG voice listing", () => {
   });
 });
 
-describe("streamed WAV decoding", () => {
-  it("reads a header with placeholder sizes up to the end of the stream", () => {
+describe("WAV decoding of eSpeak NG output", () => {
+  it("reads the 16-bit mono file eSpeak NG writes with -w (sizes filled in)", () => {
     const header = Buffer.alloc(44);
     header.write("RIFF", 0, "ascii");
-    header.writeUInt32LE(0x7ffff024, 4);
+    header.writeUInt32LE(36 + 6, 4);
     header.write("WAVEfmt ", 8, "ascii");
     header.writeUInt32LE(16, 16);
     header.writeUInt16LE(1, 20);
@@ -91,16 +91,38 @@ describe("streamed WAV decoding", () => {
     header.writeUInt16LE(2, 32);
     header.writeUInt16LE(16, 34);
     header.write("data", 36, "ascii");
-    header.writeUInt32LE(0x7ffff000, 40);
+    header.writeUInt32LE(6, 40);
     const body = Buffer.alloc(6);
     body.writeInt16LE(16384, 0);
     body.writeInt16LE(-32768, 2);
     body.writeInt16LE(0, 4);
-    const { samples, sampleRate } = decodeStreamedWav(Buffer.concat([header, body]));
+    const { samples, sampleRate } = decodeWav(Buffer.concat([header, body]));
     expect(sampleRate).toBe(22050);
-    expect([...samples]).toEqual([0.5, -1, 0]);
-    expect(() => decodeStreamedWav(Buffer.from("not a wav"))).toThrow(/not a WAV/);
+    expect(samples).toHaveLength(3);
+    expect(samples[0]).toBeCloseTo(0.5, 4);
+    expect(samples[1]).toBe(-1);
+    expect(samples[2]).toBe(0);
+    expect(() => decodeWav(Buffer.from("not a wav"))).toThrow();
   });
+
+  it.skipIf(!existsSync("/usr/bin/espeak-ng"))(
+    "gets files with correct RIFF and data sizes from the launcher",
+    async () => {
+      const dir = await mkdtemp(path.join(tmpdir(), "espeak-wav-"));
+      const launcher = new ProgramLauncher("/usr/bin/espeak-ng", dir, 10_000);
+      try {
+        const bytes = await launcher.run(["-v", "en"], "Hello there.");
+        expect(bytes.toString("ascii", 0, 4)).toBe("RIFF");
+        expect(bytes.readUInt32LE(4)).toBe(bytes.length - 8);
+        expect(bytes.toString("ascii", 36, 40)).toBe("data");
+        expect(bytes.readUInt32LE(40)).toBe(bytes.length - 44);
+        expect(decodeWav(bytes).samples.length).toBe((bytes.length - 44) / 2);
+      } finally {
+        launcher.close();
+        await rm(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe("ProgramLauncher", () => {

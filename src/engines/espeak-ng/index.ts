@@ -16,10 +16,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import type { EngineInfo, SynthesisRequest, SynthesizedAudio, TtsCapabilities, TtsEngine } from "../types.js";
+import { decodeWav, type MonoAudio } from "../../audio/wav.js";
 import { levelSpeech } from "../../voices/loudness.js";
 import { ProgramLauncher } from "./launcher.js";
 import { defaultLocales, isoCodeOf, parseVoiceList, type EspeakVoiceEntry } from "./voices.js";
-import { decodeStreamedWav } from "./wav.js";
 
 export interface EspeakEngineOptions {
   /** Program to run; default "espeak-ng" from PATH. */
@@ -155,7 +155,7 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
       candidate.pending < best.pending ? candidate : best,
     );
     const output = await launcher.run(args, input);
-    const audio = output.length > 0 ? decodeStreamedWav(output) : undefined;
+    const audio = output.length > 0 ? decodeEspeakWav(output) : undefined;
     if (!audio || audio.samples.length === 0) {
       throw new Error(
         `eSpeak NG produced no audio for ${request.language} with voice ${request.voice.id} (${file}+${variant})`,
@@ -171,6 +171,20 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
   }
 
   return { info, capabilities, synthesize, close };
+}
+
+/** The WAV file eSpeak NG wrote (`-w`, so its RIFF and data sizes are filled in). */
+function decodeEspeakWav(bytes: Buffer): MonoAudio {
+  try {
+    return decodeWav(bytes);
+  } catch (error) {
+    throw new Error(
+      `eSpeak NG output is not a WAV file (${bytes.length} bytes): ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
+  }
 }
 
 function clampInteger(value: number, min: number, max: number): number {

@@ -13,7 +13,7 @@
  */
 import type { TranscriptionVerbose } from "openai/resources/audio/transcriptions";
 import { toFile } from "openai";
-import wavefile from "wavefile";
+import { encodeWav } from "../../audio/wav.js";
 import type {
   AsrCapabilities,
   AsrEngine,
@@ -27,8 +27,6 @@ import type {
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
 import { configuredLanguages, languageCodeOf } from "./languages.js";
 
-const { WaveFile } = wavefile;
-
 export interface OpenAiAsrOptions extends RemoteEngineOptions {
   /** Languages the server's model recognises (and the sessions may ask for). */
   readonly languages: readonly LanguageCode[];
@@ -41,13 +39,6 @@ const SAMPLES_PER_MS = SAMPLE_RATE / 1000;
 /** OpenAI rejects shorter audio ("minimum audio length is 0.1 seconds"); such an utterance is silence. */
 const MIN_SAMPLES = SAMPLE_RATE / 10;
 const DEFAULT_PARTIAL_INTERVAL_MS = 1_000;
-
-/** Encodes PCM16 mono as a WAV file. */
-export function encodeWav(pcm: Int16Array, sampleRate = SAMPLE_RATE): Uint8Array {
-  const wav = new WaveFile();
-  wav.fromScratch(1, sampleRate, "16", pcm);
-  return wav.toBuffer();
-}
 
 function seconds(value: unknown): number | undefined {
   return typeof value === "number" && Number.isFinite(value)
@@ -228,7 +219,7 @@ class OpenAiAsrStream implements AsrStream {
       pcm.set(take === chunk.length ? chunk : chunk.subarray(0, take), offset);
       offset += take;
     }
-    const wav = encodeWav(pcm);
+    const wav = encodeWav(pcm, SAMPLE_RATE);
     const { language, context } = this.options;
     return this.remote.call(async (client, attemptSignal) => {
       const response = await client.audio.transcriptions.create(

@@ -7,7 +7,8 @@
  * `voices[gender][i % voices[gender].length]`, and its rate becomes the request's `speed`. Pitch
  * cannot be asked for; the language follows from the text (the API has no language parameter).
  */
-import wavefile from "wavefile";
+import { bytesToInt16, int16ToFloat32 } from "../../audio/pcm.js";
+import { decodeWav, isWav, withConsistentSizes } from "../../audio/wav.js";
 import { levelSpeech } from "../../voices/loudness.js";
 import { listVoices } from "../../voices/library.js";
 import type {
@@ -21,8 +22,6 @@ import type {
 } from "../types.js";
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
 import { configuredLanguages } from "./languages.js";
-
-const { WaveFile } = wavefile;
 
 export interface OpenAiTtsVoices {
   readonly female: readonly string[];
@@ -64,58 +63,6 @@ export function serverVoice(
   return { name: names[index % names.length]!, speed };
 }
 
-function pcm16ToFloat(bytes: Uint8Array): Float32Array {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const samples = new Float32Array(bytes.byteLength >> 1);
-  for (let i = 0; i < samples.length; i++) samples[i] = view.getInt16(2 * i, true) / 32768;
-  return samples;
-}
-
-/**
- * Streaming servers write WAV headers before they know the length (size 0 or 0xFFFFFFFF): the data
- * chunk is then taken to run to the end of the body. Returns a copy with consistent sizes.
- */
-function withConsistentSizes(bytes: Uint8Array): Uint8Array {
-  const fixed = new Uint8Array(bytes);
-  const view = new DataView(fixed.buffer);
-  view.setUint32(4, fixed.byteLength - 8, true);
-  let offset = 12;
-  while (offset + 8 <= fixed.byteLength) {
-    const id = String.fromCharCode(...fixed.subarray(offset, offset + 4));
-    const size = view.getUint32(offset + 4, true);
-    const body = offset + 8;
-    if (id === "data") {
-      let length = fixed.byteLength - body;
-      if (size !== 0 && size <= length) length = size;
-      length -= length % 2;
-      view.setUint32(offset + 4, length, true);
-      return fixed.subarray(0, body + length);
-    }
-    offset = body + size + (size & 1);
-  }
-  throw new Error("the WAV answer has no data chunk");
-}
-
-/** Decodes a WAV of any common encoding as mono float samples (channels averaged). */
-export function decodeWav(bytes: Uint8Array): SynthesizedAudio {
-  const wav = new WaveFile(withConsistentSizes(bytes));
-  wav.toBitDepth("32f");
-  const channels = wav.getSamples(false, Float64Array) as unknown as Float64Array[] | Float64Array;
-  const list = Array.isArray(channels) ? channels : [channels];
-  const length = list[0]?.length ?? 0;
-  const samples = new Float32Array(length);
-  for (const channel of list) for (let i = 0; i < length; i++) samples[i]! += channel[i]! / list.length;
-  return { samples, sampleRate: (wav.fmt as { sampleRate: number }).sampleRate };
-}
-
-function isWav(bytes: Uint8Array): boolean {
-  return (
-    bytes.byteLength >= 12 &&
-    String.fromCharCode(...bytes.subarray(0, 4)) === "RIFF" &&
-    String.fromCharCode(...bytes.subarray(8, 12)) === "WAVE"
-  );
-}
-
 class OpenAiTtsEngine implements TtsEngine {
   readonly info: EngineInfo;
   readonly capabilities: TtsCapabilities;
@@ -147,8 +94,8 @@ class OpenAiTtsEngine implements TtsEngine {
       );
       const bytes = new Uint8Array(await response.arrayBuffer());
       // Servers that ignore `pcm` and send a WAV anyway are understood too.
-      if (format === "wav" || isWav(bytes)) return decodeWav(bytes);
-      return { samples: pcm16ToFloat(bytes), sampleRate: PCM_SAMPLE_RATE };
+      if (format === "wav" || isWav(bytes)) return decodeWav(withConsistentSizes(bytes));
+      return { samples: int16ToFloat32(bytesToInt16(bytes)), sampleRate: PCM_SAMPLE_RATE };
     });
     return { samples: levelSpeech(audio.samples), sampleRate: audio.sampleRate };
   }

@@ -1,4 +1,5 @@
-import type { AsrStream, Hypothesis } from "../types.js";
+import { AsrStreamBase } from "../asr-stream.js";
+import type { Hypothesis } from "../types.js";
 import type { Decoder } from "./decoder.js";
 import { toHypothesis } from "./words.js";
 
@@ -10,91 +11,52 @@ export interface StreamOwner {
   discard(decoder: Decoder, stream: PocketSphinxStream): void;
 }
 
-type State = "open" | "finished" | "aborted";
-
-/**
- * One utterance on a leased decoder. The caller never overlaps calls; an overlapping call is rejected
- * rather than queued because it means the caller lost track of its own state.
- */
-export class PocketSphinxStream implements AsrStream {
-  private state: State = "open";
-  private pending = false;
+/** One utterance on a leased decoder (the shared state machine is in ../asr-stream.ts). */
+export class PocketSphinxStream extends AsrStreamBase {
   private returned = false;
-  private samples = 0;
 
   constructor(
     private readonly decoder: Decoder,
     private readonly owner: StreamOwner,
     private readonly sampleRate: number,
-  ) {}
-
-  write(pcm: Int16Array): Promise<void> {
-    return this.exclusive("write", async () => {
-      if (pcm.length === 0) return;
-      // The worker thread reads the array in place: a private copy cannot be reused, resized or
-      // transferred by the caller meanwhile.
-      const samples = pcm.slice();
-      await this.decoder.process(samples);
-      this.samples += samples.length;
-    });
+  ) {
+    super("PocketSphinx");
   }
 
-  partial(): Promise<Hypothesis> {
-    return this.exclusive("partial", async () => {
+  protected async accept(pcm: Int16Array): Promise<void> {
+    // The worker thread reads the array in place: a private copy cannot be reused, resized or
+    // transferred by the caller meanwhile.
+    await this.decoder.process(pcm.slice());
+  }
+
+  protected async currentHypothesis(): Promise<Hypothesis> {
+    const { hyp, segments } = await this.decoder.result();
+    return toHypothesis(hyp, segments, this.durationMs());
+  }
+
+  protected async conclude(): Promise<Hypothesis> {
+    try {
+      await this.decoder.end();
       const { hyp, segments } = await this.decoder.result();
+      this.giveBack(true);
       return toHypothesis(hyp, segments, this.durationMs());
-    });
+    } catch (error) {
+      this.giveBack(false);
+      throw error;
+    }
   }
 
-  finish(): Promise<Hypothesis> {
-    return this.exclusive("finish", async () => {
-      try {
-        await this.decoder.end();
-        const { hyp, segments } = await this.decoder.result();
-        this.giveBack(true);
-        return toHypothesis(hyp, segments, this.durationMs());
-      } catch (error) {
-        this.giveBack(false);
-        throw error;
-      } finally {
-        if (this.state === "open") this.state = "finished";
-      }
-    });
+  /** With a call in flight, the decoder is returned once that call has settled (`idle`). */
+  protected aborted(): void {
+    if (!this.busy) this.endAndGiveBack();
   }
 
-  /** Safe at any time: with a call in flight, the decoder is returned once that call has settled. */
-  abort(): void {
-    if (this.state !== "open") return;
-    this.state = "aborted";
-    if (!this.pending) this.endAndGiveBack();
+  protected override idle(): void {
+    if (this.isAborted) this.endAndGiveBack();
   }
 
   private durationMs(): number {
     return (this.samples * 1000) / this.sampleRate;
-  }
-
-  private exclusive<T>(name: string, operation: () => Promise<T>): Promise<T> {
-    if (this.state !== "open") {
-      return Promise.reject(
-        new Error(
-          `PocketSphinx stream: ${name}() after ${this.state === "finished" ? "finish()" : "abort()"}`,
-        ),
-      );
-    }
-    if (this.pending) {
-      return Promise.reject(
-        new Error(`PocketSphinx stream: ${name}() while another call is pending (calls must not overlap)`),
-      );
-    }
-    this.pending = true;
-    const run = operation();
-    // Registered before the caller's own handlers, so the stream is idle again when the caller resumes.
-    const settled = (): void => {
-      this.pending = false;
-      if (this.state === "aborted") this.endAndGiveBack();
-    };
-    run.then(settled, settled);
-    return run;
   }
 
   /** Ends the abandoned utterance off the event loop so the decoder is clean for its next stream. */

@@ -24,7 +24,6 @@ import type {
 import {
   loadWhisperBinding,
   nativeLog,
-  type NativeLogListener,
   type NativeTranscribeOptions,
   type NativeTranscribeResult,
   type NativeWhisperContext,
@@ -49,7 +48,6 @@ import { WhisperCppStream, type StreamHost } from "./stream.js";
 import { dropAnnotations, wordTimings } from "./words.js";
 
 export type { DecodeStats } from "./scheduler.js";
-export type { NativeLogLevel, NativeLogListener } from "./binding.js";
 
 const SAMPLE_RATE = 16_000;
 const DEFAULT_PARTIAL_INTERVAL_MS = 1000;
@@ -88,8 +86,6 @@ export interface WhisperCppOptions {
   readonly temperatureFallback?: boolean;
   /** Restricts the languages offered to these (ISO 639-1); each must be one the model knows. */
   readonly languages?: readonly string[];
-  /** Receives whisper.cpp's own log lines (otherwise dropped; load failures quote them). */
-  readonly onNativeLog?: NativeLogListener;
 }
 
 export interface WhisperCppModelInfo {
@@ -331,7 +327,6 @@ export async function createWhisperCppEngine(options: WhisperCppOptions): Promis
   const unsubscribeLog = nativeLog(binding.module).subscribe((level, message) => {
     if (loading && level === "error") errors.push(message);
     if (loading && level === "warn") warnings.push(stripFunctionName(message));
-    options.onNativeLog?.(level, message);
   });
   const contexts: NativeWhisperContext[] = [];
   try {

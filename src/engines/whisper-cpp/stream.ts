@@ -1,4 +1,5 @@
-import type { AsrStream, Hypothesis } from "../types.js";
+import { AsrStreamBase } from "../asr-stream.js";
+import type { Hypothesis } from "../types.js";
 import type { DecodeKind, ScheduledDecode } from "./scheduler.js";
 
 export const EMPTY_HYPOTHESIS: Hypothesis = Object.freeze({ text: "", words: Object.freeze([]) });
@@ -16,18 +17,14 @@ export interface StreamHost {
   forget(stream: WhisperCppStream): void;
 }
 
-type State = "open" | "finished" | "aborted";
-
 /**
  * One utterance. whisper is not a streaming recogniser: the stream keeps the utterance's audio and
  * decodes all of it again for a partial result, at a bounded rate, in the background — `partial()`
  * never waits for whisper, it starts a fresh decode when one is due and returns the newest finished one.
+ * The state machine shared with PocketSphinx is in ../asr-stream.ts.
  */
-export class WhisperCppStream implements AsrStream {
-  private state: State = "open";
-  private pending = false;
+export class WhisperCppStream extends AsrStreamBase {
   private audio = new Int16Array(16_000 * 4);
-  private samples = 0;
   private latest: Hypothesis = EMPTY_HYPOTHESIS;
   /** Samples in the audio of the newest partial decode that has started. */
   private partialMark = 0;
@@ -36,19 +33,17 @@ export class WhisperCppStream implements AsrStream {
   constructor(
     private readonly host: StreamHost,
     private readonly partialIntervalSamples: number,
-  ) {}
+  ) {
+    super("whisper.cpp");
+  }
 
-  write(pcm: Int16Array): Promise<void> {
-    return this.exclusive("write", () => {
-      if (this.samples + pcm.length > this.audio.length) {
-        const grown = new Int16Array(Math.max(this.audio.length * 2, this.samples + pcm.length));
-        grown.set(this.audio.subarray(0, this.samples));
-        this.audio = grown;
-      }
-      this.audio.set(pcm, this.samples);
-      this.samples += pcm.length;
-      return Promise.resolve();
-    });
+  protected accept(pcm: Int16Array): void {
+    if (this.samples + pcm.length > this.audio.length) {
+      const grown = new Int16Array(Math.max(this.audio.length * 2, this.samples + pcm.length));
+      grown.set(this.audio.subarray(0, this.samples));
+      this.audio = grown;
+    }
+    this.audio.set(pcm, this.samples);
   }
 
   /**
@@ -56,36 +51,29 @@ export class WhisperCppStream implements AsrStream {
    * arrived since the previous one started and none is queued or running for this stream; returns the
    * newest finished partial hypothesis either way (empty until the first one is done).
    */
-  partial(): Promise<Hypothesis> {
-    return this.exclusive("partial", () => {
-      const fresh = this.samples - this.partialMark;
-      if (this.partialDecode === undefined && fresh > 0 && fresh >= this.partialIntervalSamples) {
-        this.startPartial();
-      }
-      return Promise.resolve(this.latest);
-    });
+  protected currentHypothesis(): Promise<Hypothesis> {
+    const fresh = this.samples - this.partialMark;
+    if (this.partialDecode === undefined && fresh > 0 && fresh >= this.partialIntervalSamples) {
+      this.startPartial();
+    }
+    return Promise.resolve(this.latest);
   }
 
-  finish(): Promise<Hypothesis> {
-    return this.exclusive("finish", async () => {
-      // A partial decode that has not started is dropped; a running one finishes unseen (whisper.cpp
-      // cannot be interrupted) while the final decode waits for a context.
-      this.partialDecode?.cancel();
-      this.partialDecode = undefined;
-      try {
-        if (this.samples === 0) return EMPTY_HYPOTHESIS;
-        return await this.host.decode(this, "final", () => this.snapshot()).result;
-      } finally {
-        if (this.state === "open") this.state = "finished";
-        this.host.forget(this);
-      }
-    });
+  protected async conclude(): Promise<Hypothesis> {
+    // A partial decode that has not started is dropped; a running one finishes unseen (whisper.cpp
+    // cannot be interrupted) while the final decode waits for a context.
+    this.partialDecode?.cancel();
+    this.partialDecode = undefined;
+    if (this.samples === 0) return EMPTY_HYPOTHESIS;
+    return await this.host.decode(this, "final", () => this.snapshot()).result;
   }
 
-  /** Safe at any time; a pending `finish()` then rejects. */
-  abort(): void {
-    if (this.state !== "open") return;
-    this.state = "aborted";
+  protected override afterFinish(): void {
+    this.host.forget(this);
+  }
+
+  /** A pending `finish()` then rejects. */
+  protected aborted(): void {
     this.partialDecode = undefined;
     this.host.cancelAll(this);
     this.host.forget(this);
@@ -102,7 +90,7 @@ export class WhisperCppStream implements AsrStream {
       (hypothesis) => {
         if (this.partialDecode !== decode) return;
         this.partialDecode = undefined;
-        if (this.state === "open") this.latest = hypothesis;
+        if (this.isOpen) this.latest = hypothesis;
       },
       () => {
         // A failed or cancelled partial decode leaves the previous hypothesis; a real failure shows in
@@ -115,32 +103,5 @@ export class WhisperCppStream implements AsrStream {
   /** A copy of the utterance so far, in an ArrayBuffer of its own (the addon reads whole buffers). */
   private snapshot(): Int16Array {
     return this.audio.slice(0, this.samples);
-  }
-
-  private exclusive<T>(name: string, operation: () => Promise<T>): Promise<T> {
-    if (this.state !== "open") {
-      return Promise.reject(
-        new Error(
-          `whisper.cpp stream: ${name}() after ${this.state === "finished" ? "finish()" : "abort()"}`,
-        ),
-      );
-    }
-    if (this.pending) {
-      return Promise.reject(
-        new Error(`whisper.cpp stream: ${name}() while another call is pending (calls must not overlap)`),
-      );
-    }
-    this.pending = true;
-    let run: Promise<T>;
-    try {
-      run = operation();
-    } catch (error) {
-      run = Promise.reject(error as Error);
-    }
-    const settled = (): void => {
-      this.pending = false;
-    };
-    run.then(settled, settled);
-    return run;
   }
 }
