@@ -34,7 +34,6 @@ const TARGET_LANG = "es";
 const POLL_MS = 200;
 /** Settings the service reads for its engines: passed on to the HTTP run's server too. */
 const ENGINE_ENV = [
-  "VAD_ENGINE",
   "ASR_ENGINES",
   "MT_ENGINES",
   "TTS_ENGINES",

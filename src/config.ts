@@ -92,7 +92,6 @@ const envSchema = z.object({
   ROOM_DEPARTURE_TIMEOUT_SEC: z.coerce.number().int().min(0).default(20),
   ROOM_MAX_PARTICIPANTS: z.coerce.number().int().min(1).max(100).default(8),
 
-  VAD_ENGINE: z.enum(["silero"]).default("silero"),
   ENGINES_FILE: z.string().optional(),
   ASR_ENGINES: list.optional(),
   MT_ENGINES: list.optional(),
@@ -185,7 +184,6 @@ export interface Config {
     readonly maxParticipants: number;
   };
   readonly engines: {
-    readonly vad: "silero";
     /** In order of preference (ENGINES_FILE and/or ASR_ENGINES, MT_ENGINES, TTS_ENGINES). */
     readonly asr: readonly AsrSpec[];
     readonly mt: readonly MtSpec[];
@@ -287,7 +285,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxParticipants: e.ROOM_MAX_PARTICIPANTS,
     },
     engines: {
-      vad: e.VAD_ENGINE,
       asr: engineLists.asr,
       mt: engineLists.mt,
       tts: engineLists.tts,
