@@ -1,6 +1,7 @@
 import rateLimit from "@fastify/rate-limit";
 import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { dubbingRoutes } from "./api/dubbing/routes.js";
 import { frameworkErrorOptions, registerErrorHandling } from "./api/errors.js";
 import { accountRateLimit } from "./api/rate-limit.js";
@@ -10,23 +11,17 @@ import { roomRoutes } from "./api/rooms/routes.js";
 import { Accounts } from "./auth/accounts.js";
 import { SessionTokens } from "./auth/session-tokens.js";
 import type { Config } from "./config.js";
-import type { Database } from "./db/types.js";
-import type { EngineRegistry } from "./engines/registry.js";
 import { EmbeddedRoomServer } from "./rooms/embedded/room-server.js";
 import { createRoomBackend } from "./rooms/index.js";
 import { Rooms } from "./rooms/rooms.js";
 import { localStorageRoutes } from "./storage/local.js";
-import type { ObjectStore } from "./storage/types.js";
+import type { Services } from "./services.js";
 import { SERVICE_VERSION } from "./version.js";
 
 /** Largest WebSocket message accepted; bigger ones close the socket with 1009. */
 export const MAX_MESSAGE_BYTES = 64 * 1024;
 
-export interface Services {
-  readonly registry: EngineRegistry;
-  readonly db: Database;
-  readonly store: ObjectStore;
-}
+/** Re-exported while src/dubbing/worker.ts still imports it from here; its home is src/services.ts. */
 
 export interface App {
   readonly http: FastifyInstance;
@@ -48,6 +43,9 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     ...frameworkErrorOptions,
   });
   registerErrorHandling(http);
+  // Route schemas are zod schemas: requests are validated (and defaults applied) before a handler runs.
+  http.setValidatorCompiler(validatorCompiler);
+  http.setSerializerCompiler(serializerCompiler);
   const sessions = new RealtimeSessions(
     config.maxSessions,
     new SessionTokens(config.sessionSecret),

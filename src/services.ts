@@ -1,11 +1,19 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import type { Services } from "./app.js";
 import type { Config } from "./config.js";
 import { openDatabase } from "./db/index.js";
+import type { Database } from "./db/types.js";
 import { EngineRegistry } from "./engines/registry.js";
 import { createObjectStore } from "./storage/index.js";
+import type { ObjectStore } from "./storage/types.js";
+
+/** What the service runs on: the HTTP app and the dubbing workers are built on top of these. */
+export interface Services {
+  readonly registry: EngineRegistry;
+  readonly db: Database;
+  readonly store: ObjectStore;
+}
 
 /**
  * Opens everything the service runs on — engines, database, object store — and provisions the

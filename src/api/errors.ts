@@ -1,6 +1,17 @@
 import { STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyServerOptions } from "fastify";
+import type {
+  FastifyError,
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  FastifyServerOptions,
+} from "fastify";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import { AuthError, type AuthErrorKind } from "../auth/errors.js";
+import { errorBody } from "../wire/error-body.js";
+
+export { errorBody } from "../wire/error-body.js";
 
 /**
  * Every HTTP error leaves the service as `{"error": {"code", "message"}}` with a stable,
@@ -17,8 +28,53 @@ export class ApiError extends Error {
   }
 }
 
-export function errorBody(code: string, message: string) {
-  return { error: { code, message } };
+/** The HTTP status of each refusal of the auth domain; its error code is the kind itself. */
+const AUTH_STATUS: Record<AuthErrorKind, number> = {
+  unauthorized: 401,
+  forbidden: 403,
+  insufficient_balance: 402,
+};
+
+/** One failed check of a route's zod `schema` (body, querystring or params). */
+export interface ValidationIssue {
+  /** Dotted path of the failing field ("source_url", "metadata.name"); "" for the value as a whole. */
+  readonly field: string;
+  /** zod's issue code: "invalid_type", "invalid_value", "custom" (a refinement or transform), … */
+  readonly kind: string;
+  /** The schema's message for the issue. */
+  readonly message: string;
+}
+
+/**
+ * How a route reports a request its `schema` refused (route `config.validationError`): the error
+ * code (default `invalid_request`) and message (default `<field>: <message>`) for the first issue.
+ */
+export interface ValidationErrorMapping {
+  readonly code?: (issue: ValidationIssue) => string;
+  readonly message?: (issue: ValidationIssue) => string;
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    validationError?: ValidationErrorMapping;
+  }
+}
+
+function validationRefusal(
+  validation: readonly { instancePath: string; keyword: string; message?: string }[],
+  request: FastifyRequest,
+) {
+  const first = validation[0];
+  const issue: ValidationIssue = {
+    field: (first?.instancePath ?? "").replace(/^\//u, "").replaceAll("/", "."),
+    kind: first?.keyword ?? "custom",
+    message: first?.message ?? "invalid request",
+  };
+  const mapping = request.routeOptions.config.validationError;
+  const code = mapping?.code?.(issue) ?? "invalid_request";
+  const message =
+    mapping?.message?.(issue) ?? (issue.field === "" ? issue.message : `${issue.field}: ${issue.message}`);
+  return errorBody(code, message);
 }
 
 const CODES_BY_STATUS: Record<number, string> = {
@@ -90,6 +146,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
     if (error instanceof ApiError) {
       return reply.code(error.statusCode).headers(error.headers).send(errorBody(error.code, error.message));
+    }
+    if (error instanceof AuthError) {
+      return reply.code(AUTH_STATUS[error.kind]).send(errorBody(error.kind, error.message));
+    }
+    // A route's zod schema refused the request: the route chooses the code from the failing field.
+    if (hasZodFastifySchemaValidationErrors(error)) {
+      return reply.code(400).send(validationRefusal(error.validation, request));
     }
     const status = (error as { statusCode?: number }).statusCode ?? 500;
     if (status >= 500) {

@@ -6,15 +6,6 @@ export function int16ToFloat32(pcm: Int16Array): Float32Array {
   return out;
 }
 
-export function float32ToInt16(samples: Float32Array): Int16Array {
-  const out = new Int16Array(samples.length);
-  for (let i = 0; i < samples.length; i++) {
-    const s = Math.max(-1, Math.min(1, samples[i]!));
-    out[i] = Math.round(s < 0 ? s * 32768 : s * 32767);
-  }
-  return out;
-}
-
 /** Views little-endian PCM16 bytes as samples, copying when the buffer is unaligned. */
 export function bytesToInt16(bytes: Uint8Array): Int16Array {
   const count = bytes.byteLength >> 1;

@@ -6,12 +6,10 @@ import { Readable, Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { HttpError } from "../client/realtime-client.js";
+import { DUBBING_LANGUAGES, isDubbingLanguage, parseLanguageTag } from "../languages.js";
 import { CliError, describeError, requireKey, sleep, type Connection } from "./common.js";
 
 /** `relay dub`: a local file or URL through the dubbing REST API, polled to the end, result saved to disk. */
-
-/** The spec's dubbing languages (`target_lang`/`source_lang`): anything else can never succeed. */
-export const DUBBING_LANGUAGES = ["en", "es", "fr", "de", "it", "pt", "ru", "ja", "ko", "zh"] as const;
 
 /** Upload Content-Type by extension: the service accepts exactly these types. */
 const CONTENT_TYPES: Record<string, string> = {
@@ -350,13 +348,19 @@ function formatBytes(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
+/** A tag the service reads as one of the dubbing languages ("es", "es-MX"), by the service's own parser. */
+function isDubbingTag(tag: string): boolean {
+  const parsed = parseLanguageTag(tag);
+  return parsed.ok && isDubbingLanguage(parsed.language);
+}
+
 /** Usage problems are reported before anything is uploaded or a job is created. */
 async function checkUsage(input: string, options: DubCommandOptions): Promise<void> {
   const languages = DUBBING_LANGUAGES.join(", ");
-  if (!(DUBBING_LANGUAGES as readonly string[]).includes(options.to)) {
+  if (!isDubbingTag(options.to)) {
     throw new CliError(`unsupported_language: --to "${options.to}" is not a dubbing language (${languages})`);
   }
-  if (options.from !== "auto" && !(DUBBING_LANGUAGES as readonly string[]).includes(options.from)) {
+  if (options.from !== "auto" && !isDubbingTag(options.from)) {
     throw new CliError(
       `unsupported_language: --from "${options.from}" is not a dubbing language (auto, ${languages})`,
     );

@@ -47,7 +47,7 @@ export interface DubOptions {
   readonly signal?: AbortSignal;
   /** Output file name without extension; default "dubbed". */
   readonly outputName?: string;
-  /** Segments recognised, synthesised or fitted at once; default min(2, CPUs). */
+  /** Segments recognized, synthesized or fitted at once; default min(2, CPUs). */
   readonly concurrency?: number;
 }
 
@@ -96,9 +96,9 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
     });
     progress.report("segmenting", 1);
 
-    // d. recognise (choosing the language first when asked to)
+    // d. recognize (choosing the language first when asked to)
     progress.report("recognizing", 0);
-    const { language, recognised } = await recognizeAll(registry, candidates, pcmPath, spans, {
+    const { language, recognized } = await recognizeAll(registry, candidates, pcmPath, spans, {
       concurrency,
       targetLang,
       identify: options.sourceLang === "auto",
@@ -107,7 +107,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
       ...withSignal,
     });
     // Spans where the recogniser heard no words (noise, music) are not dubbed.
-    const speech = recognised.filter((r) => r.text !== "");
+    const speech = recognized.filter((r) => r.text !== "");
     progress.report("recognizing", 1);
 
     // e. translate

@@ -5,7 +5,6 @@
 import { spawn } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { stat } from "node:fs/promises";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { z } from "zod";
 import { MediaToolError, UnsupportedFormatError } from "./errors.js";
@@ -31,32 +30,20 @@ function findOnPath(name: string): string | undefined {
   return undefined;
 }
 
-function installerBinary(packageName: string): string | undefined {
-  try {
-    const require = createRequire(import.meta.url);
-    const installed = require(packageName) as { path?: unknown };
-    return typeof installed.path === "string" ? installed.path : undefined;
-  } catch {
-    // The installer packages throw (a string, not an Error) when they ship no binary for this platform.
-    return undefined;
-  }
-}
-
 let resolved: MediaBinaries | undefined;
 
 /**
- * The system's ffmpeg/ffprobe when they are on PATH (distribution builds are current and carry the
- * distribution's security fixes), otherwise the static builds from `@ffmpeg-installer/ffmpeg` and
- * `@ffprobe-installer/ffprobe`. Resolved once per process.
+ * The system's ffmpeg/ffprobe from PATH (`npm run setup` installs the distribution's, which is
+ * current and carries its security fixes). Resolved once per process.
  */
 export function mediaBinaries(): MediaBinaries {
   if (resolved) return resolved;
-  const ffmpeg = findOnPath("ffmpeg") ?? installerBinary("@ffmpeg-installer/ffmpeg");
-  const ffprobe = findOnPath("ffprobe") ?? installerBinary("@ffprobe-installer/ffprobe");
+  const ffmpeg = findOnPath("ffmpeg");
+  const ffprobe = findOnPath("ffprobe");
   if (!ffmpeg || !ffprobe) {
     throw new Error(
-      `${ffmpeg ? "ffprobe" : "ffmpeg"} not found: not on PATH and no binary from the npm installer packages ` +
-        "for this platform (install ffmpeg, e.g. apt-get install ffmpeg)",
+      `${ffmpeg ? "ffprobe" : "ffmpeg"} not found on PATH (install ffmpeg, e.g. apt-get install ffmpeg; ` +
+        "npm run setup does)",
     );
   }
   resolved = { ffmpeg, ffprobe };

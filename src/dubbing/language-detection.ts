@@ -25,7 +25,7 @@ export async function chooseSourceLanguage(
   candidates: readonly LanguageCode[],
   targetLang: LanguageCode,
   segmentCount: number,
-  recognise: (lang: LanguageCode, index: number) => Promise<{ readonly text: string }>,
+  recognize: (lang: LanguageCode, index: number) => Promise<{ readonly text: string }>,
   identify: ((index: number) => Promise<LanguageCode | undefined>) | undefined,
 ): Promise<LanguageCode> {
   if (segmentCount === 0) return candidates[0]!;
@@ -53,7 +53,7 @@ export async function chooseSourceLanguage(
   for (const lang of candidates) {
     let score = 0;
     for (let i = 0; i < sampled; i++) {
-      score += (await recognise(lang, i)).text.replace(/[^\p{L}]/gu, "").length;
+      score += (await recognize(lang, i)).text.replace(/[^\p{L}]/gu, "").length;
     }
     if (score > bestScore) [best, bestScore] = [lang, score];
   }

@@ -11,7 +11,7 @@ import { DEFAULT_DUCK_OPTIONS, duckingExpression, type ClipPlacement, type Span 
 import type { DubSegment } from "./translation.js";
 
 /**
- * The dub is brought to the level of the original dialogue (RMS over all recognised segments against
+ * The dub is brought to the level of the original dialogue (RMS over all recognized segments against
  * RMS over all clips: one gain for the whole job, so the voice keeps its own dynamics), within
  * -12..+6 dB so a very quiet or very loud source cannot push the TTS voice to extremes.
  */

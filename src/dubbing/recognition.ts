@@ -16,7 +16,7 @@ import type { Span } from "./timeline.js";
 /** Audio written to the recogniser per call (1 s). */
 const ASR_CHUNK = 16_000;
 
-export interface Recognised {
+export interface Recognized {
   readonly startSec: number;
   readonly endSec: number;
   readonly text: string;
@@ -40,12 +40,12 @@ export async function recognizeAll(
     onProgress: (fraction: number) => void;
     signal?: AbortSignal;
   },
-): Promise<{ language: LanguageCode; recognised: Recognised[] }> {
+): Promise<{ language: LanguageCode; recognized: Recognized[] }> {
   const pcm = await open(pcmPath, "r");
   try {
     // Segments decoded while choosing the language are not decoded twice.
-    const cache = new Map<string, Recognised>();
-    const recognise = async (lang: LanguageCode, index: number): Promise<Recognised> => {
+    const cache = new Map<string, Recognized>();
+    const recognize = async (lang: LanguageCode, index: number): Promise<Recognized> => {
       const key = `${lang}:${index}`;
       let result = cache.get(key);
       if (!result) {
@@ -62,22 +62,22 @@ export async function recognizeAll(
       candidates,
       options.targetLang,
       spans.length,
-      recognise,
+      recognize,
       identify,
     );
     options.onLanguage(language);
     let done = 0;
-    const recognised = await mapLimit(
+    const recognized = await mapLimit(
       spans,
       options.concurrency,
       async (_, index) => {
-        const result = await recognise(language, index);
+        const result = await recognize(language, index);
         options.onProgress(++done / spans.length);
         return result;
       },
       options.signal,
     );
-    return { language, recognised };
+    return { language, recognized };
   } finally {
     await pcm.close();
   }
@@ -93,7 +93,7 @@ async function recognizeSpan(
   language: LanguageCode | "auto",
   pcm: FileHandle,
   span: Span,
-): Promise<Recognised> {
+): Promise<Recognized> {
   if (asr.capabilities.sampleRate !== SPEECH_RATE) {
     throw new Error(`${asr.info.id} reads ${asr.capabilities.sampleRate} Hz audio; dubbing feeds 16 kHz`);
   }

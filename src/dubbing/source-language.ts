@@ -1,10 +1,11 @@
 /**
- * Which source languages a dubbing request may be in: the named one if it can be recognised and
- * translated to the target, or for "auto" every recognisable language that can. Separate so it can
- * be checked before any media work and later replaced by the service's shared language rules.
+ * Which source languages a dubbing request may be in: the named one if it can be recognized and
+ * translated to the target, or for "auto" every recognizable language that can. Separate so it can
+ * be checked before any media work; the rules themselves are the service's (src/languages.ts).
  */
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode } from "../engines/types.js";
+import { translatableSources, unservable } from "../languages.js";
 import { UnsupportedLanguageError } from "./errors.js";
 
 export function sourceCandidates(
@@ -13,19 +14,21 @@ export function sourceCandidates(
   targetLang: LanguageCode,
 ): LanguageCode[] {
   if (sourceLang !== "auto") {
-    if (!registry.recognizer(sourceLang))
+    const problem = unservable(registry, [
+      { kind: "recognition", language: sourceLang },
+      { kind: "translation", from: sourceLang, to: targetLang },
+    ]);
+    if (problem?.kind === "recognition")
       throw new UnsupportedLanguageError(`no speech recognition for "${sourceLang}"`);
-    if (!registry.translationRoute(sourceLang, targetLang)) {
-      throw new UnsupportedLanguageError(`no translation from "${sourceLang}" to "${targetLang}"`);
-    }
+    if (problem) throw new UnsupportedLanguageError(`no translation from "${sourceLang}" to "${targetLang}"`);
     return [sourceLang];
   }
-  const recognisable = registry.recognitionLanguages();
-  if (recognisable.length === 0) throw new UnsupportedLanguageError("no speech recognition is configured");
-  const candidates = recognisable.filter((lang) => registry.translationRoute(lang, targetLang) !== undefined);
+  const recognizable = registry.recognitionLanguages();
+  if (recognizable.length === 0) throw new UnsupportedLanguageError("no speech recognition is configured");
+  const candidates = translatableSources(registry, targetLang);
   if (candidates.length === 0) {
     throw new UnsupportedLanguageError(
-      `none of the recognised languages (${recognisable.join(", ")}) can be translated to "${targetLang}"`,
+      `none of the recognized languages (${recognizable.join(", ")}) can be translated to "${targetLang}"`,
     );
   }
   return candidates;

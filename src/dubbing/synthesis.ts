@@ -14,7 +14,7 @@ import { DUB_SAMPLE_RATE } from "./dub-track.js";
 import { energyOf, type Energy } from "./energy.js";
 import type { DubSegment } from "./translation.js";
 
-/** A synthesised line on disk: raw float32 mono at `DUB_SAMPLE_RATE`. */
+/** A synthesized line on disk: raw float32 mono at `DUB_SAMPLE_RATE`. */
 export interface StoredClip {
   readonly path: string;
   readonly samples: number;
@@ -35,7 +35,7 @@ export async function synthesizeAll(
     signal?: AbortSignal;
   },
 ): Promise<(StoredClip | null)[]> {
-  let synthesised = 0;
+  let synthesized = 0;
   return mapLimit(
     segments,
     options.concurrency,
@@ -48,7 +48,7 @@ export async function synthesizeAll(
         options.workDir,
         i,
       );
-      options.onProgress(++synthesised / segments.length);
+      options.onProgress(++synthesized / segments.length);
       return clip;
     },
     options.signal,

@@ -1,11 +1,11 @@
 /**
- * The "translating" stage: each recognised line translated along the chosen route, with its
- * neighbours as context. Separate because it is where recognised speech becomes the job's segments
+ * The "translating" stage: each recognized line translated along the chosen route, with its
+ * neighbours as context. Separate because it is where recognized speech becomes the job's segments
  * (times rounded to the millisecond, original and translated text), which later stages voice.
  */
 import { translateAlong, type TranslationRoute } from "../engines/registry.js";
 import { mapLimit } from "./concurrency.js";
-import type { Recognised } from "./recognition.js";
+import type { Recognized } from "./recognition.js";
 
 export interface DubSegment {
   readonly startSec: number;
@@ -16,7 +16,7 @@ export interface DubSegment {
 
 export async function translateAll(
   routes: readonly TranslationRoute[],
-  speech: readonly Recognised[],
+  speech: readonly Recognized[],
   options: { onProgress: (fraction: number) => void; signal?: AbortSignal },
 ): Promise<DubSegment[]> {
   let translatedCount = 0;
@@ -41,7 +41,7 @@ export async function translateAll(
 /** Context for the MT engine: the previous and next segments' texts. */
 async function translateSegment(
   routes: readonly TranslationRoute[],
-  segments: readonly Recognised[],
+  segments: readonly Recognized[],
   index: number,
 ): Promise<string> {
   const context = [segments[index - 1]?.text, segments[index + 1]?.text].filter(Boolean).join(" ");

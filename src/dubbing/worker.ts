@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { FastifyBaseLogger } from "fastify";
-import type { Services } from "../app.js";
+import type { Services } from "../services.js";
 import type { Config } from "../config.js";
 import type { Database, JobErrorCode, JobProgress, JobRecord } from "../db/types.js";
 import type { EngineRegistry } from "../engines/registry.js";

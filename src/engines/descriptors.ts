@@ -1,5 +1,6 @@
 import { z } from "zod";
 import type { AsrEngine, MtEngine, TtsEngine } from "./types.js";
+import { isLanguageCode } from "../languages.js";
 
 /**
  * Every engine the engines file (src/engine-config.ts) can name, in one table: for each kind it
@@ -33,7 +34,7 @@ export interface EngineDefaults {
   readonly svoxPicoDir: string | undefined;
 }
 
-const languages = z.array(z.string().regex(/^[a-z]{2,3}$/u, "use ISO 639-1 codes such as en")).min(1);
+const languages = z.array(z.string().refine(isLanguageCode, "use ISO 639-1 codes such as en")).min(1);
 
 /** Every entry: which engine, an optional id (default: the engine name) and languages it may serve. */
 const base = {

@@ -4,7 +4,7 @@ import { defaultVoice } from "../voices/library.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { SpeakerProfiler, type VoiceFeatures } from "../voices/voice-features.js";
 import { renderSpeech } from "./speech-output.js";
-import type { FinalizeMode } from "./stabiliser.js";
+import type { FinalizeMode } from "./stabilizer.js";
 import { TranslationPipeline, type TranslationCall } from "./translation-pipeline.js";
 
 /**

@@ -4,7 +4,7 @@ import type { AsrEngine, AsrStream, Hypothesis, LanguageCode, VadEngine } from "
 import type { SpeakerProfiler, VoiceFeatures } from "../voices/voice-features.js";
 import { Channel } from "./channel.js";
 import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter, type SegmenterOptions } from "./segmenter.js";
-import { joinWords, TranscriptStabiliser, type FinalizeMode, type StableWord } from "./stabiliser.js";
+import { joinWords, TranscriptStabilizer, type FinalizeMode, type StableWord } from "./stabilizer.js";
 
 /**
  * The streaming translation pipeline of the live surfaces (WebSocket sessions and rooms; dubbing
@@ -60,7 +60,7 @@ export interface PipelineOptions {
   readonly preRollMs?: number;
   readonly segmenter?: Partial<Omit<SegmenterOptions, "windowMs">>;
   /** Recent words (within this of the audio head) are not committed as finals yet. */
-  readonly stabiliserHoldBackMs?: number;
+  readonly stabilizerHoldBackMs?: number;
   /** Measures the speaker's voice from each utterance (after its finals are out, so it never delays them). */
   readonly speakerProfiler?: SpeakerProfiler;
 }
@@ -146,7 +146,7 @@ function concat(chunks: readonly Int16Array[]): Int16Array {
   return audio;
 }
 
-async function flushToRecogniser(utterance: { stream: AsrStream; unsent: Int16Array[] }): Promise<void> {
+async function flushToRecognizer(utterance: { stream: AsrStream; unsent: Int16Array[] }): Promise<void> {
   if (utterance.unsent.length === 0) return;
   await utterance.stream.write(concat(utterance.unsent.splice(0)));
 }
@@ -190,7 +190,7 @@ export class TranslationPipeline {
         stream: AsrStream;
         startSample: number;
         sinceLastPartial: number;
-        stabiliser: TranscriptStabiliser;
+        stabilizer: TranscriptStabilizer;
         /** Audio not yet handed to the recogniser (written in batches: each call has a fixed cost). */
         unsent: Int16Array[];
         /** Speech not yet handed to the speaker profiler. */
@@ -368,8 +368,8 @@ export class TranslationPipeline {
         unsent: preRoll,
         unprofiled: [],
         unprofiledSamples: 0,
-        stabiliser: new TranscriptStabiliser(this.options.finalizeMode, {
-          holdBackMs: this.options.stabiliserHoldBackMs ?? 600,
+        stabilizer: new TranscriptStabilizer(this.options.finalizeMode, {
+          holdBackMs: this.options.stabilizerHoldBackMs ?? 600,
           punctuated: this.options.asr.capabilities.punctuation,
         }),
       };
@@ -382,7 +382,7 @@ export class TranslationPipeline {
       utterance.unprofiled.push(window);
       utterance.unprofiledSamples += window.length;
     }
-    if (utterance.unsent.length >= ASR_BATCH_WINDOWS) await flushToRecogniser(utterance);
+    if (utterance.unsent.length >= ASR_BATCH_WINDOWS) await flushToRecognizer(utterance);
     if (event === "end") {
       await this.finishUtterance(false);
       return;
@@ -393,12 +393,12 @@ export class TranslationPipeline {
       this.options.asr.capabilities.partialResults
     ) {
       utterance.sinceLastPartial = 0;
-      await flushToRecogniser(utterance);
+      await flushToRecognizer(utterance);
       const hypothesis = await utterance.stream.partial();
       this.hear(hypothesis);
       const audioMs = (this.processedSamples - utterance.startSample) / SAMPLES_PER_MS;
       this.applyStabiliser(
-        utterance.stabiliser.update(toStableWords(hypothesis), audioMs),
+        utterance.stabilizer.update(toStableWords(hypothesis), audioMs),
         utterance.startSample,
         false,
       );
@@ -437,11 +437,11 @@ export class TranslationPipeline {
     const utterance = this.utterance;
     this.utterance = undefined;
     if (utterance) {
-      await flushToRecogniser(utterance);
+      await flushToRecognizer(utterance);
       const hypothesis = await utterance.stream.finish();
       this.hear(hypothesis);
       this.applyStabiliser(
-        utterance.stabiliser.finish(toStableWords(hypothesis)),
+        utterance.stabilizer.finish(toStableWords(hypothesis)),
         utterance.startSample,
         true,
       );

@@ -1,15 +1,15 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
-import type { LiveSession, RealtimeSessions } from "../api/realtime/sessions.js";
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode, Voice } from "../engines/types.js";
+import type { LiveSession, SessionCapacity } from "../sessions/capacity.js";
 import { RoomTranslator } from "./translator.js";
 import type { RoomAccess, RoomBackend } from "./types.js";
 
 export interface RoomsOptions {
   readonly registry: EngineRegistry;
   /** Rooms count against the same per-process capacity as WebSocket sessions. */
-  readonly sessions: RealtimeSessions;
+  readonly sessions: SessionCapacity;
   readonly log: FastifyBaseLogger;
   /** A room is closed this long after creation whatever happens in it. */
   readonly maxLifetimeMs: number;

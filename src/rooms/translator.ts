@@ -1,10 +1,11 @@
 import type { FastifyBaseLogger } from "fastify";
-import { transcriptMessage, type TranscriptLanguages } from "../api/transcript-message.js";
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode, Voice } from "../engines/types.js";
 import { Channel } from "../pipeline/channel.js";
 import { createSpeakerPipeline, prepareVoiceCloning } from "../pipeline/session-pipeline.js";
 import type { TranslationPipeline } from "../pipeline/translation-pipeline.js";
+import { errorFrame } from "../wire/error-frame.js";
+import { transcriptMessage, type TranscriptLanguages } from "../wire/transcript-message.js";
 import type { RoomConnection, RoomEvent } from "./types.js";
 
 export interface TranslatorOptions {
@@ -123,12 +124,7 @@ export class RoomTranslator {
           clip = [];
         }
       } else if (event.type === "error") {
-        await this.publish({
-          type: "error",
-          error: event.message,
-          participant: identity,
-          timestamp: Date.now() / 1000,
-        });
+        await this.publish(errorFrame(event.message, { participant: identity }));
         if (event.fatal && this.speakers.get(identity) === pipeline) {
           this.speakers.delete(identity);
           void pipeline.close();

@@ -5,7 +5,7 @@ import type { IncomingMessage } from "node:http";
 import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { errorBody } from "../api/errors.js";
+import { errorBody } from "../wire/error-body.js";
 import {
   IncompleteTransferError,
   MAX_OBJECT_BYTES,

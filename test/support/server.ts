@@ -1,11 +1,11 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { buildApp, type App, type Services } from "../../src/app.js";
+import { buildApp, type App } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { startDubbingWorkers } from "../../src/dubbing/worker.js";
 import type { EngineRegistry } from "../../src/engines/registry.js";
-import { openServices } from "../../src/services.js";
+import { openServices, type Services } from "../../src/services.js";
 import { freePort } from "./ports.js";
 
 export const API_KEY = "test-key";

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest, preValidationAsyncHookHandler } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
 import { InsufficientBalanceError } from "../../db/billing.js";
@@ -9,13 +10,24 @@ import { UPLOAD_SOURCE_SCHEME } from "../../dubbing/source.js";
 import { toSrt, toWebVtt } from "../../dubbing/subtitles.js";
 import { uploadDurationSec } from "../../dubbing/upload-duration.js";
 import type { EngineRegistry } from "../../engines/registry.js";
+import type { LanguageCode } from "../../engines/types.js";
+import {
+  DUBBING_LANGUAGES,
+  isDubbingLanguage,
+  parseLanguageTag,
+  translatableSources,
+  unservable,
+  type Requirement,
+  type Unservable,
+} from "../../languages.js";
 import type { ObjectStore } from "../../storage/types.js";
+import { accountOf, authenticated } from "../authenticate.js";
+import { ApiError, type ValidationErrorMapping } from "../errors.js";
 import type { AccountRateLimit } from "../rate-limit.js";
-import { ApiError } from "../errors.js";
 
 /** The dubbing half of the REST interface: upload URLs, jobs, results (and subtitles, beyond the spec). */
 
-export const DUBBING_LANGUAGES = ["en", "es", "fr", "de", "it", "pt", "ru", "ja", "ko", "zh"] as const;
+export { DUBBING_LANGUAGES } from "../../languages.js";
 /** The spec's video types, plus the audio formats the pipeline accepts (audio in gives MP3 out). */
 const UPLOAD_TYPES = [
   "video/mp4",
@@ -48,140 +60,178 @@ export interface DubbingRouteOptions {
 /** Path of the `source_url` handed out for an upload (`<public base>/api/dubbing/uploads/<id>`). */
 const UPLOAD_SOURCE_PATH = "/api/dubbing/uploads/";
 
-function parseBody<T>(schema: z.ZodType<T>, body: unknown, codeFor: (path: string) => string): T {
-  if (typeof body !== "object" || body === null || Array.isArray(body)) {
-    throw new ApiError(400, "invalid_request", "the body must be a JSON object");
-  }
-  const result = schema.safeParse(body);
-  if (result.success) return result.data;
-  const issue = result.error.issues[0]!;
-  const path = issue.path.join(".");
-  throw new ApiError(400, codeFor(path), `${path || "body"}: ${issue.message}`);
+/**
+ * A dubbing language: a language tag ("es", "es-MX") whose primary language is one of the spec's
+ * list. Which of them this server serves follows from the configured engines (`checkServable`).
+ */
+function dubbingLanguage(extra: readonly string[] = []) {
+  return z.string().transform((tag, context): LanguageCode => {
+    if (extra.includes(tag)) return tag;
+    const parsed = parseLanguageTag(tag);
+    if (parsed.ok && isDubbingLanguage(parsed.language)) return parsed.language;
+    context.addIssue({
+      code: "custom",
+      message:
+        `"${tag}" is not a dubbing language; use one of: ` + [...extra, ...DUBBING_LANGUAGES].join(", "),
+    });
+    return z.NEVER;
+  });
 }
+
+const JSON_OBJECT = { error: "the body must be a JSON object" } as const;
+
+const uploadUrlRequest = z.object(
+  {
+    filename: z.string().min(1).max(255),
+    content_type: z.enum(UPLOAD_TYPES),
+  },
+  JSON_OBJECT,
+);
+
+const jobRequest = z.object(
+  {
+    source_url: z
+      .string()
+      .url()
+      .refine((u) => /^https?:\/\//iu.test(u), "must be an http(s) URL"),
+    target_lang: dubbingLanguage(),
+    source_lang: dubbingLanguage(["auto"]).optional(),
+  },
+  JSON_OBJECT,
+);
+
+/** The spec's codes: a bad `source_url` is `invalid_url`, a bad language `unsupported_language`. */
+const jobRequestErrors: ValidationErrorMapping = {
+  code: ({ field }) =>
+    field === "source_url"
+      ? "invalid_url"
+      : field.endsWith("_lang")
+        ? "unsupported_language"
+        : "invalid_request",
+};
+
+const jobListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+const subtitlesQuery = z.object({
+  track: z.enum(["original", "translated"]),
+  format: z.enum(["srt", "vtt"]),
+});
 
 export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteOptions): Promise<void> {
   const { db, store, accounts, registry } = options;
-  app.post("/api/dubbing/upload-url", async (request) => {
-    const account = await accounts.authenticate(request.headers.authorization, "dubbing");
-    const body = parseBody(
-      z.object({
-        filename: z.string().min(1).max(255),
-        content_type: z.enum(UPLOAD_TYPES),
-      }),
-      request.body,
-      () => "invalid_request",
-    );
-    await options.rateLimit(request, account);
-    const id = randomUUID();
-    const objectKey = `uploads/${id}`;
-    const upload = await store.presignUpload(objectKey, {
-      contentType: body.content_type,
-      maxBytes: options.maxFileBytes,
-      expiresInSec: UPLOAD_URL_TTL_SEC,
-    });
-    await db.uploads.create({
-      id,
-      accountId: account.id,
-      objectKey,
-      contentType: body.content_type,
-      filename: body.filename,
-      expiresAt: upload.expiresAt,
-    });
-    return {
-      upload_url: upload.url,
-      source_url: `${options.publicBaseUrl(request)}${UPLOAD_SOURCE_PATH}${id}`,
-      upload_id: id,
-      max_file_size_bytes: options.maxFileBytes,
-      expires_in_sec: UPLOAD_URL_TTL_SEC,
-      // Beyond the spec: the headers the PUT must carry.
-      upload_headers: upload.headers,
-    };
-  });
+  const routes = app.withTypeProvider<ZodTypeProvider>();
+  const dubbingAccount = authenticated(accounts, "dubbing");
 
-  app.post("/api/dubbing/jobs", async (request, reply) => {
-    const account = await accounts.authenticate(request.headers.authorization, "dubbing");
-    const body = parseBody(
-      z.object({
-        source_url: z
-          .string()
-          .url()
-          .refine((u) => /^https?:\/\//iu.test(u), "must be an http(s) URL"),
-        target_lang: z.enum(DUBBING_LANGUAGES),
-        source_lang: z.enum(["auto", ...DUBBING_LANGUAGES]).optional(),
-      }),
-      request.body,
-      (path) =>
-        path === "source_url"
-          ? "invalid_url"
-          : path.endsWith("_lang")
-            ? "unsupported_language"
-            : "invalid_request",
-    );
-    const sourceLang = body.source_lang ?? "auto";
-    checkServable(registry, sourceLang, body.target_lang, body.source_lang === undefined);
-    const { sourceUrl, upload } = await resolveOwnUpload(
-      body.source_url,
-      `${options.publicBaseUrl(request)}${UPLOAD_SOURCE_PATH}`,
-      account.id,
-    );
-    await options.rateLimit(request, account);
-    await accounts.requireBalance(account);
-    const idempotencyKey = request.headers["idempotency-key"];
-    if (idempotencyKey !== undefined && (typeof idempotencyKey !== "string" || idempotencyKey.length > 200)) {
-      throw new ApiError(
-        400,
-        "invalid_request",
-        "Idempotency-Key must be one header of at most 200 characters",
+  routes.post(
+    "/api/dubbing/upload-url",
+    { schema: { body: uploadUrlRequest }, preValidation: dubbingAccount },
+    async (request) => {
+      const account = accountOf(request);
+      const body = request.body;
+      await options.rateLimit(request, account);
+      const id = randomUUID();
+      const objectKey = `uploads/${id}`;
+      const upload = await store.presignUpload(objectKey, {
+        contentType: body.content_type,
+        maxBytes: options.maxFileBytes,
+        expiresInSec: UPLOAD_URL_TTL_SEC,
+      });
+      await db.uploads.create({
+        id,
+        accountId: account.id,
+        objectKey,
+        contentType: body.content_type,
+        filename: body.filename,
+        expiresAt: upload.expiresAt,
+      });
+      return {
+        upload_url: upload.url,
+        source_url: `${options.publicBaseUrl(request)}${UPLOAD_SOURCE_PATH}${id}`,
+        upload_id: id,
+        max_file_size_bytes: options.maxFileBytes,
+        expires_in_sec: UPLOAD_URL_TTL_SEC,
+        // Beyond the spec: the headers the PUT must carry.
+        upload_headers: upload.headers,
+      };
+    },
+  );
+
+  routes.post(
+    "/api/dubbing/jobs",
+    {
+      schema: { body: jobRequest },
+      config: { validationError: jobRequestErrors },
+      preValidation: dubbingAccount,
+    },
+    async (request, reply) => {
+      const account = accountOf(request);
+      const body = request.body;
+      const sourceLang = body.source_lang ?? "auto";
+      checkServable(registry, sourceLang, body.target_lang, body.source_lang === undefined);
+      const { sourceUrl, upload } = await resolveOwnUpload(
+        body.source_url,
+        `${options.publicBaseUrl(request)}${UPLOAD_SOURCE_PATH}`,
+        account.id,
       );
-    }
-    const { job, created } = await createJob({
-      id: randomUUID(),
-      accountId: account.id,
-      sourceUrl,
-      sourceLang,
-      targetLang: body.target_lang,
-      idempotencyKey,
-      ...(upload && (await reservationFor(upload))),
-    });
-    reply.code(created ? 201 : 200);
-    return {
-      job_id: job.id,
-      status: created ? "pending" : job.status,
-      source_lang: job.sourceLang,
-      target_lang: job.targetLang,
-      created_at: job.createdAt.toISOString(),
-      limits: { max_duration_sec: options.maxDurationSec, max_file_size_bytes: options.maxFileBytes },
-    };
-  });
-
-  app.get("/api/dubbing/jobs", async (request) => {
-    const account = await accounts.authenticate(request.headers.authorization, "dubbing");
-    const query = z
-      .object({
-        limit: z.coerce.number().int().min(1).max(100).default(20),
-        offset: z.coerce.number().int().min(0).default(0),
-      })
-      .safeParse(request.query);
-    if (!query.success) {
-      const issue = query.error.issues[0]!;
-      throw new ApiError(400, "invalid_request", `${issue.path.join(".")}: ${issue.message}`);
-    }
-    const { limit, offset } = query.data;
-    const { jobs, total } = await db.jobs.list(account.id, limit, offset);
-    return {
-      jobs: jobs.map((job) => ({
+      await options.rateLimit(request, account);
+      await accounts.requireBalance(account);
+      const idempotencyKey = request.headers["idempotency-key"];
+      if (
+        idempotencyKey !== undefined &&
+        (typeof idempotencyKey !== "string" || idempotencyKey.length > 200)
+      ) {
+        throw new ApiError(
+          400,
+          "invalid_request",
+          "Idempotency-Key must be one header of at most 200 characters",
+        );
+      }
+      const { job, created } = await createJob({
+        id: randomUUID(),
+        accountId: account.id,
+        sourceUrl,
+        sourceLang,
+        targetLang: body.target_lang,
+        idempotencyKey,
+        ...(upload && (await reservationFor(upload))),
+      });
+      reply.code(created ? 201 : 200);
+      return {
         job_id: job.id,
-        status: job.status,
+        status: created ? "pending" : job.status,
         source_lang: job.sourceLang,
         target_lang: job.targetLang,
         created_at: job.createdAt.toISOString(),
-        updated_at: job.updatedAt.toISOString(),
-      })),
-      total,
-      limit,
-      offset,
-    };
-  });
+        limits: { max_duration_sec: options.maxDurationSec, max_file_size_bytes: options.maxFileBytes },
+      };
+    },
+  );
+
+  routes.get(
+    "/api/dubbing/jobs",
+    { schema: { querystring: jobListQuery }, preValidation: dubbingAccount },
+    async (request) => {
+      const account = accountOf(request);
+      const { limit, offset } = request.query;
+      const { jobs, total } = await db.jobs.list(account.id, limit, offset);
+      return {
+        jobs: jobs.map((job) => ({
+          job_id: job.id,
+          status: job.status,
+          source_lang: job.sourceLang,
+          target_lang: job.targetLang,
+          created_at: job.createdAt.toISOString(),
+          updated_at: job.updatedAt.toISOString(),
+        })),
+        total,
+        limit,
+        offset,
+      };
+    },
+  );
 
   /** A `source_url` of this service's own upload becomes `upload:<id>`; it must be the caller's upload. */
   async function resolveOwnUpload(
@@ -290,18 +340,25 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
     return { job_id: job.id, download_url: output.url, expires_at: output.expiresAt.toISOString() };
   });
 
-  app.get("/api/dubbing/jobs/:id/subtitles", async (request, reply) => {
-    const job = await ownJob(request);
-    const query = z
-      .object({ track: z.enum(["original", "translated"]), format: z.enum(["srt", "vtt"]) })
-      .safeParse(request.query);
-    if (!query.success)
-      throw new ApiError(400, "invalid_request", "track=original|translated and format=srt|vtt");
-    if (!job.segments) throw new ApiError(404, "not_found", `job ${job.id} has no segments yet`);
-    const { track, format } = query.data;
-    reply.type(format === "srt" ? "application/x-subrip; charset=utf-8" : "text/vtt; charset=utf-8");
-    return format === "srt" ? toSrt(job.segments, track) : toWebVtt(job.segments, track);
-  });
+  // The job is looked up before the query is validated: an unknown job is a 404 whatever the query.
+  const loadOwnJob: preValidationAsyncHookHandler = async (request) => {
+    request.dubbingJob = await ownJob(request);
+  };
+  routes.get(
+    "/api/dubbing/jobs/:id/subtitles",
+    {
+      schema: { querystring: subtitlesQuery },
+      config: { validationError: { message: () => "track=original|translated and format=srt|vtt" } },
+      preValidation: loadOwnJob,
+    },
+    async (request, reply) => {
+      const job = request.dubbingJob!;
+      if (!job.segments) throw new ApiError(404, "not_found", `job ${job.id} has no segments yet`);
+      const { track, format } = request.query;
+      reply.type(format === "srt" ? "application/x-subrip; charset=utf-8" : "text/vtt; charset=utf-8");
+      return format === "srt" ? toSrt(job.segments, track) : toWebVtt(job.segments, track);
+    },
+  );
 
   async function presignResult(job: JobRecord) {
     const extension = job.outputKind === "audio" ? "mp3" : "mp4";
@@ -317,38 +374,50 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
  * recogniser that identifies languages: without one it would silently mean whichever language the
  * recognisers happen to know, so it is refused, naming the source languages that work.
  */
-function checkServable(registry: EngineRegistry, source: string, target: string, defaulted: boolean): void {
-  const sources = source === "auto" ? registry.recognitionLanguages() : [source];
-  if (source !== "auto" && !registry.recognizer(source)) {
-    throw new ApiError(
-      400,
-      "unsupported_language",
-      `source_lang "${source}" cannot be recognised by the configured engines (recognition: ${registry.recognitionLanguages().join(", ")})`,
-    );
+function checkServable(
+  registry: EngineRegistry,
+  source: LanguageCode | "auto",
+  target: LanguageCode,
+  defaulted: boolean,
+): void {
+  const requirements: Requirement[] = [
+    ...(source === "auto" ? [] : [{ kind: "recognition", language: source } as const]),
+    { kind: "voice", language: target },
+    { kind: "translation", from: source, to: target },
+    ...(source === "auto" ? [{ kind: "recognition", language: "auto" } as const] : []),
+  ];
+  const problem = unservable(registry, requirements);
+  if (!problem) return;
+  throw new ApiError(400, "unsupported_language", unservableMessage(registry, problem, target, defaulted));
+}
+
+function unservableMessage(
+  registry: EngineRegistry,
+  problem: Unservable,
+  target: LanguageCode,
+  defaulted: boolean,
+): string {
+  if (problem.kind === "voice") {
+    return `target_lang "${problem.language}" has no voice output with the configured engines`;
   }
-  if (!registry.synthesizer(target)) {
-    throw new ApiError(
-      400,
-      "unsupported_language",
-      `target_lang "${target}" has no voice output with the configured engines`,
-    );
+  if (problem.kind === "translation") {
+    const from = problem.from === "auto" ? "any recognised language" : `"${problem.from}"`;
+    return `no translation into "${problem.language}" from ${from} with the configured engines`;
   }
-  const workable = sources.filter((from) => registry.translationRoute(from, target) !== undefined);
-  if (workable.length === 0) {
-    throw new ApiError(
-      400,
-      "unsupported_language",
-      `no translation into "${target}" from ${source === "auto" ? "any recognised language" : `"${source}"`} with the configured engines`,
-    );
+  if (problem.language !== "auto") {
+    return `source_lang "${problem.language}" cannot be recognised by the configured engines (recognition: ${problem.available.join(", ")})`;
   }
-  if (source === "auto" && !registry.languageIdentifier()) {
-    const named = workable.filter((from) => (DUBBING_LANGUAGES as readonly string[]).includes(from));
-    throw new ApiError(
-      400,
-      "unsupported_language",
-      `source_lang "auto"${defaulted ? " (the default when source_lang is omitted)" : ""} needs a recogniser ` +
-        "that identifies languages, and the configured engines have none; name the spoken language instead" +
-        (named.length > 0 ? ` (source_lang ${named.map((l) => `"${l}"`).join(" or ")})` : ""),
-    );
+  const named = translatableSources(registry, target).filter(isDubbingLanguage);
+  return (
+    `source_lang "auto"${defaulted ? " (the default when source_lang is omitted)" : ""} needs a recogniser ` +
+    "that identifies languages, and the configured engines have none; name the spoken language instead" +
+    (named.length > 0 ? ` (source_lang ${named.map((l) => `"${l}"`).join(" or ")})` : "")
+  );
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The caller's job named by the `:id` of a subtitles request. */
+    dubbingJob?: JobRecord;
   }
 }

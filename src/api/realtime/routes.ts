@@ -1,4 +1,6 @@
 import type { FastifyInstance } from "fastify";
+import type { ZodTypeProvider } from "fastify-type-provider-zod";
+import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import { listVoices } from "../../voices/library.js";
@@ -82,24 +84,32 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
     },
   );
 
-  app.get("/v1/voices", async (request) => {
-    const { gender } = request.query as Record<string, unknown>;
-    if (gender !== undefined && gender !== "female" && gender !== "male") {
-      throw new ApiError(400, "invalid_request", 'gender must be "female" or "male"');
-    }
-    return {
-      voices: listVoices(gender).map((voice) => ({
-        id: voice.id,
-        name: voice.name,
-        gender: voice.gender,
-        // Beyond the spec: flags the voices `voiceId=auto` will never choose.
-        strong_accent: voice.strongAccent,
-      })),
-    };
-  });
+  app.withTypeProvider<ZodTypeProvider>().get(
+    "/v1/voices",
+    {
+      schema: { querystring: voicesQuery },
+      config: { validationError: { message: (issue) => issue.message } },
+    },
+    async (request) => {
+      const { gender } = request.query;
+      return {
+        voices: listVoices(gender).map((voice) => ({
+          id: voice.id,
+          name: voice.name,
+          gender: voice.gender,
+          // Beyond the spec: flags the voices `voiceId=auto` will never choose.
+          strong_accent: voice.strongAccent,
+        })),
+      };
+    },
+  );
 
   app.get("/v1/languages", async () => registry.report());
 }
+
+const voicesQuery = z.object({
+  gender: z.enum(["female", "male"], { error: 'gender must be "female" or "male"' }).optional(),
+});
 
 const INVALID_SESSION_URL = "the session URL is invalid, expired or already used; create a new session";
 

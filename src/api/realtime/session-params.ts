@@ -1,6 +1,7 @@
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
-import type { FinalizeMode } from "../../pipeline/stabiliser.js";
+import type { FinalizeMode } from "../../pipeline/stabilizer.js";
+import { parseLanguageTag, unservable, type Requirement } from "../../languages.js";
 import { defaultVoice, findVoice } from "../../voices/library.js";
 
 /**
@@ -89,10 +90,11 @@ function bool(key: string, value: string | undefined, fallback: boolean): boolea
 
 /** ISO 639-1 code with optional region ("en-US"); only the primary subtag is kept. */
 export function primaryLanguage(key: string, value: string): LanguageCode {
-  if (!/^[A-Za-z]{2,3}([-_][A-Za-z0-9]{1,8})*$/u.test(value)) {
+  const parsed = parseLanguageTag(value);
+  if (!parsed.ok) {
     return reject(`${key}="${value}" is not a language code; use an ISO 639-1 code such as "en" or "es-MX"`);
   }
-  return value.split(/[-_]/u)[0]!.toLowerCase();
+  return parsed.language;
 }
 
 export function checkContext(value: string): string {
@@ -110,10 +112,34 @@ export function resolveVoice(value: string | number): Voice {
 }
 
 export function checkVoiceOutput(registry: EngineRegistry, key: string, language: LanguageCode): void {
-  if (registry.synthesizer(language)) return;
+  rejectUnservable(registry, key, [{ kind: "voice", language }]);
+}
+
+/** The session-start error frame text for what the configured engines cannot do. */
+function rejectUnservable(registry: EngineRegistry, key: string, requirements: readonly Requirement[]): void {
+  const problem = unservable(registry, requirements);
+  if (!problem) return;
+  if (problem.kind === "voice") {
+    reject(
+      `${key}="${problem.language}" has no voice output with the configured engines; voice output is available for: ` +
+        `${problem.available.join(", ")}`,
+    );
+  }
+  if (problem.kind === "recognition") {
+    if (problem.language === "auto") {
+      reject(
+        "sourceLanguage=auto needs a recogniser that identifies languages (whisper-cpp or a remote " +
+          "Whisper server in ENGINES_FILE); the configured engines cannot, so name the spoken language",
+      );
+    }
+    reject(
+      `sourceLanguage="${problem.language}" cannot be recognised by the configured engines; ` +
+        `recognition is available for: ${problem.available.join(", ")}`,
+    );
+  }
   reject(
-    `${key}="${language}" has no voice output with the configured engines; voice output is available for: ` +
-      `${registry.voiceLanguages().join(", ")}`,
+    `no translation from "${problem.from}" to "${problem.language}" with the configured engines; ` +
+      `from "${problem.from}" the targets are: ${problem.available.join(", ")}`,
   );
 }
 
@@ -175,29 +201,15 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
   const targetLanguage = primaryLanguage("targetLanguage", m.targetLanguage ?? "es");
   const voice = m.voiceId !== undefined ? resolveVoice(m.voiceId) : defaultVoice(voiceType);
 
-  if (mode === "s2tt" && sourceIsAuto && !registry.languageIdentifier()) {
-    reject(
-      "sourceLanguage=auto needs a recogniser that identifies languages (whisper-cpp or a remote " +
-        "Whisper server in ENGINES_FILE); the configured engines cannot, so name the spoken language",
-    );
-  }
-  if (mode === "s2tt" && sourceLanguage !== "auto" && !registry.recognizer(sourceLanguage)) {
-    reject(
-      `sourceLanguage="${sourceLanguage}" cannot be recognised by the configured engines; ` +
-        `recognition is available for: ${registry.recognitionLanguages().join(", ")}`,
-    );
-  }
-  if (audioOutputEnabled) checkVoiceOutput(registry, "targetLanguage", targetLanguage);
-  if (
-    mode === "s2tt" &&
-    sourceLanguage !== "auto" &&
-    !registry.translationRoute(sourceLanguage, targetLanguage)
-  ) {
-    reject(
-      `no translation from "${sourceLanguage}" to "${targetLanguage}" with the configured engines; ` +
-        `from "${sourceLanguage}" the targets are: ${registry.translationTargets(sourceLanguage).join(", ")}`,
-    );
-  }
+  // Checked in this order: the error frame names the first problem.
+  const speech = mode === "s2tt";
+  rejectUnservable(registry, "targetLanguage", [
+    ...(speech ? [{ kind: "recognition", language: sourceLanguage } as const] : []),
+    ...(audioOutputEnabled ? [{ kind: "voice", language: targetLanguage } as const] : []),
+    ...(speech && sourceLanguage !== "auto"
+      ? [{ kind: "translation", from: sourceLanguage, to: targetLanguage } as const]
+      : []),
+  ]);
 
   return {
     mode,

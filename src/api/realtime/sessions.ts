@@ -1,16 +1,12 @@
 import { randomUUID } from "node:crypto";
 import type { SessionTokens } from "../../auth/session-tokens.js";
+import type { LiveSession, SessionCapacity } from "../../sessions/capacity.js";
 
 export interface PendingSession {
   readonly sessionId: string;
   readonly accountId: string;
   readonly metadata: Readonly<Record<string, string>>;
   readonly expiresAt: number;
-}
-
-/** Something that can be told to end: an open session socket. */
-export interface LiveSession {
-  close(code: number, reason: string): void;
 }
 
 export interface PendingLimits {
@@ -42,7 +38,7 @@ export type CreateResult =
  * lifetime, so the insertion order of the map is also the expiry order: expiring means dropping
  * entries from its front, O(1) per session however many are pending.
  */
-export class RealtimeSessions {
+export class RealtimeSessions implements SessionCapacity {
   private readonly pending = new Map<string, PendingSession>();
   /** Per account, its unclaimed session ids in creation (= expiry) order. */
   private readonly pendingByAccount = new Map<string, Set<string>>();

@@ -1,13 +1,12 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { RawData, WebSocket } from "ws";
-import { Pcm16Assembler } from "../../audio/pcm.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
 import { createSpeakerPipeline } from "../../pipeline/session-pipeline.js";
 import { renderSpeech, type SpeechRequest } from "../../pipeline/speech-output.js";
 import type { PipelineEvent, TranslationPipeline } from "../../pipeline/translation-pipeline.js";
-import { misalignedAudioMessage, SocketWire, toBuffer } from "../socket-wire.js";
-import { transcriptMessage } from "../transcript-message.js";
+import { Pcm16Input, SocketWire, toBuffer } from "../../wire/socket-wire.js";
+import { transcriptMessage } from "../../wire/transcript-message.js";
 import {
   checkContext,
   checkVoiceOutput,
@@ -146,14 +145,14 @@ function acknowledge(
 
 class SpeechSession implements ModeHandler {
   private readonly pipeline: TranslationPipeline;
-  private readonly input = new Pcm16Assembler();
-  private warnedMisaligned = false;
+  private readonly input: Pcm16Input;
 
   constructor(
     private readonly plan: SessionPlan,
     deps: SocketDeps,
     private readonly wire: SocketWire,
   ) {
+    this.input = new Pcm16Input((warning) => wire.error(warning));
     this.pipeline = createSpeakerPipeline(deps.registry, {
       sourceLanguage: plan.sourceLanguage,
       targetLanguage: plan.targetLanguage,
@@ -167,12 +166,7 @@ class SpeechSession implements ModeHandler {
   }
 
   onAudio(bytes: Buffer): void {
-    const { samples, misaligned } = this.input.push(bytes);
-    if (misaligned && !this.warnedMisaligned) {
-      this.warnedMisaligned = true;
-      this.wire.error(misalignedAudioMessage(bytes.length));
-    }
-    this.pipeline.pushAudio(samples);
+    this.pipeline.pushAudio(this.input.push(bytes));
   }
 
   onMessage(type: string, message: Record<string, unknown>): void {

@@ -1,9 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import type { RawData, WebSocket } from "ws";
-import { errorBody } from "../../api/errors.js";
-import { misalignedAudioMessage, SocketWire, toBuffer } from "../../api/socket-wire.js";
-import { Pcm16Assembler } from "../../audio/pcm.js";
 import { Channel } from "../../pipeline/channel.js";
+import { errorBody } from "../../wire/error-body.js";
+import { Pcm16Input, SocketWire } from "../../wire/socket-wire.js";
 import { mintRoomToken, verifyRoomToken, type RoomTokenKeys } from "../tokens.js";
 import type { RoomAccess, RoomBackend, RoomConnection, RoomEvent } from "../types.js";
 
@@ -149,19 +148,13 @@ export class EmbeddedRoomServer implements RoomBackend {
     room.broadcast({ type: "participant_joined", identity, timestamp: Date.now() / 1000 }, identity);
     room.tell({ type: "participant_joined", identity });
 
-    const input = new Pcm16Assembler();
-    let warnedMisaligned = false;
+    const input = new Pcm16Input((warning) => wire.error(warning));
     socket.on("message", (data: RawData, isBinary: boolean) => {
       if (!isBinary) {
         wire.error("rooms take audio only: send PCM16 16 kHz mono as binary frames");
         return;
       }
-      const bytes = toBuffer(data);
-      const { samples, misaligned } = input.push(bytes);
-      if (misaligned && !warnedMisaligned) {
-        warnedMisaligned = true;
-        wire.error(misalignedAudioMessage(bytes.length));
-      }
+      const samples = input.push(data);
       if (samples.length > 0) room.tell({ type: "audio", identity, pcm: samples });
     });
     const leave = () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { joinWords, TranscriptStabiliser, type StableWord } from "../../src/pipeline/stabiliser.js";
+import { joinWords, TranscriptStabilizer, type StableWord } from "../../src/pipeline/stabilizer.js";
 
 const words = (text: string): StableWord[] =>
   text
@@ -8,9 +8,9 @@ const words = (text: string): StableWord[] =>
     .map((t) => ({ text: t }));
 const texts = (commits: StableWord[][]) => commits.map(joinWords);
 
-describe("TranscriptStabiliser, stable mode", () => {
+describe("TranscriptStabilizer, stable mode", () => {
   it("commits words two hypotheses agree on, never the newest word", () => {
-    const s = new TranscriptStabiliser("stable");
+    const s = new TranscriptStabilizer("stable");
     expect(s.update(words("go for")).commits).toEqual([]);
     const second = s.update(words("go forward ten"));
     expect(texts(second.commits)).toEqual([]); // only "go" agrees: below the 2-word minimum
@@ -20,7 +20,7 @@ describe("TranscriptStabiliser, stable mode", () => {
   });
 
   it("keeps committed words when later hypotheses revise them, and finish commits the rest", () => {
-    const s = new TranscriptStabiliser("stable");
+    const s = new TranscriptStabilizer("stable");
     s.update(words("the cat sat on"));
     expect(texts(s.update(words("the cat sat on the")).commits)).toEqual(["the cat sat on"]);
     // the recogniser changes its mind about committed words: they stay, alignment is by position
@@ -30,7 +30,7 @@ describe("TranscriptStabiliser, stable mode", () => {
   });
 
   it("each final is a prefix extension when accumulated", () => {
-    const s = new TranscriptStabiliser("stable");
+    const s = new TranscriptStabilizer("stable");
     const hyps = ["one two", "one two three", "one two three four five", "one two three four five six"];
     const committed: string[] = [];
     for (const h of hyps) for (const c of s.update(words(h)).commits) committed.push(joinWords(c));
@@ -43,7 +43,7 @@ describe("TranscriptStabiliser, stable mode", () => {
   });
 
   it("compares case-insensitively and resets after finish", () => {
-    const s = new TranscriptStabiliser("stable");
+    const s = new TranscriptStabilizer("stable");
     s.update(words("Hello there friend"));
     expect(texts(s.update(words("hello There friend now")).commits)).toEqual(["hello There friend"]);
     s.finish(words("hello There friend now"));
@@ -51,9 +51,9 @@ describe("TranscriptStabiliser, stable mode", () => {
   });
 });
 
-describe("TranscriptStabiliser, sentence mode", () => {
+describe("TranscriptStabilizer, sentence mode", () => {
   it("commits only up to a sentence end, one commit per sentence", () => {
-    const s = new TranscriptStabiliser("sentence");
+    const s = new TranscriptStabilizer("sentence");
     s.update(words("Hello there. How are"));
     const update = s.update(words("Hello there. How are you? I am"));
     expect(texts(update.commits)).toEqual(["Hello there."]);
@@ -67,7 +67,7 @@ describe("TranscriptStabiliser, sentence mode", () => {
   });
 
   it("without punctuation the whole utterance is one sentence at finish", () => {
-    const s = new TranscriptStabiliser("sentence");
+    const s = new TranscriptStabilizer("sentence");
     for (const h of ["go", "go forward", "go forward ten", "go forward ten meters"]) {
       expect(s.update(words(h)).commits).toEqual([]);
     }
@@ -75,9 +75,9 @@ describe("TranscriptStabiliser, sentence mode", () => {
   });
 });
 
-describe("TranscriptStabiliser, safeguards", () => {
+describe("TranscriptStabilizer, safeguards", () => {
   it("holds back words that end close to the audio head when word timings are known", () => {
-    const s = new TranscriptStabiliser("stable", { holdBackMs: 500 });
+    const s = new TranscriptStabilizer("stable", { holdBackMs: 500 });
     const timed = (text: string) => text.split(" ").map((t, i) => ({ text: t, endMs: (i + 1) * 300 }));
     s.update(timed("a b c d e"), 1500);
     // words end at 300..1500 ms; only those ending by 1000 ms (a, b, c) may be committed
@@ -85,7 +85,7 @@ describe("TranscriptStabiliser, safeguards", () => {
   });
 
   it("treats periods as sentence ends only for punctuating recognisers", () => {
-    const s = new TranscriptStabiliser("sentence", { punctuated: false });
+    const s = new TranscriptStabilizer("sentence", { punctuated: false });
     s.update(words("mr john s. went home"));
     expect(s.update(words("mr john s. went home today")).commits).toEqual([]);
     expect(texts(s.finish(words("mr john s. went home today")).commits)).toEqual([

@@ -1,5 +1,6 @@
 import type { RawData, WebSocket } from "ws";
-import { float32ToBytes } from "../audio/pcm.js";
+import { float32ToBytes, Pcm16Assembler } from "../audio/pcm.js";
+import { errorFrame } from "./error-frame.js";
 
 /** While more than this is queued to a slow client, translated-speech frames are dropped. */
 const AUDIO_DROP_BUFFERED_BYTES = 1 << 20;
@@ -25,12 +26,7 @@ export class SocketWire {
 
   /** `correlationId`: the segment or `speak` the error concerns, sent as `correlation_id`. */
   error(message: string, correlationId?: string): void {
-    this.send({
-      type: "error",
-      error: message,
-      ...(correlationId === undefined ? {} : { correlation_id: correlationId }),
-      timestamp: Date.now() / 1000,
-    });
+    this.send(errorFrame(message, { correlationId }));
   }
 
   close(code: number, reason: string): void {
@@ -49,6 +45,27 @@ export function toBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
   if (Array.isArray(data)) return Buffer.concat(data);
   return Buffer.from(data);
+}
+
+/**
+ * PCM16 input of one client socket (session or room participant): whole samples from binary frames
+ * of any length, and one warning, the first time a frame ends in half a sample.
+ */
+export class Pcm16Input {
+  private readonly assembler = new Pcm16Assembler();
+  private warned = false;
+
+  constructor(private readonly warn: (message: string) => void) {}
+
+  push(data: RawData | Uint8Array): Int16Array {
+    const bytes = data instanceof Uint8Array ? data : toBuffer(data);
+    const { samples, misaligned } = this.assembler.push(bytes);
+    if (misaligned && !this.warned) {
+      this.warned = true;
+      this.warn(misalignedAudioMessage(bytes.length));
+    }
+    return samples;
+  }
 }
 
 export function misalignedAudioMessage(frameBytes: number): string {

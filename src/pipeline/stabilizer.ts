@@ -15,7 +15,7 @@ export interface StableWord {
   readonly endMs?: number;
 }
 
-export interface StabiliserUpdate {
+export interface StabilizerUpdate {
   /** Newly committed word runs, in order (each one is a final). */
   readonly commits: StableWord[][];
   /** Words recognised but not committed yet (the interim tail). */
@@ -24,7 +24,7 @@ export interface StabiliserUpdate {
 
 const SENTENCE_END = /[.!?。！？…]["'”’)\]]*$/u;
 
-export class TranscriptStabiliser {
+export class TranscriptStabilizer {
   private committedCount = 0;
   private previousTail: StableWord[] = [];
 
@@ -42,7 +42,7 @@ export class TranscriptStabiliser {
    * `audioMs`: utterance audio decoded so far. With word timings, words ending within
    * `holdBackMs` of it are not committed yet: recognisers revise recent words most.
    */
-  update(hypothesis: readonly StableWord[], audioMs = Infinity): StabiliserUpdate {
+  update(hypothesis: readonly StableWord[], audioMs = Infinity): StabilizerUpdate {
     const tail = hypothesis.slice(this.committedCount);
     const agreed = commonPrefixLength(this.previousTail, tail);
     this.previousTail = tail;
@@ -65,7 +65,7 @@ export class TranscriptStabiliser {
   }
 
   /** The utterance ended: every remaining word is committed. */
-  finish(hypothesis: readonly StableWord[]): StabiliserUpdate {
+  finish(hypothesis: readonly StableWord[]): StabilizerUpdate {
     const tail = hypothesis.slice(this.committedCount);
     const update = this.commit(tail, tail.length);
     this.committedCount = 0;
@@ -73,7 +73,7 @@ export class TranscriptStabiliser {
     return update;
   }
 
-  private commit(tail: StableWord[], length: number): StabiliserUpdate {
+  private commit(tail: StableWord[], length: number): StabilizerUpdate {
     if (length <= 0) return { commits: [], pending: tail };
     const committed = tail.slice(0, length);
     this.committedCount += length;

@@ -1,0 +1,147 @@
+import type { EngineRegistry } from "./engines/registry.js";
+import type { LanguageCode } from "./engines/types.js";
+
+/**
+ * Language tags and what the configured engines can do with a language: one parser and one
+ * servability check for every surface (real-time sessions, rooms, dubbing, the CLI). Each surface
+ * maps the typed results to its own error code and wording.
+ */
+
+/** The languages the dubbing interface accepts (`target_lang`, `source_lang`), the spec's list. */
+export const DUBBING_LANGUAGES = ["en", "es", "fr", "de", "it", "pt", "ru", "ja", "ko", "zh"] as const;
+export type DubbingLanguage = (typeof DUBBING_LANGUAGES)[number];
+
+export function isDubbingLanguage(language: string): language is DubbingLanguage {
+  return (DUBBING_LANGUAGES as readonly string[]).includes(language);
+}
+
+/** Why a tag is not a language code (there is one reason today; the union leaves room for more). */
+export interface TagRejection {
+  readonly kind: "malformed";
+  readonly tag: string;
+}
+
+export type ParsedTag =
+  | { readonly ok: true; readonly language: LanguageCode }
+  | { readonly ok: false; readonly rejection: TagRejection };
+
+/**
+ * A BCP 47 tag ("en", "en-US", "es-MX", "zh-Hant-TW"; `_` is read as `-`, so "pt_BR" works too) →
+ * its primary language subtag, lower-case and canonical (ISO 639-1 where one exists: "eng" → "en",
+ * "iw" → "he"). Only 2- or 3-letter primary subtags are language codes: "english" is not.
+ */
+export function parseLanguageTag(tag: string): ParsedTag {
+  const rejected: ParsedTag = { ok: false, rejection: { kind: "malformed", tag } };
+  if (!/^[A-Za-z]{2,3}(?:[-_]|$)/u.test(tag)) return rejected;
+  let locale: Intl.Locale;
+  try {
+    locale = new Intl.Locale(tag.replaceAll("_", "-"));
+  } catch {
+    return rejected;
+  }
+  const language = locale.language;
+  if (!/^[a-z]{2,3}$/u.test(language)) return rejected;
+  return { ok: true, language };
+}
+
+// ---------------------------------------------------------------- servability
+
+/** What the servability check reads of the configured engines (an `EngineRegistry`). */
+export type LanguageCapabilities = Pick<
+  EngineRegistry,
+  | "recognizer"
+  | "languageIdentifier"
+  | "synthesizer"
+  | "translationRoute"
+  | "recognitionLanguages"
+  | "voiceLanguages"
+  | "translationTargets"
+>;
+
+/** Something a request needs the configured engines to do. */
+export type Requirement =
+  /** Recognise speech in `language`; "auto": identify which language is spoken. */
+  | { readonly kind: "recognition"; readonly language: LanguageCode | "auto" }
+  /** Translate from `from` into `to`; from "auto": from at least one recognised language. */
+  | { readonly kind: "translation"; readonly from: LanguageCode | "auto"; readonly to: LanguageCode }
+  /** Speak `language`. */
+  | { readonly kind: "voice"; readonly language: LanguageCode };
+
+/** The first requirement the configured engines cannot meet, with what they do offer instead. */
+export type Unservable =
+  | {
+      readonly kind: "recognition";
+      /** "auto": no configured recogniser identifies languages. */
+      readonly language: LanguageCode | "auto";
+      /** The languages speech can be recognised in. */
+      readonly available: LanguageCode[];
+    }
+  | {
+      readonly kind: "translation";
+      readonly from: LanguageCode | "auto";
+      readonly language: LanguageCode;
+      /** The targets reachable from `from` (from "auto": from any recognised language). */
+      readonly available: LanguageCode[];
+    }
+  | {
+      readonly kind: "voice";
+      readonly language: LanguageCode;
+      /** The languages with voice output. */
+      readonly available: LanguageCode[];
+    };
+
+/**
+ * Checks the requirements in the order given (the order decides which problem a request with
+ * several is told about) and returns the first one the engines cannot meet; undefined when all are.
+ */
+export function unservable(
+  registry: LanguageCapabilities,
+  requirements: readonly Requirement[],
+): Unservable | undefined {
+  for (const requirement of requirements) {
+    const problem = check(registry, requirement);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+function check(registry: LanguageCapabilities, requirement: Requirement): Unservable | undefined {
+  if (requirement.kind === "recognition") {
+    const { language } = requirement;
+    const served = language === "auto" ? registry.languageIdentifier() : registry.recognizer(language);
+    return served ? undefined : { kind: "recognition", language, available: registry.recognitionLanguages() };
+  }
+  if (requirement.kind === "voice") {
+    const { language } = requirement;
+    return registry.synthesizer(language)
+      ? undefined
+      : { kind: "voice", language, available: registry.voiceLanguages() };
+  }
+  const { from, to } = requirement;
+  const served =
+    from === "auto"
+      ? translatableSources(registry, to).length > 0
+      : registry.translationRoute(from, to) !== undefined;
+  if (served) return undefined;
+  const available =
+    from === "auto"
+      ? [...new Set(registry.recognitionLanguages().flatMap((source) => registry.translationTargets(source)))]
+      : registry.translationTargets(from);
+  return { kind: "translation", from, language: to, available };
+}
+
+/**
+ * The recognised languages whose speech can be translated into `target`: the candidates when the
+ * source language is "auto" (dubbing's `sourceCandidates` computes this list).
+ */
+export function translatableSources(registry: LanguageCapabilities, target: LanguageCode): LanguageCode[] {
+  return registry
+    .recognitionLanguages()
+    .filter((source) => registry.translationRoute(source, target) !== undefined);
+}
+
+/** Whether `value` is already a canonical primary language code ("en", not "EN", "en-US" or "eng"). */
+export function isLanguageCode(value: string): boolean {
+  const parsed = parseLanguageTag(value);
+  return parsed.ok && parsed.language === value;
+}
