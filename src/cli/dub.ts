@@ -8,6 +8,7 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import { HttpError } from "../client/realtime-client.js";
 import { DUBBING_LANGUAGES, isDubbingLanguage, parseLanguageTag } from "../languages.js";
 import { CliError, describeError, requireKey, sleep, type Connection } from "./common.js";
+import { ProgressLine } from "./progress.js";
 
 /** `relay dub`: a local file or URL through the dubbing REST API, polled to the end, result saved to disk. */
 
@@ -66,7 +67,6 @@ const POLL_INTERVAL_MS = 1000;
 const POLL_GRACE_MS = 60_000;
 /** Attempts at creating the job; the Idempotency-Key makes a repeat return the same job. */
 const CREATE_ATTEMPTS = 3;
-const BAR_WIDTH = 10;
 
 export const isUrl = (input: string): boolean => /^https?:\/\//iu.test(input);
 
@@ -298,51 +298,6 @@ export async function downloadTo(
   return { bytes: received, contentType: response.headers.get("content-type") ?? undefined };
 }
 
-/**
- * A one-line progress display on stderr: redrawn in place with `\r` on a terminal; elsewhere (logs,
- * pipes) one plain line per change of text, so a log holds each stage and percent once.
- */
-class ProgressView {
-  private shown = "";
-  private open = false;
-  private drawnAt = 0;
-  readonly tty: boolean;
-
-  constructor(private readonly stream: NodeJS.WriteStream) {
-    this.tty = stream.isTTY === true;
-  }
-
-  /** `throttle`: for byte counters, which change far more often than a terminal needs redrawing. */
-  update(percent: number, label: string, throttle = false): void {
-    const clamped = Math.max(0, Math.min(100, Math.floor(percent)));
-    const filled = Math.floor(clamped / (100 / BAR_WIDTH));
-    const text = `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}] ${clamped}% ${label}`;
-    if (text === this.shown) return;
-    if (this.tty) {
-      if (throttle && clamped < 100 && performance.now() - this.drawnAt < 200) return;
-      // `\x1b[K` clears what a longer previous line left behind.
-      this.stream.write(`\r${text}\x1b[K`);
-      this.open = true;
-      this.drawnAt = performance.now();
-    } else {
-      this.stream.write(`${text}\n`);
-    }
-    this.shown = text;
-  }
-
-  /** A line of its own (ends the bar's line first). */
-  note(line: string): void {
-    this.end();
-    this.stream.write(`${line}\n`);
-  }
-
-  end(): void {
-    if (this.open) this.stream.write("\n");
-    this.open = false;
-    this.shown = "";
-  }
-}
-
 function formatBytes(bytes: number): string {
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KB`;
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
@@ -389,7 +344,7 @@ export async function dub(
 ): Promise<number> {
   await checkUsage(input, options);
   requireKey(connection);
-  const view = new ProgressView(process.stderr);
+  const view = new ProgressLine(process.stderr);
 
   let sourceUrl = input;
   if (!isUrl(input)) {
@@ -397,7 +352,7 @@ export async function dub(
     view.note(`uploading ${input} (${formatBytes(size)})`);
     try {
       ({ sourceUrl } = await uploadFile(connection, input, (sent, total) => {
-        if (view.tty) view.update((100 * sent) / Math.max(1, total), "Uploading", true);
+        if (view.tty) view.update({ percent: (100 * sent) / Math.max(1, total), stage: "Uploading" });
       }));
     } finally {
       view.end();
@@ -424,10 +379,10 @@ export async function dub(
   try {
     job = await waitForJob(connection, jobId, {
       onUpdate: (update) =>
-        view.update(
-          update.progress?.percent ?? 0,
-          update.progress?.stage_name ?? STATUS_LABELS[update.status],
-        ),
+        view.update({
+          percent: update.progress?.percent ?? 0,
+          stage: update.progress?.stage_name ?? STATUS_LABELS[update.status],
+        }),
     });
   } finally {
     process.off("SIGINT", onInterrupt);
@@ -447,7 +402,7 @@ export async function dub(
       new URL(job.output_url, connection.server).href,
       options.out,
       (got, total) => {
-        if (view.tty && total) view.update((100 * got) / total, "Downloading the result", true);
+        if (view.tty && total) view.update({ percent: (100 * got) / total, stage: "Downloading the result" });
       },
     );
   } finally {

@@ -12,12 +12,12 @@ import {
   type DownloadProgress,
 } from "../models/download.js";
 import { CliError, printTable } from "./common.js";
+import { ProgressLine } from "./progress.js";
 
 /** `relay models list | pull <name> | verify [name]`: the whisper.cpp models on this machine. */
 
 /** Download from a mirror (or a test server) instead of Hugging Face: `<base>/ggml-<name>.bin`. */
 const BASE_URL_ENV = "RELAY_MODELS_BASE_URL";
-const BAR_WIDTH = 10;
 
 interface DirOptions {
   readonly dir?: string;
@@ -62,49 +62,24 @@ export async function listModels(dir: string): Promise<number> {
 }
 
 /**
- * A one-line progress bar on stderr, drawn like `relay dub`'s: redrawn in place with `\r` on a
- * terminal (at most every 200 ms); elsewhere (logs, pipes) one plain line per 10 %.
+ * The pull's progress line, drawn like `relay dub`'s: bar, percent, bytes and speed; in logs and pipes
+ * one plain line per 10 %.
  */
-class ProgressBar {
-  private drawnAt = 0;
-  private open = false;
-  private lastDecile = -1;
-  private readonly startedAt = performance.now();
-  private readonly tty: boolean;
-
-  constructor(private readonly stream: NodeJS.WriteStream) {
-    this.tty = stream.isTTY === true;
-  }
-
-  update({ received, total, resumedFrom }: DownloadProgress): void {
-    const percent = total ? Math.min(100, Math.floor((100 * received) / total)) : undefined;
-    const done = total !== undefined && received >= total;
-    if (this.tty && !done && performance.now() - this.drawnAt < 200) return;
-    if (!this.tty) {
-      const decile = percent === undefined ? -1 : Math.floor(percent / 10);
-      if (decile === this.lastDecile) return;
-      this.lastDecile = decile;
-    }
-    const seconds = Math.max(0.001, (performance.now() - this.startedAt) / 1000);
-    const speed = `${formatMiB((received - resumedFrom) / seconds)}/s`;
-    const filled = percent === undefined ? 0 : Math.floor(percent / (100 / BAR_WIDTH));
-    const bar = `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}]`;
-    const amount = total ? `${formatMiB(received)} / ${formatMiB(total)}` : formatMiB(received);
-    const text = [bar, percent === undefined ? "?%" : `${percent}%`, amount, speed].join(" ");
-    if (this.tty) {
-      // `\x1b[K` clears what a longer previous line left behind.
-      this.stream.write(`\r${text}\x1b[K`);
-      this.open = true;
-      this.drawnAt = performance.now();
-    } else {
-      this.stream.write(`${text}\n`);
-    }
-  }
-
-  end(): void {
-    if (this.open) this.stream.write("\n");
-    this.open = false;
-  }
+function downloadProgress(stream: NodeJS.WriteStream): {
+  update: (progress: DownloadProgress) => void;
+  end: () => void;
+} {
+  const line = new ProgressLine(stream, { plainStep: 10 });
+  const startedAt = performance.now();
+  return {
+    update({ received, total, resumedFrom }: DownloadProgress) {
+      const seconds = Math.max(0.001, (performance.now() - startedAt) / 1000);
+      const speed = `${formatMiB((received - resumedFrom) / seconds)}/s`;
+      const amount = total ? `${formatMiB(received)} / ${formatMiB(total)}` : formatMiB(received);
+      line.update({ percent: total ? (100 * received) / total : undefined, detail: `${amount} ${speed}` });
+    },
+    end: () => line.end(),
+  };
 }
 
 /** `relay models pull <name>`: download (or resume) a model and check it. */
@@ -127,7 +102,7 @@ export async function pullModel(name: string, dir: string, baseUrl: string | und
       ? `resuming ${entry.file} from ${formatMiB(kept)}\n`
       : `downloading ${entry.file} (${formatPublishedSize(entry) ?? "size not published"}) into ${dir}\n`,
   );
-  const bar = new ProgressBar(process.stderr);
+  const bar = downloadProgress(process.stderr);
   const controller = new AbortController();
   const onInterrupt = () => controller.abort();
   process.once("SIGINT", onInterrupt);

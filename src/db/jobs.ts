@@ -1,4 +1,4 @@
-import type { Expression, ExpressionBuilder, Kysely, SqlBool } from "kysely";
+import type { Expression, ExpressionBuilder, Kysely, Selectable, SqlBool } from "kysely";
 import { availableMicroUsd, InsufficientBalanceError, lockAccount } from "./billing.js";
 import {
   ACTIVE_STATUSES,
@@ -7,6 +7,7 @@ import {
   monotonicProgress,
   toJobRecord,
   toMicroUsd,
+  type JobsTable,
   type Schema,
 } from "./schema.js";
 import { run, type TransactionRunner, type TxBody } from "./transactions.js";
@@ -33,15 +34,28 @@ export function createJobsRepository(
   // Row locks only exist on PostgreSQL; SQLite transactions already hold the database write lock.
   const postgres = dialect === "postgres";
 
-  function* updateTx(jobId: string, workerId: string, update: JobUpdate): TxBody<boolean> {
+  /**
+   * The worker's job row, locked for the rest of the transaction (`FOR UPDATE` on PostgreSQL; SQLite
+   * already holds the write lock); undefined once the lease is lost or the job has finished.
+   */
+  function* heldRowTx<C extends keyof JobsTable & string>(
+    jobId: string,
+    workerId: string,
+    columns: readonly C[],
+  ): TxBody<Pick<Selectable<JobsTable>, C> | undefined> {
     const { rows } = yield* run(
       db
         .selectFrom("jobs")
-        .select("progress")
+        .select(columns)
         .where(heldBy(jobId, workerId))
         .$if(postgres, (qb) => qb.forUpdate()),
     );
-    const current = rows[0];
+    // Kysely cannot reduce its selection type over a generic column list; it is this Pick.
+    return rows[0] as Pick<Selectable<JobsTable>, C> | undefined;
+  }
+
+  function* updateTx(jobId: string, workerId: string, update: JobUpdate): TxBody<boolean> {
+    const current = yield* heldRowTx(jobId, workerId, ["progress"]);
     if (!current) return false;
     yield* run(
       db
@@ -67,14 +81,7 @@ export function createJobsRepository(
     workerId: string,
     result: { outputKey: string; costMicroUsd: number; progress: JobProgress },
   ): TxBody<boolean> {
-    const { rows } = yield* run(
-      db
-        .selectFrom("jobs")
-        .select(["account_id", "progress"])
-        .where(heldBy(jobId, workerId))
-        .$if(postgres, (qb) => qb.forUpdate()),
-    );
-    const current = rows[0];
+    const current = yield* heldRowTx(jobId, workerId, ["account_id", "progress"]);
     if (!current) return false;
     // UNIQUE(job_id, kind) (and the derived id) make this a no-op if the job was ever charged.
     yield* run(
@@ -170,14 +177,7 @@ export function createJobsRepository(
   }
 
   function* reserveTx(jobId: string, workerId: string, reserved: number): TxBody<ReserveResult> {
-    const { rows } = yield* run(
-      db
-        .selectFrom("jobs")
-        .select("account_id")
-        .where(heldBy(jobId, workerId))
-        .$if(postgres, (qb) => qb.forUpdate()),
-    );
-    const current = rows[0];
+    const current = yield* heldRowTx(jobId, workerId, ["account_id"]);
     if (!current) return { status: "lost" };
     yield* lockAccount(db, dialect, current.account_id);
     // The job's own earlier hold (an attempt before a crash, or creation) is not counted against it.

@@ -133,7 +133,11 @@ export class Rooms {
   }
 
   /** Another participant's access to a room the account created; undefined when there is no such room. */
-  async admit(roomName: string, accountId: string, publicBaseUrl: string): Promise<CreatedRoom | undefined> {
+  async grantParticipantAccess(
+    roomName: string,
+    accountId: string,
+    publicBaseUrl: string,
+  ): Promise<CreatedRoom | undefined> {
     const room = this.open.get(roomName);
     if (!room || room.accountId !== accountId) return undefined;
     const identity = clientIdentity();

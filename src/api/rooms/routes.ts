@@ -124,9 +124,9 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
     const account = await accounts.authenticate(request.headers.authorization, "rooms");
     await options.rateLimit(request, account);
     const { roomName } = request.params as { roomName: string };
-    const admitted = await rooms.admit(roomName, account.id, options.publicBaseUrl(request));
-    if (!admitted) throw new ApiError(404, "not_found", `no open room ${roomName} created with this API key`);
-    return { url: admitted.url, token: admitted.token, room_name: roomName, identity: admitted.identity };
+    const access = await rooms.grantParticipantAccess(roomName, account.id, options.publicBaseUrl(request));
+    if (!access) throw new ApiError(404, "not_found", `no open room ${roomName} created with this API key`);
+    return { url: access.url, token: access.token, room_name: roomName, identity: access.identity };
   });
 }
 

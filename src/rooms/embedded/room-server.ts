@@ -131,11 +131,15 @@ export class EmbeddedRoomServer implements RoomBackend {
           request.roomParticipant = { roomName, identity: verified.identity };
         },
       },
-      (socket, request) => this.admit(socket, request.roomParticipant!),
+      (socket, request) => this.attachParticipant(socket, request.roomParticipant!),
     );
   };
 
-  private admit(socket: WebSocket, { roomName, identity }: { roomName: string; identity: string }): void {
+  /** Puts a participant whose token was verified into its room: joins, relays its audio, leaves on close. */
+  private attachParticipant(
+    socket: WebSocket,
+    { roomName, identity }: { roomName: string; identity: string },
+  ): void {
     const room = this.rooms.get(roomName);
     const wire = new SocketWire(socket);
     if (!room) return wire.close(1000, "room closed");
