@@ -2,7 +2,18 @@ import type { Config } from "../config.js";
 import { idOf } from "../engine-config.js";
 import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
 import { createSileroVadEngine } from "./silero-vad/index.js";
-import type { AsrEngine, LanguageCode, MtEngine, TranslateRequest, TtsEngine, VadEngine } from "./types.js";
+import { abortError } from "./cancellation.js";
+import { streamSynthesis } from "./synthesis.js";
+import type {
+  AsrEngine,
+  LanguageCode,
+  MtEngine,
+  SynthesisRequest,
+  SynthesizedAudio,
+  TranslateRequest,
+  TtsEngine,
+  VadEngine,
+} from "./types.js";
 
 type EngineConfig = Config["engines"];
 
@@ -99,7 +110,7 @@ export class EngineRegistry {
   recognizer(language: LanguageCode): AsrEngine | undefined {
     const [first, ...rest] = this.asr.filter((engine) => engine.capabilities.languages.includes(language));
     if (!first || rest.length === 0) return first;
-    return withFallback(first, {
+    return withOverrides(first, {
       createStream: async (options) =>
         firstSuccess([first, ...rest], (engine) => engine.createStream(options)),
     });
@@ -110,12 +121,18 @@ export class EngineRegistry {
     return this.asr.find((engine) => engine.capabilities.languageDetection === true);
   }
 
-  /** The preferred synthesiser for a language, falling back to the next one when synthesis fails. */
+  /**
+   * The preferred synthesiser for a language, falling back to the next one when synthesis fails
+   * (a stream: when it fails before its first chunk).
+   */
   synthesizer(language: LanguageCode): TtsEngine | undefined {
-    const [first, ...rest] = this.tts.filter((engine) => engine.capabilities.languages.includes(language));
-    if (!first || rest.length === 0) return first;
-    return withFallback(first, {
-      synthesize: async (request) => firstSuccess([first, ...rest], (engine) => engine.synthesize(request)),
+    const candidates = this.tts.filter((engine) => engine.capabilities.languages.includes(language));
+    const [first] = candidates;
+    if (!first || candidates.length === 1) return first;
+    return withOverrides(first, {
+      synthesize: async (request, signal) =>
+        firstSuccess(candidates, (engine) => engine.synthesize(request, signal), signal),
+      synthesizeStream: (request, signal) => firstStreaming(candidates, request, signal),
     });
   }
 
@@ -235,23 +252,33 @@ export type TranslationInput = Omit<TranslateRequest, "from" | "to">;
 export async function translateAlong(
   routes: readonly TranslationRoute[],
   input: TranslationInput,
+  signal?: AbortSignal,
 ): Promise<string> {
-  return firstSuccess(routes, async (route) => {
-    let current = input.text;
-    for (const hop of route.hops) {
-      current = await hop.engine.translate({ ...input, text: current, from: hop.from, to: hop.to });
-    }
-    return current;
-  });
+  return firstSuccess(
+    routes,
+    async (route) => {
+      let current = input.text;
+      for (const hop of route.hops) {
+        current = await hop.engine.translate({ ...input, text: current, from: hop.from, to: hop.to }, signal);
+      }
+      return current;
+    },
+    signal,
+  );
 }
 
-/** Tries each candidate in order; the first success wins, otherwise the first failure is thrown. */
+/**
+ * Tries each candidate in order; the first success wins, otherwise the first failure is thrown.
+ * Once `signal` has fired no further candidate is tried: the call was cancelled, nothing failed.
+ */
 async function firstSuccess<C, T>(
   candidates: readonly C[],
   attempt: (candidate: C) => Promise<T>,
+  signal?: AbortSignal,
 ): Promise<T> {
   let firstError: unknown;
   for (const candidate of candidates) {
+    if (signal?.aborted) throw abortError(signal);
     try {
       return await attempt(candidate);
     } catch (error) {
@@ -261,8 +288,39 @@ async function firstSuccess<C, T>(
   throw firstError ?? new Error("no engine available");
 }
 
-/** The primary engine seen through a Proxy, with some methods replaced (fallbacks, restrictions). */
-function withFallback<T extends object>(primary: T, overrides: Partial<T>): T {
+/**
+ * Streams speech from the first engine that produces some: an engine failing before its first
+ * chunk hands over to the next (as `firstSuccess`); a failure after that ends the stream.
+ */
+async function* firstStreaming(
+  engines: readonly TtsEngine[],
+  request: SynthesisRequest,
+  signal: AbortSignal | undefined,
+): AsyncIterable<SynthesizedAudio> {
+  let firstError: unknown;
+  for (const engine of engines) {
+    if (signal?.aborted) throw abortError(signal);
+    let produced = false;
+    try {
+      for await (const chunk of streamSynthesis(engine, request, signal)) {
+        produced = true;
+        yield chunk;
+      }
+      return;
+    } catch (error) {
+      if (produced) throw error;
+      firstError ??= error;
+    }
+  }
+  throw firstError ?? new Error("no engine available");
+}
+
+/**
+ * The engine seen through a Proxy with some members replaced: the fallback methods of `recognizer`
+ * and `synthesizer`, or the narrowed capabilities of `restrictLanguages` and `restrictPairs`.
+ * Everything else is the primary engine's own.
+ */
+function withOverrides<T extends object>(primary: T, overrides: Partial<T>): T {
   return new Proxy(primary, {
     get(target, key) {
       if (key in overrides) return overrides[key as keyof T];
@@ -278,7 +336,7 @@ function restrictLanguages<T extends AsrEngine | TtsEngine>(engine: T, languages
     ...engine.capabilities,
     languages: engine.capabilities.languages.filter((language) => languages.includes(language)),
   };
-  return withFallback(engine, { capabilities } as unknown as Partial<T>);
+  return withOverrides(engine, { capabilities } as unknown as Partial<T>);
 }
 
 /** An MT engine limited to pairs between the given languages. */
@@ -286,7 +344,7 @@ function restrictPairs(engine: MtEngine, languages: readonly string[]): MtEngine
   const pairs = engine.capabilities.pairs.filter(
     (p) => languages.includes(p.from) && languages.includes(p.to),
   );
-  return withFallback(engine, { capabilities: { ...engine.capabilities, pairs } });
+  return withOverrides(engine, { capabilities: { ...engine.capabilities, pairs } });
 }
 
 function unique<T>(items: T[]): T[] {

@@ -3,6 +3,11 @@
  * validation and `/v1/languages` are derived from those declarations, never from a fixed list.
  *
  * Language codes are ISO 639-1 primary subtags in lower case ("en", "es").
+ *
+ * Cancellation: `translate`, `translateStream`, `synthesize` and `synthesizeStream` take an optional
+ * `AbortSignal`. An engine honours it where it reasonably can (a queued request is dropped, a running
+ * process is killed, an HTTP request is cancelled) and then rejects with the signal's reason; an
+ * engine that cannot stop its work may ignore it (the caller discards the result).
  */
 
 export type LanguageCode = string;
@@ -124,9 +129,9 @@ export interface TranslateRequest {
 
 export interface MtEngine extends Engine {
   readonly capabilities: MtCapabilities;
-  translate(request: TranslateRequest): Promise<string>;
+  translate(request: TranslateRequest, signal?: AbortSignal): Promise<string>;
   /** Yields the translation so far (each value the whole text up to now); the last value is final. */
-  translateStream?(request: TranslateRequest): AsyncIterable<string>;
+  translateStream?(request: TranslateRequest, signal?: AbortSignal): AsyncIterable<string>;
 }
 
 // ---------------------------------------------------------------- speech synthesis
@@ -175,5 +180,12 @@ export interface SynthesizedAudio {
 
 export interface TtsEngine extends Engine {
   readonly capabilities: TtsCapabilities;
-  synthesize(request: SynthesisRequest): Promise<SynthesizedAudio>;
+  /** The whole clip. */
+  synthesize(request: SynthesisRequest, signal?: AbortSignal): Promise<SynthesizedAudio>;
+  /**
+   * The clip in consecutive chunks as the engine produces them (joined, they are the clip), for
+   * engines that really produce audio progressively. Callers use `streamSynthesis`
+   * (src/engines/synthesis.ts), which falls back to `synthesize` as one chunk for the others.
+   */
+  synthesizeStream?(request: SynthesisRequest, signal?: AbortSignal): AsyncIterable<SynthesizedAudio>;
 }

@@ -83,24 +83,25 @@ export function createSpeakerPipeline(
    * Streams from the preferred engine when it can; if it fails before producing anything, the
    * remaining routes are tried as `translateAlong` would (a remote LLM down, Apertium behind it).
    */
-  async function* streamTranslation(call: TranslationCall): AsyncIterable<string> {
+  async function* streamTranslation(call: TranslationCall, signal: AbortSignal): AsyncIterable<string> {
     const routes = routesFrom(call.from);
     const streamer = streamerFor(call.from);
     if (!streamer) {
-      yield await translateAlong(routes, { ...call, ...labels });
+      yield await translateAlong(routes, { ...call, ...labels }, signal);
       return;
     }
     let produced = false;
     try {
-      for await (const partial of streamer.translateStream!({ ...call, ...labels, to: targetLanguage })) {
+      const request = { ...call, ...labels, to: targetLanguage };
+      for await (const partial of streamer.translateStream!(request, signal)) {
         produced = true;
         yield partial;
       }
       return;
     } catch (error) {
-      if (produced || routes.length < 2) throw error;
+      if (produced || routes.length < 2 || signal.aborted) throw error;
     }
-    yield await translateAlong(routes.slice(1), { ...call, ...labels });
+    yield await translateAlong(routes.slice(1), { ...call, ...labels }, signal);
   }
 
   return new TranslationPipeline({
@@ -108,14 +109,15 @@ export function createSpeakerPipeline(
     asr: (sourceLanguage === "auto" ? registry.languageIdentifier() : registry.recognizer(sourceLanguage))!,
     sourceLanguage,
     targetLanguage,
-    translate: async (call) => {
+    translate: async (call, signal) => {
       const routes = routesFrom(call.from);
       if (routes.length === 0) throw new Error(`no translation from "${call.from}" to "${targetLanguage}"`);
-      return translateAlong(routes, { ...call, ...labels });
+      return translateAlong(routes, { ...call, ...labels }, signal);
     },
-    translateStream: (call) => streamTranslation(call),
+    translateStream: (call, signal) => streamTranslation(call, signal),
     speak: tts
-      ? (text, speaker) => renderSpeech(tts, { text, language: targetLanguage, voice: voiceFor(speaker) })
+      ? (text, speaker, signal) =>
+          renderSpeech(tts, { text, language: targetLanguage, voice: voiceFor(speaker) }, signal)
       : undefined,
     finalizeMode: options.finalizeMode,
     context: options.context,

@@ -26,15 +26,23 @@ export interface TranslationCall {
   /** The session's last few final sentences and their translations, oldest first. */
   readonly previous: readonly { readonly source: string; readonly translation: string }[];
 }
-/** Translates one text of the session's language pair (pass-through when source = target). */
-export type TranslateFn = (call: TranslationCall) => Promise<string>;
-/** Streams a translation: each value is the translation so far; the last one is the translation. */
-export type TranslateStreamFn = (call: TranslationCall) => AsyncIterable<string>;
 /**
- * Renders one line of translated text as standalone output frames; `speaker` is the measured voice
- * of the person speaking (when the session profiles speakers), for voices that follow the speaker.
+ * Translates one text of the session's language pair (pass-through when source = target). `signal`
+ * fires when the pipeline is closed: the work is no longer wanted.
  */
-export type SpeakFn = (text: string, speaker: VoiceFeatures | undefined) => Promise<Float32Array[]>;
+export type TranslateFn = (call: TranslationCall, signal: AbortSignal) => Promise<string>;
+/** Streams a translation: each value is the translation so far; the last one is the translation. */
+export type TranslateStreamFn = (call: TranslationCall, signal: AbortSignal) => AsyncIterable<string>;
+/**
+ * Renders one line of translated text as standalone output frames, yielded as they are ready;
+ * `speaker` is the measured voice of the person speaking (when the session profiles speakers), for
+ * voices that follow the speaker. `signal` fires when the pipeline is closed.
+ */
+export type SpeakFn = (
+  text: string,
+  speaker: VoiceFeatures | undefined,
+  signal: AbortSignal,
+) => AsyncIterable<Float32Array>;
 
 export interface PipelineOptions {
   readonly vad: VadEngine;
@@ -200,6 +208,8 @@ export class TranslationPipeline {
     | undefined;
   private segment: Segment | undefined;
   private closed = false;
+  /** Fired by `close()`: cancels the translation and synthesis calls still running. */
+  private readonly cancellation = new AbortController();
   /** `end()` was called: no more input, but what was received is still carried through. */
   private ended = false;
   private readonly stages: Promise<void>;
@@ -231,7 +241,7 @@ export class TranslationPipeline {
     if (this.backlogSamples + pcm.length > this.maxBacklogSamples) {
       if (!this.backlogWarned) {
         this.backlogWarned = true;
-        this.fail("the server is falling behind this session's audio; audio is being dropped");
+        this.reportError("the server is falling behind this session's audio; audio is being dropped");
       }
       return;
     }
@@ -274,13 +284,17 @@ export class TranslationPipeline {
     await this.stages;
   }
 
-  /** Stops all stages; events already queued are still delivered, then `events` ends. */
+  /**
+   * Stops all stages and cancels the translation and synthesis calls still running; events already
+   * queued are still delivered, then `events` ends.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.finalizeTimer);
     clearTimeout(this.silenceTimer);
     this.input.close();
+    this.cancellation.abort(new Error("the session was closed"));
     await this.stages;
   }
 
@@ -561,7 +575,7 @@ export class TranslationPipeline {
       // Translation waits for the language to be identified ("auto"); the original transcript did not.
       if (job.language === undefined) {
         if (job.kind === "final")
-          this.fail("the language of this utterance could not be identified", segment.id);
+          this.reportError("the language of this utterance could not be identified", segment.id);
         continue;
       }
       const passThrough =
@@ -571,8 +585,10 @@ export class TranslationPipeline {
         translatedSpan =
           job.sourceText === "" || passThrough ? job.sourceText : await this.translate(job, job.language);
       } catch (error) {
+        // A call cancelled by `close()` did not fail.
+        if (this.closed) continue;
         // The segment is named so the client can tell which line lost (part of) its translation.
-        this.fail(`translation failed: ${(error as Error).message}`, segment.id);
+        this.reportError(`translation failed: ${(error as Error).message}`, segment.id);
         continue;
       }
       if (job.kind === "final" && translatedSpan !== "") {
@@ -617,11 +633,12 @@ export class TranslationPipeline {
       previous: [...this.history],
     };
     const stream = this.options.translateStream;
-    if (job.kind !== "final" || !stream) return this.options.translate(call);
+    const { signal } = this.cancellation;
+    if (job.kind !== "final" || !stream) return this.options.translate(call, signal);
     const { segment } = job;
     let latest: string | undefined;
     let shownAt = 0;
-    for await (const partial of stream(call)) {
+    for await (const partial of stream(call, signal)) {
       const now = performance.now();
       if (latest !== undefined && now - shownAt >= STREAMED_INTERIM_INTERVAL_MS && !this.closed) {
         shownAt = now;
@@ -645,21 +662,32 @@ export class TranslationPipeline {
 
   // ------------------------------------------------------------------ synthesis stage
 
+  /**
+   * Emits each line's frames as the synthesiser yields them. One frame is held back until the next
+   * arrives, so the last frame of the clip can carry `clipEnd`; a synthesis that fails part-way ends
+   * its clip with the frames it produced, then reports the failure.
+   */
   private async synthesisStage(): Promise<void> {
     for await (const { text, speaker, segmentId } of this.speech) {
       if (this.closed) continue;
+      let held: Float32Array | undefined;
+      let failure: Error | undefined;
       try {
-        const frames = await this.options.speak!(text, speaker);
-        frames.forEach((samples, i) =>
-          this.events.push({ type: "audio", samples, clipEnd: i === frames.length - 1 }),
-        );
+        for await (const samples of this.options.speak!(text, speaker, this.cancellation.signal)) {
+          if (held) this.events.push({ type: "audio", samples: held, clipEnd: false });
+          held = samples;
+        }
       } catch (error) {
-        this.fail(`speech synthesis failed: ${(error as Error).message}`, segmentId);
+        failure = error as Error;
       }
+      if (held) this.events.push({ type: "audio", samples: held, clipEnd: true });
+      // A synthesis cancelled by `close()` did not fail.
+      if (failure && !this.closed) this.reportError(`speech synthesis failed: ${failure.message}`, segmentId);
     }
   }
 
-  private fail(message: string, segmentId?: string): void {
+  /** Emits a non-fatal `error` event: the session goes on (a line may lack its translation or speech). */
+  private reportError(message: string, segmentId?: string): void {
     this.events.push({ type: "error", message, fatal: false, ...(segmentId ? { segmentId } : {}) });
   }
 }

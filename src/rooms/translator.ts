@@ -29,8 +29,12 @@ export class RoomTranslator {
   /** Pipelines of participants who left, still finishing what they had said. */
   private readonly departing = new Set<TranslationPipeline>();
   private readonly present = new Set<string>();
-  /** Whole clips of translated speech, published one after another so speakers never interleave. */
-  private readonly clips = new Channel<Float32Array[]>();
+  /**
+   * Clips of translated speech in the order they start, each a channel of the pipeline's frames.
+   * Clips are published one after another so speakers never interleave; a clip's frames are
+   * published as its pipeline emits them.
+   */
+  private readonly clips = new Channel<Channel<Float32Array>>();
   private readonly languages: TranscriptLanguages;
   private closed = false;
 
@@ -115,23 +119,32 @@ export class RoomTranslator {
   }
 
   private async forward(identity: string, pipeline: TranslationPipeline): Promise<void> {
-    let clip: Float32Array[] = [];
-    for await (const event of pipeline.events) {
-      if (event.type === "audio") {
-        clip.push(event.samples);
-        if (event.clipEnd) {
-          this.clips.push(clip);
-          clip = [];
+    /** The clip this speaker's pipeline is emitting (its last frame carries `clipEnd`). */
+    let clip: Channel<Float32Array> | undefined;
+    try {
+      for await (const event of pipeline.events) {
+        if (event.type === "audio") {
+          if (!clip) {
+            clip = new Channel<Float32Array>();
+            this.clips.push(clip);
+          }
+          clip.push(event.samples);
+          if (event.clipEnd) {
+            clip.close();
+            clip = undefined;
+          }
+        } else if (event.type === "error") {
+          await this.publish(errorFrame(event.message, { participant: identity }));
+          if (event.fatal && this.speakers.get(identity) === pipeline) {
+            this.speakers.delete(identity);
+            void pipeline.close();
+          }
+        } else {
+          await this.publish({ ...transcriptMessage(event, this.languages), participant: identity });
         }
-      } else if (event.type === "error") {
-        await this.publish(errorFrame(event.message, { participant: identity }));
-        if (event.fatal && this.speakers.get(identity) === pipeline) {
-          this.speakers.delete(identity);
-          void pipeline.close();
-        }
-      } else {
-        await this.publish({ ...transcriptMessage(event, this.languages), participant: identity });
       }
+    } finally {
+      clip?.close();
     }
   }
 
@@ -144,7 +157,7 @@ export class RoomTranslator {
   private async publishClips(): Promise<void> {
     for await (const clip of this.clips) {
       try {
-        for (const frame of clip) await this.connection.publishAudio(frame);
+        for await (const frame of clip) await this.connection.publishAudio(frame);
       } catch (error) {
         this.options.log.warn({ err: error }, "room translator could not publish speech");
       }

@@ -326,6 +326,32 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium pipeline failures", () => {
     expect(String(await firstAnswer(300))).toMatch(/no answer within 300 ms/);
   });
 
+  it("drops a cancelled request still queued and keeps the pipe in sync after one already written", async () => {
+    const pipeline = new ApertiumPipeline({
+      name: "eng-spa",
+      commands: (await discoverModes(modesDir)).modes.find((m) => m.name === "eng-spa")!.commands,
+      requestTimeoutMs: 5_000,
+      startupTimeoutMs: 30_000,
+      maxInFlight: 1,
+    });
+    try {
+      const reason = new Error("session closed");
+      const controller = new AbortController();
+      const written = pipeline.translate("Hello.", controller.signal);
+      const queued = pipeline.translate("Good night.", controller.signal);
+      const kept = pipeline.translate("Good morning.");
+      controller.abort(reason);
+      await expect(written).rejects.toBe(reason);
+      await expect(queued).rejects.toBe(reason);
+      expect(await kept).toMatch(/Buenos días/);
+      expect(pipeline.status().starts).toBe(1);
+      await expect(pipeline.translate("Hello.", AbortSignal.abort(reason))).rejects.toBe(reason);
+      expect(await pipeline.translate("Hello.")).toMatch(/Hola/);
+    } finally {
+      await pipeline.close();
+    }
+  });
+
   it("ends every process on close and rejects later calls", async () => {
     const local = await createApertiumEngine({ modesDir });
     const pids = statusOf(local, "en", "es").processes.map((p) => p.pid);

@@ -600,6 +600,32 @@ describe("remote engine resilience", () => {
     await vi.waitFor(() => expect(server.ofEndpoint("chat")[0]!.aborted).toBe(true));
   });
 
+  it("cancels a translation or synthesis in flight when the caller's signal aborts", async () => {
+    server.delayMs = 5_000;
+    const engine = mt();
+    const controller = new AbortController();
+    const pending = failure(engine.translate(REQUEST, controller.signal));
+    await vi.waitFor(() => expect(server.count("chat")).toBe(1));
+    controller.abort();
+    expect((await pending).kind).toBe("aborted");
+    await vi.waitFor(() => expect(server.ofEndpoint("chat")[0]!.aborted).toBe(true));
+    const voices = createOpenAiTtsEngine({
+      baseUrl: server.baseUrl,
+      model: "tts-test",
+      languages: ["en"],
+      voices: { female: ["f"], male: ["m"] },
+    });
+    track(voices);
+    const speaking = new AbortController();
+    const speech = failure(
+      voices.synthesize({ text: "Hi", language: "en", voice: findVoice(1)! }, speaking.signal),
+    );
+    await vi.waitFor(() => expect(server.count("speech")).toBe(1));
+    speaking.abort();
+    expect((await speech).kind).toBe("aborted");
+    await vi.waitFor(() => expect(server.ofEndpoint("speech")[0]!.aborted).toBe(true));
+  });
+
   it("validates its options", () => {
     expect(() => mt({ baseUrl: "not a url" })).toThrow(/baseUrl "not a url" is not a URL/);
     expect(() => mt({ concurrency: 0 })).toThrow(/concurrency must be an integer ≥ 1/);

@@ -324,6 +324,36 @@ describe("eSpeak NG engine errors", () => {
     );
   });
 
+  it.skipIf(!existsSync(ESPEAK))(
+    "cancels an utterance when its signal aborts, queued or running, and keeps serving",
+    async () => {
+      const engine = await createEspeakEngine({ maxConcurrent: 1 });
+      try {
+        const voice = defaultVoice("male");
+        const controller = new AbortController();
+        const reason = new Error("session closed");
+        const running = engine.synthesize(
+          { text: "word ".repeat(5000), language: "en", voice },
+          controller.signal,
+        );
+        const queued = engine.synthesize({ text: "Hello.", language: "en", voice }, controller.signal);
+        const started = Date.now();
+        setTimeout(() => controller.abort(reason), 100);
+        await expect(running).rejects.toBe(reason);
+        await expect(queued).rejects.toBe(reason);
+        // Cut short: the long text alone takes several seconds to render.
+        expect(Date.now() - started).toBeLessThan(2_000);
+        const after = await engine.synthesize({ text: "Hello.", language: "en", voice });
+        expect(after.samples.length).toBeGreaterThan(0);
+        await expect(
+          engine.synthesize({ text: "Hello.", language: "en", voice }, AbortSignal.abort(reason)),
+        ).rejects.toBe(reason);
+      } finally {
+        await engine.close();
+      }
+    },
+  );
+
   it.skipIf(!existsSync(ESPEAK))("kills an utterance that exceeds its time limit", async () => {
     const engine = await createEspeakEngine({ timeoutMs: 1 });
     try {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { frameAudio, OUTPUT_FRAME_SAMPLES } from "../../src/pipeline/framer.js";
+import { frameAudio, Framer, OUTPUT_FRAME_SAMPLES } from "../../src/pipeline/framer.js";
 
 describe("frameAudio", () => {
   it("cuts 80 ms frames and keeps the remainder unpadded", () => {
@@ -20,5 +20,24 @@ describe("frameAudio", () => {
 
   it("returns nothing for empty audio", () => {
     expect(frameAudio(new Float32Array(0))).toEqual([]);
+  });
+});
+
+describe("Framer", () => {
+  it("cuts chunks of any length into the same frames as the whole clip", () => {
+    const samples = Float32Array.from({ length: OUTPUT_FRAME_SAMPLES * 3 + 7 }, (_, i) => i);
+    const framer = new Framer();
+    const frames: Float32Array[] = [];
+    for (const [start, end] of [
+      [0, 100],
+      [100, 100],
+      [100, 4000],
+      [4000, samples.length],
+    ] as const)
+      frames.push(...framer.push(samples.subarray(start, end)));
+    frames.push(...framer.flush());
+    expect(frames).toEqual(frameAudio(samples));
+    expect(frames.every((frame) => frame.byteOffset === 0)).toBe(true);
+    expect(framer.flush()).toEqual([]);
   });
 });

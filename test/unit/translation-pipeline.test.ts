@@ -1,10 +1,13 @@
 import { describe, expect, it } from "vitest";
-import type { AsrEngine, AsrStream, VadEngine } from "../../src/engines/types.js";
+import { EngineRegistry } from "../../src/engines/registry.js";
+import type { AsrEngine, AsrStream, MtEngine, TtsEngine, VadEngine } from "../../src/engines/types.js";
+import { createSpeakerPipeline } from "../../src/pipeline/session-pipeline.js";
 import {
   TranslationPipeline,
   type PipelineEvent,
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
+import { defaultVoice } from "../../src/voices/library.js";
 
 /** Engine doubles: speech is any window whose samples are non-zero; the recogniser reveals one scripted word per 250 ms. */
 const energyVad: VadEngine = {
@@ -95,7 +98,9 @@ function pipelineWith(overrides: Partial<PipelineOptions> & { asr: AsrEngine }):
         .split(" ")
         .map((w) => [...w].reverse().join(""))
         .join(" "),
-    speak: async (text) => [new Float32Array(1920).fill(text.length / 100)],
+    speak: async function* (text) {
+      yield new Float32Array(1920).fill(text.length / 100);
+    },
     finalizeMode: "stable",
     finalizeWaitMs: 5,
     ...overrides,
@@ -406,5 +411,106 @@ describe("TranslationPipeline (engine doubles)", () => {
     expect(interims.length).toBeGreaterThan(0);
     for (const interim of interims)
       expect(second!.text.startsWith((interim as { text: string }).text)).toBe(true);
+  });
+});
+
+describe("closing the pipeline cancels engine calls (engine doubles)", () => {
+  /** A call that never finishes on its own: it settles only when its signal aborts. */
+  function hangUntilAborted(signal: AbortSignal | undefined, calls: { signal?: AbortSignal }[]) {
+    calls.push({ signal });
+    return new Promise<never>((_, reject) => {
+      signal?.addEventListener("abort", () => reject(new Error("cancelled")), { once: true });
+    });
+  }
+
+  function speakerPipeline(mt: MtEngine, tts: TtsEngine): TranslationPipeline {
+    const registry = EngineRegistry.fromEngines({
+      vad: energyVad,
+      asr: [scriptedAsr(["go", "forward"])],
+      mt: [mt],
+      tts: [tts],
+    });
+    return createSpeakerPipeline(registry, {
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      finalizeMode: "sentence",
+      voice: defaultVoice("female"),
+    });
+  }
+
+  const mtDouble = (translate: MtEngine["translate"]): MtEngine => ({
+    info: { id: "mt-double", version: "test" },
+    capabilities: { pairs: [{ from: "en", to: "es" }], usesContext: false },
+    translate,
+    close: async () => {},
+  });
+  const ttsDouble = (synthesize: TtsEngine["synthesize"]): TtsEngine => ({
+    info: { id: "tts-double", version: "test" },
+    capabilities: { languages: ["es"] },
+    synthesize,
+    close: async () => {},
+  });
+
+  async function waitFor(condition: () => boolean): Promise<void> {
+    for (let i = 0; i < 500 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(condition()).toBe(true);
+  }
+
+  it("aborts a running translate call; the cancellation is not reported as a failure", async () => {
+    const calls: { signal?: AbortSignal }[] = [];
+    const pipeline = speakerPipeline(
+      mtDouble((_, signal) => hangUntilAborted(signal, calls)),
+      ttsDouble(async () => ({ samples: new Float32Array(2400).fill(0.1), sampleRate: 24_000 })),
+    );
+    const events = collect(pipeline, () => false);
+    pipeline.pushAudio(speech(600));
+    pipeline.finalize();
+    await waitFor(() => calls.length > 0);
+    expect(calls[0]!.signal?.aborted).toBe(false);
+    await pipeline.close();
+    expect(calls.every((call) => call.signal?.aborted)).toBe(true);
+    const delivered = await events;
+    expect(delivered.some((e) => e.type === "original")).toBe(true);
+    expect(delivered.filter((e) => e.type === "error")).toEqual([]);
+    expect(delivered.some((e) => e.type === "translated")).toBe(false);
+  });
+
+  it("aborts a running synthesize call; no audio and no error follow", async () => {
+    const calls: { signal?: AbortSignal }[] = [];
+    const pipeline = speakerPipeline(
+      mtDouble(async ({ text }) => text.toUpperCase()),
+      ttsDouble((_, signal) => hangUntilAborted(signal, calls)),
+    );
+    const events = collect(pipeline, () => false);
+    pipeline.pushAudio(speech(600));
+    pipeline.finalize();
+    await waitFor(() => calls.length > 0);
+    expect(calls[0]!.signal?.aborted).toBe(false);
+    await pipeline.close();
+    expect(calls[0]!.signal?.aborted).toBe(true);
+    const delivered = await events;
+    expect(finals(delivered, "translated").at(-1)?.text).toBe("GO FORWARD");
+    expect(delivered.filter((e) => e.type === "error")).toEqual([]);
+    expect(delivered.some((e) => e.type === "audio")).toBe(false);
+  });
+
+  it("emits a streamed clip's frames as they come, clipEnd on the last; a failure part-way ends the clip", async () => {
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["one", "two"]),
+      speak: async function* () {
+        yield new Float32Array(1920);
+        yield new Float32Array(1920);
+        throw new Error("voice lost");
+      },
+    });
+    pipeline.pushAudio(speech(600));
+    pipeline.finalize();
+    const events = await collect(pipeline, (evs) => evs.some((e) => e.type === "error"));
+    await pipeline.close();
+    const audio = events.filter((e) => e.type === "audio");
+    expect(audio.map((e) => e.clipEnd)).toEqual([false, true]);
+    const error = events.find((e) => e.type === "error")!;
+    expect(error).toMatchObject({ message: "speech synthesis failed: voice lost", fatal: false });
+    expect(events.indexOf(error)).toBeGreaterThan(events.indexOf(audio.at(-1)!));
   });
 });

@@ -233,6 +233,8 @@ class TextToSpeechSession implements ModeHandler {
   /** Accepted `speak` requests whose `speech_end` has not been sent yet. */
   private pending = 0;
   private closed = false;
+  /** Fired on close: cancels the synthesis running. */
+  private readonly cancellation = new AbortController();
 
   constructor(
     plan: SessionPlan,
@@ -256,6 +258,7 @@ class TextToSpeechSession implements ModeHandler {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.cancellation.abort(new Error("the session was closed"));
     await this.queue;
   }
 
@@ -333,9 +336,12 @@ class TextToSpeechSession implements ModeHandler {
     if (correlationId !== undefined) this.wire.send({ type: "speak_ack", correlation_id: correlationId });
     try {
       const tts = this.deps.registry.synthesizer(request.language)!;
-      for (const frame of await renderSpeech(tts, request)) this.wire.audio(frame);
+      // Frames go out as the engine produces them (all at once from engines that do not stream).
+      for await (const frame of renderSpeech(tts, request, this.cancellation.signal)) this.wire.audio(frame);
     } catch (error) {
-      this.wire.error(`speech synthesis failed: ${(error as Error).message}`, correlationId);
+      // A synthesis cancelled by close() did not fail.
+      if (!this.closed)
+        this.wire.error(`speech synthesis failed: ${(error as Error).message}`, correlationId);
     }
     this.wire.send({ type: "speech_end" });
   }

@@ -102,7 +102,7 @@ export async function createApertiumEngine(options: ApertiumOptions = {}): Promi
     info,
     capabilities,
 
-    async translate(request: TranslateRequest): Promise<string> {
+    async translate(request: TranslateRequest, signal?: AbortSignal): Promise<string> {
       if (closed) throw new Error("apertium engine is closed");
       const pair = pairs.get(pairKey(request));
       if (!pair) throw new Error(`apertium cannot translate ${request.from}→${request.to}`);
@@ -111,7 +111,7 @@ export async function createApertiumEngine(options: ApertiumOptions = {}): Promi
       const core = match[2]!;
       if (core === "") return "";
       const pipeline = pair.pipelines.reduce((best, p) => (p.pending < best.pending ? p : best));
-      const translated = await pipeline.translate(core);
+      const translated = await pipeline.translate(core, signal);
       return `${match[1]}${translated}${match[3]}`;
     },
 

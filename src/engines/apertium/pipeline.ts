@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
+import { abortError } from "../cancellation.js";
 import { deformat, reformat } from "./format.js";
 
 export interface PipelineOptions {
@@ -227,12 +228,34 @@ export class ApertiumPipeline {
     return this.queue.length + this.inFlight.length;
   }
 
-  /** Translates trimmed, non-empty text. */
-  translate(text: string): Promise<string> {
+  /**
+   * Translates trimmed, non-empty text. `signal` cancels the request: one still queued is never
+   * written; one already in the pipe is answered and its answer discarded (the pipe stays in sync).
+   */
+  translate(text: string, signal?: AbortSignal): Promise<string> {
     if (this.closed) return Promise.reject(new Error(`apertium ${this.options.name}: engine is closed`));
+    if (signal?.aborted) return Promise.reject(abortError(signal, `apertium ${this.options.name} request`));
     return new Promise<string>((resolve, reject) => {
+      const onAbort = (): void => {
+        const queued = this.queue.indexOf(job);
+        if (queued >= 0) this.queue.splice(queued, 1);
+        reject(abortError(signal!, `apertium ${this.options.name} request`));
+      };
+      const settle =
+        <T>(then: (value: T) => void) =>
+        (value: T): void => {
+          signal?.removeEventListener("abort", onAbort);
+          then(value);
+        };
       // The nonce never occurs in user text: user "[" and "]" are escaped by `deformat`.
-      this.queue.push({ text, nonce: `relay:${++this.seq}`, resolve, reject });
+      const job: Job = {
+        text,
+        nonce: `relay:${++this.seq}`,
+        resolve: settle(resolve),
+        reject: settle(reject),
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.queue.push(job);
       this.ensureStarted();
       this.pump();
     });

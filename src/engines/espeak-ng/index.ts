@@ -123,7 +123,7 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
     return accented && isoCodeOf(accented.language) === request.language ? accented.file : fallback.file;
   }
 
-  async function synthesize(request: SynthesisRequest): Promise<SynthesizedAudio> {
+  async function synthesize(request: SynthesisRequest, signal?: AbortSignal): Promise<SynthesizedAudio> {
     if (closed) throw new Error("eSpeak NG engine is closed");
     const file = voiceFile(request);
     const { variant, pitch, pitchRange, rate } = request.voice.timbre;
@@ -154,7 +154,7 @@ export async function createEspeakEngine(options: EspeakEngineOptions = {}): Pro
     const launcher = launchers.reduce((best, candidate) =>
       candidate.pending < best.pending ? candidate : best,
     );
-    const output = await launcher.run(args, input);
+    const output = await launcher.run(args, input, signal);
     const audio = output.length > 0 ? decodeEspeakWav(output) : undefined;
     if (!audio || audio.samples.length === 0) {
       throw new Error(

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
+import { abortError, throwIfAborted } from "../cancellation.js";
 
 /**
  * Runs a program once per request through a small resident shell.
@@ -30,7 +31,11 @@ done
 
 export class ProgramLauncher {
   private shell: ChildProcessWithoutNullStreams | undefined;
-  private readonly answers = new Map<string, (status: number) => void>();
+  /** Requests waiting for their status line, with the shell they were written to. */
+  private readonly answers = new Map<
+    string,
+    { readonly shell: ChildProcessWithoutNullStreams; readonly answer: (status: number) => void }
+  >();
   private queue: Promise<unknown> = Promise.resolve();
   private pendingCount = 0;
   private closed = false;
@@ -46,13 +51,17 @@ export class ProgramLauncher {
     return this.pendingCount;
   }
 
-  /** Runs the program with `args` on `input` text and returns the bytes it wrote as output. */
-  run(args: readonly string[], input: string): Promise<Buffer> {
+  /**
+   * Runs the program with `args` on `input` text and returns the bytes it wrote as output. `signal`
+   * cancels the request: still queued, it never runs; running, the program is killed (with its shell,
+   * which the next request starts afresh).
+   */
+  run(args: readonly string[], input: string, signal?: AbortSignal): Promise<Buffer> {
     for (const arg of args) {
       if (!/^\S+$/u.test(arg)) throw new Error(`launcher argument "${arg}" is empty or contains whitespace`);
     }
     this.pendingCount++;
-    const result = this.queue.then(() => this.execute(args, input));
+    const result = this.queue.then(() => this.execute(args, input, signal));
     this.queue = result.catch(() => undefined);
     return result.finally(() => this.pendingCount--);
   }
@@ -62,7 +71,7 @@ export class ProgramLauncher {
     this.stop();
   }
 
-  private async execute(args: readonly string[], input: string): Promise<Buffer> {
+  private async execute(args: readonly string[], input: string, signal?: AbortSignal): Promise<Buffer> {
     if (this.closed) throw new Error(`${this.program} launcher is closed`);
     // Unique across every launcher sharing the directory (they run concurrently).
     const id = randomUUID();
@@ -70,17 +79,30 @@ export class ProgramLauncher {
     const outputFile = path.join(this.workDir, `${id}.wav`);
     await writeFile(inputFile, input, "utf8");
     try {
+      throwIfAborted(signal, `${this.program} request`);
       const shell = this.ensureShell();
       const status = await new Promise<number>((resolve, reject) => {
-        const timer = setTimeout(() => {
-          this.answers.delete(id);
-          this.stop(); // kills the stuck program with its shell; the next request starts a fresh one
-          reject(new Error(`${this.program} timed out after ${this.timeoutMs} ms`));
-        }, this.timeoutMs);
-        this.answers.set(id, (code) => {
+        const abandon = (error: Error): void => {
           clearTimeout(timer);
-          if (code < 0) reject(new Error(`${this.program} launcher exited unexpectedly`));
-          else resolve(code);
+          signal?.removeEventListener("abort", onAbort);
+          this.answers.delete(id);
+          this.stop(); // kills the program with its shell; the next request starts a fresh one
+          reject(error);
+        };
+        const timer = setTimeout(
+          () => abandon(new Error(`${this.program} timed out after ${this.timeoutMs} ms`)),
+          this.timeoutMs,
+        );
+        const onAbort = (): void => abandon(abortError(signal!, `${this.program} request`));
+        signal?.addEventListener("abort", onAbort, { once: true });
+        this.answers.set(id, {
+          shell,
+          answer: (code) => {
+            clearTimeout(timer);
+            signal?.removeEventListener("abort", onAbort);
+            if (code < 0) reject(new Error(`${this.program} launcher exited unexpectedly`));
+            else resolve(code);
+          },
         });
         shell.stdin.write(`${id} ${inputFile} ${outputFile} ${args.join(" ")}\n`);
       });
@@ -103,16 +125,21 @@ export class ProgramLauncher {
     this.shell = shell;
     createInterface({ input: shell.stdout }).on("line", (line) => {
       const [id, status] = line.split(" ");
-      const answer = this.answers.get(id ?? "");
+      const waiting = this.answers.get(id ?? "");
       this.answers.delete(id ?? "");
-      answer?.(Number(status));
+      waiting?.answer(Number(status));
     });
     shell.stderr.resume();
     shell.stdin.on("error", () => undefined);
     shell.on("exit", () => {
       if (this.shell === shell) this.shell = undefined;
-      for (const answer of this.answers.values()) answer(-1);
-      this.answers.clear();
+      // Only this shell's requests: a shell killed on purpose (timeout, cancellation) may report its
+      // exit after the next request was written to its successor.
+      for (const [id, waiting] of this.answers) {
+        if (waiting.shell !== shell) continue;
+        this.answers.delete(id);
+        waiting.answer(-1);
+      }
     });
     return shell;
   }

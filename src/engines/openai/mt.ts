@@ -175,7 +175,7 @@ class OpenAiMtEngine implements MtEngine {
     this.capabilities = { pairs: Object.freeze(pairs), usesContext: true, streaming: true };
   }
 
-  async translate(request: TranslateRequest): Promise<string> {
+  async translate(request: TranslateRequest, signal?: AbortSignal): Promise<string> {
     this.check(request);
     if (request.text.trim() === "") return "";
     const raw = await this.remote.call(async (client, signal) => {
@@ -186,11 +186,11 @@ class OpenAiMtEngine implements MtEngine {
       const content: unknown = completion?.choices?.[0]?.message?.content;
       if (typeof content !== "string") throw new Error("the chat completion has no message content");
       return content;
-    });
+    }, signal);
     return cleanTranslation(raw, request.text, this.targets(request));
   }
 
-  async *translateStream(request: TranslateRequest): AsyncIterable<string> {
+  async *translateStream(request: TranslateRequest, signal?: AbortSignal): AsyncIterable<string> {
     this.check(request);
     if (request.text.trim() === "") {
       yield "";
@@ -211,7 +211,7 @@ class OpenAiMtEngine implements MtEngine {
         const delta: unknown = chunk?.choices?.[0]?.delta?.content;
         if (typeof delta === "string" && delta !== "") yield delta;
       }
-    });
+    }, signal);
     for await (const delta of deltas) {
       raw += delta;
       const partial = cleanPartialTranslation(raw, request.text, targets);

@@ -77,7 +77,7 @@ class OpenAiTtsEngine implements TtsEngine {
     this.capabilities = { languages: Object.freeze([...languages]) };
   }
 
-  async synthesize(request: SynthesisRequest): Promise<SynthesizedAudio> {
+  async synthesize(request: SynthesisRequest, signal?: AbortSignal): Promise<SynthesizedAudio> {
     if (!this.capabilities.languages.includes(request.language)) {
       throw new Error(
         `remote TTS: language "${request.language}" is not configured (configured: ${this.capabilities.languages.join(", ")})`,
@@ -96,7 +96,7 @@ class OpenAiTtsEngine implements TtsEngine {
       // Servers that ignore `pcm` and send a WAV anyway are understood too.
       if (format === "wav" || isWav(bytes)) return decodeWav(withConsistentSizes(bytes));
       return { samples: int16ToFloat32(bytesToInt16(bytes)), sampleRate: PCM_SAMPLE_RATE };
-    });
+    }, signal);
     return { samples: levelSpeech(audio.samples), sampleRate: audio.sampleRate };
   }
 

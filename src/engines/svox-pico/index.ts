@@ -9,6 +9,7 @@
 import { createRequire } from "node:module";
 import type { SynthesisRequest, SynthesizedAudio, TtsEngine } from "../types.js";
 import { int16ToFloat32 } from "../../audio/pcm.js";
+import { throwIfAborted } from "../cancellation.js";
 import { levelSpeech } from "../../voices/loudness.js";
 import { findLingware, type LingwarePair } from "./lingware.js";
 import { loadPicoModule, PICO_SAMPLE_RATE, PicoSynth } from "./pico.js";
@@ -60,13 +61,15 @@ export async function createSvoxPicoEngine(options: SvoxPicoEngineOptions): Prom
     return (accented ?? preferred ?? pairs[0]!).locale;
   }
 
-  async function synthesize(request: SynthesisRequest): Promise<SynthesizedAudio> {
+  /** `signal` drops a request still waiting for its turn; a running synthesis is not interrupted. */
+  async function synthesize(request: SynthesisRequest, signal?: AbortSignal): Promise<SynthesizedAudio> {
     if (closed) throw new Error("SVOX Pico engine is closed");
     const synth = synths.get(localeFor(request))!;
     const markup = picoMarkup(request.text, request.voice.timbre);
     if (markup === undefined) return { samples: new Float32Array(0), sampleRate: PICO_SAMPLE_RATE };
     const run = queue.then(async () => {
       if (closed) throw new Error("SVOX Pico engine is closed");
+      throwIfAborted(signal, "SVOX Pico synthesis");
       return synth.synthesize(markup);
     });
     queue = run.catch(() => undefined);

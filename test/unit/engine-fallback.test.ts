@@ -1,0 +1,151 @@
+import { describe, expect, it } from "vitest";
+import { EngineRegistry, translateAlong } from "../../src/engines/registry.js";
+import { streamSynthesis } from "../../src/engines/synthesis.js";
+import type {
+  MtEngine,
+  SynthesisRequest,
+  SynthesizedAudio,
+  TtsEngine,
+  VadEngine,
+} from "../../src/engines/types.js";
+import { renderSpeech } from "../../src/pipeline/speech-output.js";
+import { defaultVoice } from "../../src/voices/library.js";
+
+const vad: VadEngine = {
+  info: { id: "vad-double", version: "test" },
+  capabilities: { sampleRate: 16_000, windowSamples: 512 },
+  createStream: () => ({ probability: async () => 0 }),
+  close: async () => {},
+};
+
+const clip = (length: number, value = 0.1): SynthesizedAudio => ({
+  samples: new Float32Array(length).fill(value),
+  sampleRate: 24_000,
+});
+
+function tts(id: string, synthesize: TtsEngine["synthesize"], extra: Partial<TtsEngine> = {}): TtsEngine {
+  return {
+    info: { id, version: "test" },
+    capabilities: { languages: ["es"] },
+    synthesize,
+    close: async () => {},
+    ...extra,
+  };
+}
+
+function mt(id: string, translate: MtEngine["translate"]): MtEngine {
+  return {
+    info: { id, version: "test" },
+    capabilities: { pairs: [{ from: "en", to: "es" }], usesContext: false },
+    translate,
+    close: async () => {},
+  };
+}
+
+const REQUEST: SynthesisRequest = { text: "hola", language: "es", voice: defaultVoice("female") };
+
+async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of items) out.push(item);
+  return out;
+}
+
+describe("streamSynthesis", () => {
+  it("yields a non-streaming engine's whole clip once, passing the signal", async () => {
+    const signals: (AbortSignal | undefined)[] = [];
+    const engine = tts("whole", async (_, signal) => {
+      signals.push(signal);
+      return clip(5000);
+    });
+    const signal = new AbortController().signal;
+    const chunks = await all(streamSynthesis(engine, REQUEST, signal));
+    expect(chunks.map((c) => c.samples.length)).toEqual([5000]);
+    expect(signals).toEqual([signal]);
+  });
+
+  it("uses the engine's own stream when it has one; renderSpeech frames the chunks like the whole clip", async () => {
+    const engine = tts("streaming", async () => clip(5000), {
+      async *synthesizeStream() {
+        yield clip(1000);
+        yield clip(1000);
+        yield clip(3000);
+      },
+    });
+    const frames = await all(renderSpeech(engine, REQUEST));
+    expect(frames.map((f) => f.length)).toEqual([1920, 1920, 1160]);
+  });
+});
+
+describe("EngineRegistry fallbacks", () => {
+  it("falls back to the next synthesiser when a stream fails before its first chunk", async () => {
+    const failing = tts("failing", async () => clip(10), {
+      // eslint-disable-next-line require-yield
+      async *synthesizeStream() {
+        throw new Error("server down");
+      },
+    });
+    const signals: (AbortSignal | undefined)[] = [];
+    const backup = tts("backup", async (_, signal) => {
+      signals.push(signal);
+      return clip(2000);
+    });
+    const registry = EngineRegistry.fromEngines({ vad, asr: [], mt: [], tts: [failing, backup] });
+    const synthesizer = registry.synthesizer("es")!;
+    expect(synthesizer.info.id).toBe("failing");
+    const signal = new AbortController().signal;
+    const chunks = await all(streamSynthesis(synthesizer, REQUEST, signal));
+    expect(chunks.map((c) => c.samples.length)).toEqual([2000]);
+    expect(signals).toEqual([signal]);
+  });
+
+  it("does not fall back once a stream has produced audio", async () => {
+    const partial = tts("partial", async () => clip(10), {
+      async *synthesizeStream() {
+        yield clip(100);
+        throw new Error("connection lost");
+      },
+    });
+    const backup = tts("backup", async () => clip(2000));
+    const registry = EngineRegistry.fromEngines({ vad, asr: [], mt: [], tts: [partial, backup] });
+    const received: number[] = [];
+    await expect(async () => {
+      for await (const chunk of streamSynthesis(registry.synthesizer("es")!, REQUEST))
+        received.push(chunk.samples.length);
+    }).rejects.toThrow("connection lost");
+    expect(received).toEqual([100]);
+  });
+
+  it("tries no further engine or route once the call is cancelled", async () => {
+    const controller = new AbortController();
+    const reason = new Error("session closed");
+    let backupCalls = 0;
+    const cancelled = tts("cancelled", async () => {
+      controller.abort(reason);
+      throw reason;
+    });
+    const backup = tts("backup", async () => {
+      backupCalls++;
+      return clip(10);
+    });
+    const registry = EngineRegistry.fromEngines({
+      vad,
+      asr: [],
+      mt: [
+        mt("first", async (_, signal) => {
+          expect(signal).toBe(controller.signal);
+          throw reason;
+        }),
+        mt("second", async () => {
+          backupCalls++;
+          return "no";
+        }),
+      ],
+      tts: [cancelled, backup],
+    });
+    await expect(registry.synthesizer("es")!.synthesize(REQUEST, controller.signal)).rejects.toBe(reason);
+    await expect(
+      translateAlong(registry.translationRoutes("en", "es"), { text: "hi" }, controller.signal),
+    ).rejects.toBe(reason);
+    expect(backupCalls).toBe(0);
+  });
+});
