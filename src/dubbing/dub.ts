@@ -16,7 +16,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode, Voice } from "../engines/types.js";
-import { defaultVoice } from "../voices/library.js";
+import { DEFAULT_VOICE_TYPES, translatorFor, voiceOf } from "../speech-plan.js";
 import { buildDubTrack } from "./dub-track.js";
 import { UnsupportedLanguageError } from "./errors.js";
 import { probe } from "./ffmpeg.js";
@@ -72,7 +72,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
   const synthesizer = registry.synthesizer(targetLang);
   if (!synthesizer) throw new UnsupportedLanguageError(`no voice output for "${targetLang}"`);
   const candidates = sourceCandidates(registry, options.sourceLang, targetLang);
-  const voice = options.voice ?? defaultVoice("female");
+  const voice = options.voice ?? voiceOf(DEFAULT_VOICE_TYPES.dubbing);
 
   // a. probe
   progress.report("probing", 0);
@@ -111,11 +111,10 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
     progress.report("recognizing", 1);
 
     // e. translate
-    const routes = registry.translationRoutes(language, targetLang);
-    if (routes.length === 0)
+    if (registry.translationRoutes(language, targetLang).length === 0)
       throw new UnsupportedLanguageError(`no translation from "${language}" to "${targetLang}"`);
     progress.report("translating", 0);
-    const segments = await translateAll(routes, speech, {
+    const segments = await translateAll(translatorFor(registry, targetLang), language, speech, {
       onProgress: (fraction) => progress.report("translating", fraction),
       ...withSignal,
     });

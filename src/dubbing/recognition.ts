@@ -12,6 +12,7 @@ import { chooseSourceLanguage } from "./language-detection.js";
 import { readPcm16, SEGMENT_PAD_SEC } from "./segments.js";
 import { SPEECH_RATE } from "./speech-audio.js";
 import type { Span } from "./timeline.js";
+import { recognizerFor } from "../speech-plan.js";
 
 /** Audio written to the recogniser per call (1 s). */
 const ASR_CHUNK = 16_000;
@@ -49,12 +50,12 @@ export async function recognizeAll(
       const key = `${lang}:${index}`;
       let result = cache.get(key);
       if (!result) {
-        result = await recognizeSpan(registry.recognizer(lang)!, lang, pcm, spans[index]!);
+        result = await recognizeSpan(recognizerFor(registry, lang)!, lang, pcm, spans[index]!);
         cache.set(key, result);
       }
       return result;
     };
-    const identifier = options.identify ? registry.languageIdentifier() : undefined;
+    const identifier = options.identify ? recognizerFor(registry, "auto") : undefined;
     const identify = identifier
       ? async (index: number) => (await recognizeSpan(identifier, "auto", pcm, spans[index]!)).language
       : undefined;

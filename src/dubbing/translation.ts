@@ -1,10 +1,10 @@
 /**
- * The "translating" stage: each recognized line translated along the chosen route, with its
- * neighbours as context. Separate because it is where recognized speech becomes the job's segments
+ * The "translating" stage: each recognized line translated along the speech plan's routes, with
+ * the lines before it as history. Separate because it is where recognized speech becomes the job's segments
  * (times rounded to the millisecond, original and translated text), which later stages voice.
  */
-import { translateAlong, type TranslationRoute } from "../engines/registry.js";
-import { mapLimit } from "./concurrency.js";
+import type { LanguageCode } from "../engines/types.js";
+import { TranslationHistory, type Translator } from "../speech-plan.js";
 import type { Recognized } from "./recognition.js";
 
 export interface DubSegment {
@@ -14,38 +14,33 @@ export interface DubSegment {
   readonly translatedText: string;
 }
 
+/**
+ * Lines are translated in order, each with the lines before it and their translations as history:
+ * the context policy of live sessions (src/speech-plan.ts), so an engine that uses context gets the
+ * same kind of context whichever surface calls it.
+ */
 export async function translateAll(
-  routes: readonly TranslationRoute[],
+  translator: Translator,
+  language: LanguageCode,
   speech: readonly Recognized[],
   options: { onProgress: (fraction: number) => void; signal?: AbortSignal },
 ): Promise<DubSegment[]> {
-  let translatedCount = 0;
-  const translations = await mapLimit(
-    speech,
-    4,
-    async (_, i) => {
-      const translated = await translateSegment(routes, speech, i);
-      options.onProgress(++translatedCount / speech.length);
-      return translated;
-    },
-    options.signal,
-  );
-  return speech.map((s, i) => ({
-    startSec: roundMs(s.startSec),
-    endSec: roundMs(s.endSec),
-    text: s.text,
-    translatedText: translations[i]!,
-  }));
-}
-
-/** Context for the MT engine: the previous and next segments' texts. */
-async function translateSegment(
-  routes: readonly TranslationRoute[],
-  segments: readonly Recognized[],
-  index: number,
-): Promise<string> {
-  const context = [segments[index - 1]?.text, segments[index + 1]?.text].filter(Boolean).join(" ");
-  return (await translateAlong(routes, { text: segments[index]!.text, context })).trim();
+  const history = new TranslationHistory();
+  const segments: DubSegment[] = [];
+  for (const [i, line] of speech.entries()) {
+    options.signal?.throwIfAborted();
+    const call = { from: language, text: line.text, context: "", previous: history.recent };
+    const translatedText = (await translator.translate(call, options.signal)).trim();
+    history.record(line.text, translatedText);
+    segments.push({
+      startSec: roundMs(line.startSec),
+      endSec: roundMs(line.endSec),
+      text: line.text,
+      translatedText,
+    });
+    options.onProgress((i + 1) / speech.length);
+  }
+  return segments;
 }
 
 const roundMs = (seconds: number): number => Math.round(seconds * 1000) / 1000;

@@ -1,31 +1,30 @@
-import { translateAlong, type EngineRegistry } from "../engines/registry.js";
+import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode, Voice } from "../engines/types.js";
+import { recognizerFor, translatorFor, type LanguageLabels, type VoiceChoice } from "../speech-plan.js";
 import { defaultVoice } from "../voices/library.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { SpeakerProfiler, type VoiceFeatures } from "../voices/voice-features.js";
 import { renderSpeech } from "./speech-output.js";
 import type { FinalizeMode } from "./stabilizer.js";
-import { TranslationPipeline, type TranslationCall } from "./translation-pipeline.js";
+import { TranslationPipeline } from "./translation-pipeline.js";
 
 /**
- * Builds the translation pipeline of one live speaker from the configured engines: the single
- * place where WebSocket sessions and room translators turn "languages + voice" into engines.
+ * Builds the translation pipeline of one live speaker, for WebSocket sessions and room translators:
+ * engines and translation context from the speech plan (src/speech-plan.ts), plus voice matching
+ * for clone.
  */
 
-export interface SpeakerPipelineOptions {
+export interface SpeakerPipelineOptions extends LanguageLabels {
   /** The spoken language, or "auto" (a recogniser that identifies languages must be configured). */
   readonly sourceLanguage: LanguageCode | "auto";
   readonly targetLanguage: LanguageCode;
   readonly finalizeMode: FinalizeMode;
   readonly context?: string;
-  /** The client's names for the languages (`sourceLanguageLabel` / `targetLanguageLabel`). */
-  readonly sourceLanguageLabel?: string;
-  readonly targetLanguageLabel?: string;
   /**
    * Voice of the translated speech: a library voice, `"clone"` (follow the speaker's own voice), or
    * undefined for no audio output. The caller has checked that the engines serve the languages.
    */
-  readonly voice: Voice | "clone" | undefined;
+  readonly voice: VoiceChoice | undefined;
 }
 
 /** Until a speaker's voice is measured, clone sessions speak with the library default of this gender. */
@@ -55,14 +54,7 @@ export function createSpeakerPipeline(
   options: SpeakerPipelineOptions,
 ): TranslationPipeline {
   const { sourceLanguage, targetLanguage, voice } = options;
-  const labels = { fromLabel: options.sourceLanguageLabel, toLabel: options.targetLanguageLabel };
-  const routesFrom = (from: LanguageCode) => registry.translationRoutes(from, targetLanguage);
-  // Streaming applies when the preferred route is one streaming engine (an LLM, typically).
-  const streamerFor = (from: LanguageCode) => {
-    const [route] = routesFrom(from);
-    const engine = route?.hops.length === 1 ? route.hops[0]!.engine : undefined;
-    return engine?.capabilities.streaming && engine.translateStream ? engine : undefined;
-  };
+  const translator = translatorFor(registry, targetLanguage, options);
   const tts = voice === undefined ? undefined : registry.synthesizer(targetLanguage)!;
   let speakerProfiler: SpeakerProfiler | undefined;
   let voiceFor: (speaker: VoiceFeatures | undefined) => Voice = () => voice as Voice;
@@ -79,42 +71,14 @@ export function createSpeakerPipeline(
         speaker ? (speaker.medianF0Hz < MALE_F0_CEILING_HZ ? "male" : "female") : CLONE_FALLBACK_GENDER,
       );
   }
-  /**
-   * Streams from the preferred engine when it can; if it fails before producing anything, the
-   * remaining routes are tried as `translateAlong` would (a remote LLM down, Apertium behind it).
-   */
-  async function* streamTranslation(call: TranslationCall, signal: AbortSignal): AsyncIterable<string> {
-    const routes = routesFrom(call.from);
-    const streamer = streamerFor(call.from);
-    if (!streamer) {
-      yield await translateAlong(routes, { ...call, ...labels }, signal);
-      return;
-    }
-    let produced = false;
-    try {
-      const request = { ...call, ...labels, to: targetLanguage };
-      for await (const partial of streamer.translateStream!(request, signal)) {
-        produced = true;
-        yield partial;
-      }
-      return;
-    } catch (error) {
-      if (produced || routes.length < 2 || signal.aborted) throw error;
-    }
-    yield await translateAlong(routes.slice(1), { ...call, ...labels }, signal);
-  }
 
   return new TranslationPipeline({
     vad: registry.vad,
-    asr: (sourceLanguage === "auto" ? registry.languageIdentifier() : registry.recognizer(sourceLanguage))!,
+    asr: recognizerFor(registry, sourceLanguage)!,
     sourceLanguage,
     targetLanguage,
-    translate: async (call, signal) => {
-      const routes = routesFrom(call.from);
-      if (routes.length === 0) throw new Error(`no translation from "${call.from}" to "${targetLanguage}"`);
-      return translateAlong(routes, { ...call, ...labels }, signal);
-    },
-    translateStream: (call, signal) => streamTranslation(call, signal),
+    translate: (call, signal) => translator.translate(call, signal),
+    translateStream: (call, signal) => translator.translateStream(call, signal),
     speak: tts
       ? (text, speaker, signal) =>
           renderSpeech(tts, { text, language: targetLanguage, voice: voiceFor(speaker) }, signal)

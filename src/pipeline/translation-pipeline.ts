@@ -5,6 +5,7 @@ import type { SpeakerProfiler, VoiceFeatures } from "../voices/voice-features.js
 import { Channel } from "./channel.js";
 import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter, type SegmenterOptions } from "./segmenter.js";
 import { joinWords, TranscriptStabilizer, type FinalizeMode, type StableWord } from "./stabilizer.js";
+import { TranslationHistory } from "../speech-plan.js";
 
 /**
  * The streaming translation pipeline of the live surfaces (WebSocket sessions and rooms; dubbing
@@ -133,8 +134,6 @@ interface TranslationJob {
 const SAMPLES_PER_MS = 16;
 /** VAD windows collected before they are written to the recogniser (3 × 32 ms). */
 const ASR_BATCH_WINDOWS = 3;
-/** Final sentence pairs kept as translation history for engines that use it. */
-const HISTORY_SENTENCES = 3;
 /** Interim translations from a stream are sent at most this often. */
 const STREAMED_INTERIM_INTERVAL_MS = 100;
 /**
@@ -183,7 +182,7 @@ export class TranslationPipeline {
   private readonly maxBacklogSamples: number;
 
   private context: string;
-  private readonly history: { source: string; translation: string }[] = [];
+  private readonly history = new TranslationHistory();
   /** The language identified for the current utterance ("auto" sessions). */
   private heardLanguage: LanguageCode | undefined;
   private receivedSamples = 0;
@@ -591,10 +590,7 @@ export class TranslationPipeline {
         this.reportError(`translation failed: ${(error as Error).message}`, segment.id);
         continue;
       }
-      if (job.kind === "final" && translatedSpan !== "") {
-        this.history.push({ source: job.sourceText, translation: translatedSpan });
-        if (this.history.length > HISTORY_SENTENCES) this.history.shift();
-      }
+      if (job.kind === "final") this.history.record(job.sourceText, translatedSpan);
       const previous = segment.translatedSpans;
       translatedSpan = spanInSegment(segment, job.sourceText, translatedSpan);
       if (job.kind === "final" && translatedSpan !== "") previous.push(translatedSpan);
@@ -630,7 +626,7 @@ export class TranslationPipeline {
       from,
       text: job.sourceText,
       context: this.context,
-      previous: [...this.history],
+      previous: this.history.recent,
     };
     const stream = this.options.translateStream;
     const { signal } = this.cancellation;

@@ -2,7 +2,8 @@ import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
 import type { FinalizeMode } from "../../pipeline/stabilizer.js";
 import { parseLanguageTag, unservable, type Requirement } from "../../languages.js";
-import { defaultVoice, findVoice } from "../../voices/library.js";
+import { DEFAULT_VOICE_TYPES, voiceOf } from "../../speech-plan.js";
+import { findVoice } from "../../voices/library.js";
 
 /**
  * Session metadata (every query parameter of `GET /v1/session`) → a validated session plan.
@@ -179,7 +180,7 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
   const audioOutputEnabled = bool("audioOutputEnabled", m.audioOutputEnabled, true);
   const twoWay = bool("twoWay", m.twoWay, false);
   const finalizeMode = oneOf("finalizeMode", m.finalizeMode, ["stable", "sentence"], "stable");
-  const voiceType = oneOf("voiceType", m.voiceType, ["male", "female"], "male");
+  const voiceType = oneOf("voiceType", m.voiceType, ["male", "female"], DEFAULT_VOICE_TYPES.realtime);
   const context = checkContext(m.context ?? "");
   const sourceIsAuto = m.sourceLanguage === "auto";
 
@@ -199,7 +200,7 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
     for (const hint of m.languageHints.split(",")) primaryLanguage("languageHints", hint.trim());
   }
   const targetLanguage = primaryLanguage("targetLanguage", m.targetLanguage ?? "es");
-  const voice = m.voiceId !== undefined ? resolveVoice(m.voiceId) : defaultVoice(voiceType);
+  const voice = m.voiceId !== undefined ? resolveVoice(m.voiceId) : voiceOf(voiceType);
 
   // Checked in this order: the error frame names the first problem.
   const speech = mode === "s2tt";

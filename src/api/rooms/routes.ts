@@ -6,7 +6,7 @@ import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode } from "../../engines/types.js";
 import { parseLanguageTag, unservable } from "../../languages.js";
 import { EmptyRoomsLimitError, RoomCapacityError, type Rooms } from "../../rooms/rooms.js";
-import { defaultVoice } from "../../voices/library.js";
+import { DEFAULT_VOICE_TYPES, voiceOf } from "../../speech-plan.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import { ApiError, type ValidationErrorMapping } from "../errors.js";
 import type { AccountRateLimit } from "../rate-limit.js";
@@ -36,7 +36,7 @@ const sessionRequest = z
       target_language: z.string({ error: "target_language is required: a language code such as es-ES" }),
       voice_type: z
         .enum(["clone", "female", "male"], { error: 'voice_type must be "clone", "female" or "male"' })
-        .default("clone"),
+        .default(DEFAULT_VOICE_TYPES.rooms),
     },
     { error: "the body must be a JSON object" },
   )
@@ -93,7 +93,7 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
             accountId: account.id,
             sourceLanguage: body.sourceLanguage,
             targetLanguage: body.targetLanguage,
-            voice: body.voice_type === "clone" ? "clone" : defaultVoice(body.voice_type),
+            voice: voiceOf(body.voice_type),
           },
           options.publicBaseUrl(request),
         );
