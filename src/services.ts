@@ -19,10 +19,16 @@ export interface Services {
  * Opens everything the service runs on — engines, database, object store — and provisions the
  * configured API keys. The HTTP app and the dubbing workers are built on top of these.
  */
-export async function openServices(config: Config): Promise<Services & { close(): Promise<void> }> {
+export async function openServices(
+  config: Config,
+  options: {
+    /** Engines the caller opened (an embedder's, or a test file's shared set): used as they are and left open. */
+    readonly registry?: EngineRegistry;
+  } = {},
+): Promise<Services & { close(): Promise<void> }> {
   await mkdir(config.dataDir, { recursive: true });
   const [registry, db] = await Promise.all([
-    EngineRegistry.create(config.engines),
+    options.registry ?? EngineRegistry.create(config.engines),
     openDatabase(config.databaseUrl),
   ]);
   for (const { key, balanceUsd, entitlements } of config.apiKeys) {
@@ -46,7 +52,7 @@ export async function openServices(config: Config): Promise<Services & { close()
     db,
     store,
     async close() {
-      await Promise.allSettled([registry.close(), db.close(), store.close()]);
+      await Promise.allSettled([options.registry ? undefined : registry.close(), db.close(), store.close()]);
     },
   };
 }

@@ -3,11 +3,16 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { injectApp } from "../support/app.js";
 import { durationOf, makeTestVideo, probeStreams } from "../support/media.js";
 import { API_KEY, BROKE_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
 
-/** The dubbing REST API end to end: real HTTP, real upload, real worker, real engines and ffmpeg. */
+/**
+ * The dubbing REST API end to end: real HTTP, real upload, real worker, real engines and ffmpeg.
+ * The validation tests need none of that but the real engines (what they refuse depends on what
+ * the engines serve): they go through `inject()`, on an injected app where the limits differ.
+ */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 
 let server: TestServer;
@@ -16,14 +21,39 @@ let video: string;
 let sourceServer: Server;
 let sourceBase: string;
 
-async function api(
+type Send = (route: string, init: RequestInit) => Promise<Response>;
+
+/** A request to the API over the port. */
+function api(
   method: string,
   route: string,
   body?: unknown,
   headers: Record<string, string> = {},
   key = API_KEY,
+) {
+  return call((path, init) => fetch(new URL(path, server.baseUrl), init), method, route, body, headers, key);
+}
+
+/** The same request through `inject()`. */
+function injected(
+  method: string,
+  route: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+  key = API_KEY,
+) {
+  return call(server.inject, method, route, body, headers, key);
+}
+
+async function call(
+  send: Send,
+  method: string,
+  route: string,
+  body: unknown,
+  headers: Record<string, string>,
+  key: string,
 ): Promise<{ status: number; body: Record<string, unknown>; headers: Headers }> {
-  const response = await fetch(new URL(route, server.baseUrl), {
+  const response = await send(route, {
     method,
     headers: {
       authorization: `Bearer ${key}`,
@@ -215,11 +245,11 @@ describe("dubbing API validation", () => {
       [[1, 2], 400, "invalid_request"],
     ];
     for (const [body, status, code] of cases) {
-      const response = await api("POST", "/api/dubbing/jobs", body);
+      const response = await injected("POST", "/api/dubbing/jobs", body);
       expect(response.status).toBe(status);
       expect(response.body).toEqual({ error: { code, message: expect.any(String) } });
     }
-    const ja = await api("POST", "/api/dubbing/jobs", {
+    const ja = await injected("POST", "/api/dubbing/jobs", {
       source_url: "https://example.com/v.mp4",
       target_lang: "ja",
     });
@@ -239,14 +269,14 @@ describe("dubbing API validation", () => {
         /^source_lang "auto" needs/,
       ],
     ] as const) {
-      const refused = await api("POST", "/api/dubbing/jobs", body);
+      const refused = await injected("POST", "/api/dubbing/jobs", body);
       expect(refused.status).toBe(400);
       expect(refused.body).toEqual({ error: { code: "unsupported_language", message: expect.any(String) } });
       const { message } = refused.body.error as { message: string };
       expect(message).toMatch(why);
       expect(message).toMatch(/identifies languages.*name the spoken language instead \(source_lang "en"\)/);
     }
-    const named = await api("POST", "/api/dubbing/jobs", {
+    const named = await injected("POST", "/api/dubbing/jobs", {
       source_url: "https://203.0.113.1/named.mp4",
       target_lang: "es",
       source_lang: "en",
@@ -255,9 +285,9 @@ describe("dubbing API validation", () => {
   });
 
   it("answers 401 without a key and 402 without balance", async () => {
-    const anonymous = await fetch(new URL("/api/dubbing/jobs", server.baseUrl));
+    const anonymous = await server.inject("/api/dubbing/jobs");
     expect(anonymous.status).toBe(401);
-    const broke = await api(
+    const broke = await injected(
       "POST",
       "/api/dubbing/jobs",
       { source_url: "https://example.com/v.mp4", target_lang: "es", source_lang: "en" },
@@ -269,41 +299,41 @@ describe("dubbing API validation", () => {
   });
 
   it("404s unknown jobs and results of unfinished jobs; lists newest first with bounds checked", async () => {
-    const unknown = await api("GET", "/api/dubbing/jobs/no-such-job");
+    const unknown = await injected("GET", "/api/dubbing/jobs/no-such-job");
     expect(unknown.status).toBe(404);
     expect(unknown.body).toEqual({ error: { code: "not_found", message: expect.any(String) } });
-    const created = await api("POST", "/api/dubbing/jobs", {
+    const created = await injected("POST", "/api/dubbing/jobs", {
       source_url: "https://203.0.113.1/never.mp4",
       target_lang: "es",
       source_lang: "en",
     });
-    const early = await api("GET", `/api/dubbing/jobs/${created.body.job_id as string}/result`);
+    const early = await injected("GET", `/api/dubbing/jobs/${created.body.job_id as string}/result`);
     expect(early.status).toBe(404);
-    const list = await api("GET", "/api/dubbing/jobs?limit=2&offset=0");
+    const list = await injected("GET", "/api/dubbing/jobs?limit=2&offset=0");
     expect(list.body).toMatchObject({ limit: 2, offset: 0, total: expect.any(Number) });
     const jobs = list.body.jobs as { job_id: string; created_at: string }[];
     expect(jobs[0]!.job_id).toBe(created.body.job_id);
     for (const bad of ["limit=0", "limit=101", "offset=-1", "limit=abc"]) {
-      const response = await api("GET", `/api/dubbing/jobs?${bad}`);
+      const response = await injected("GET", `/api/dubbing/jobs?${bad}`);
       expect(response.status).toBe(400);
     }
   });
 
   it("makes creation safe to retry with Idempotency-Key", async () => {
     const body = { source_url: "https://203.0.113.1/once.mp4", target_lang: "es", source_lang: "en" };
-    const first = await api("POST", "/api/dubbing/jobs", body, { "idempotency-key": "retry-me-1" });
-    const second = await api("POST", "/api/dubbing/jobs", body, { "idempotency-key": "retry-me-1" });
+    const first = await injected("POST", "/api/dubbing/jobs", body, { "idempotency-key": "retry-me-1" });
+    const second = await injected("POST", "/api/dubbing/jobs", body, { "idempotency-key": "retry-me-1" });
     expect(first.status).toBe(201);
     expect(second.body.job_id).toBe(first.body.job_id);
   });
 
   it("rate limits per API key with 429 rate_limited and Retry-After", async () => {
-    const limited = await startServer({ RATE_LIMIT_PER_MINUTE: "3" });
+    const limited = await injectApp({ RATE_LIMIT_PER_MINUTE: "3" }, { registry: server.registry });
     try {
       const statuses: number[] = [];
       let last: Response | undefined;
       for (let i = 0; i < 5; i++) {
-        last = await fetch(new URL("/api/dubbing/upload-url", limited.baseUrl), {
+        last = await limited.inject("/api/dubbing/upload-url", {
           method: "POST",
           headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
           body: JSON.stringify({ filename: "a.mp4", content_type: "video/mp4" }),
@@ -314,7 +344,7 @@ describe("dubbing API validation", () => {
       expect(Number(last!.headers.get("retry-after"))).toBeGreaterThan(0);
       expect(await last!.json()).toEqual({ error: { code: "rate_limited", message: expect.any(String) } });
       // another key is not affected
-      const other = await fetch(new URL("/api/dubbing/upload-url", limited.baseUrl), {
+      const other = await limited.inject("/api/dubbing/upload-url", {
         method: "POST",
         headers: { authorization: "Bearer dubbing-key", "content-type": "application/json" },
         body: JSON.stringify({ filename: "a.mp4", content_type: "video/mp4" }),

@@ -1,9 +1,14 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { injectApp, type InjectedApp } from "../support/app.js";
 import { API_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
 
-/** Limits that hold for every client: one careless or hostile client cannot hurt the others. */
+/**
+ * Limits that hold for every client: one careless or hostile client cannot hurt the others.
+ * HTTP-only checks go through `inject()`; the port serves the WebSocket and raw-socket tests. The
+ * services configured differently are injected apps sharing this server's engines.
+ */
 
 const OTHER_KEY = "other-key";
 let server: TestServer;
@@ -27,13 +32,14 @@ interface Answer {
   readonly body: { error?: { code: string; message: string } } & Record<string, unknown>;
 }
 
+/** A request through `inject()` (to this file's server unless `target` says otherwise). */
 async function request(
   method: string,
   path: string,
   options: { authorization?: string; body?: string; headers?: Record<string, string> } = {},
-  target: TestServer = server,
+  target: TestServer | InjectedApp = server,
 ): Promise<Answer> {
-  const response = await fetch(new URL(path, target.baseUrl), {
+  const response = await target.inject(path, {
     method,
     headers: {
       ...(options.authorization ? { authorization: options.authorization } : {}),
@@ -42,6 +48,18 @@ async function request(
     },
     body: options.body,
   });
+  const text = await response.text();
+  return {
+    status: response.status,
+    headers: response.headers,
+    text,
+    body: JSON.parse(text) as Answer["body"],
+  };
+}
+
+/** A request over the port, for a URL the service handed out (a `ws_url` fetched as plain HTTP). */
+async function requestOverPort(url: string): Promise<Answer> {
+  const response = await fetch(url);
   const text = await response.text();
   return {
     status: response.status,
@@ -118,10 +136,10 @@ describe("rate limits", () => {
 
 describe("unclaimed sessions", () => {
   it("are bounded per account (429 with Retry-After) without affecting other accounts", async () => {
-    const limited = await startServer({
-      API_KEYS: `${API_KEY},${OTHER_KEY}`,
-      UNCLAIMED_SESSIONS_PER_ACCOUNT: "3",
-    });
+    const limited = await injectApp(
+      { API_KEYS: `${API_KEY},${OTHER_KEY}`, UNCLAIMED_SESSIONS_PER_ACCOUNT: "3" },
+      { registry: server.registry },
+    );
     try {
       const auth = { authorization: `Bearer ${API_KEY}` };
       const statuses: number[] = [];
@@ -145,7 +163,10 @@ describe("unclaimed sessions", () => {
   });
 
   it("are bounded in total: 503 capacity_exhausted with Retry-After", async () => {
-    const limited = await startServer({ API_KEYS: `${API_KEY},${OTHER_KEY}`, UNCLAIMED_SESSIONS_MAX: "2" });
+    const limited = await injectApp(
+      { API_KEYS: `${API_KEY},${OTHER_KEY}`, UNCLAIMED_SESSIONS_MAX: "2" },
+      { registry: server.registry },
+    );
     try {
       expect(
         (await request("GET", "/v1/session", { authorization: `Bearer ${API_KEY}` }, limited)).status,
@@ -202,10 +223,10 @@ describe("a plain HTTP GET of a ws_url", () => {
   it("gets a JSON error and leaves the session unused", async () => {
     const created = await request("GET", "/v1/session", { authorization: `Bearer ${OTHER_KEY}` });
     const wsUrl = created.body.ws_url as string;
-    const preview = await request("GET", wsUrl.replace(/^ws/u, "http"));
+    const preview = await requestOverPort(wsUrl.replace(/^ws/u, "http"));
     expect(preview.status).toBe(426);
     expectErrorBody(preview, "upgrade_required");
-    const again = await request("GET", wsUrl.replace(/^ws/u, "http"));
+    const again = await requestOverPort(wsUrl.replace(/^ws/u, "http"));
     expect(again.status).toBe(426);
 
     const socket = new WebSocket(wsUrl);
@@ -216,7 +237,7 @@ describe("a plain HTTP GET of a ws_url", () => {
     expect(ready.type).toBe("ready");
     socket.close(1000);
     // Once claimed, the URL is spent for a plain GET too.
-    const spent = await request("GET", wsUrl.replace(/^ws/u, "http"));
+    const spent = await requestOverPort(wsUrl.replace(/^ws/u, "http"));
     expect(spent.status).toBe(401);
     expectErrorBody(spent, "unauthorized");
   });
@@ -297,11 +318,10 @@ describe("every HTTP error has the error body and does not echo the request", ()
 describe("empty rooms", () => {
   it("one account cannot fill the session capacity with rooms nobody joins", async () => {
     const room = JSON.stringify({ source_language: "en-US", target_language: "es-ES" });
-    const limited = await startServer({
-      API_KEYS: `${API_KEY},${OTHER_KEY}`,
-      MAX_SESSIONS: "6",
-      RATE_LIMIT_PER_MINUTE: "20",
-    });
+    const limited = await injectApp(
+      { API_KEYS: `${API_KEY},${OTHER_KEY}`, MAX_SESSIONS: "6", RATE_LIMIT_PER_MINUTE: "20" },
+      { registry: server.registry },
+    );
     try {
       // Sent at once, so rooms still being created count too.
       const answers = await Promise.all(

@@ -13,11 +13,12 @@ afterAll(async () => {
   await server?.close();
 });
 
+/** A GET through `inject()`: the HTTP-only tests need no port (the WebSocket ones below do). */
 async function get(
   path: string,
   apiKey?: string,
 ): Promise<{ status: number; body: unknown; headers: Headers }> {
-  const response = await fetch(new URL(path, server.baseUrl), {
+  const response = await server.inject(path, {
     headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
   });
   return { status: response.status, body: await response.json(), headers: response.headers };

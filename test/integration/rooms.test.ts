@@ -10,6 +10,7 @@ import {
   type RoomSession,
 } from "../../src/client/room-client.js";
 import { mintRoomToken } from "../../src/rooms/tokens.js";
+import { injectApp, type InjectedApp } from "../support/app.js";
 import { medianPitch } from "../support/audio-measures.js";
 import { freePort } from "../support/ports.js";
 import { API_KEY, BROKE_KEY, startServer, type TestServer } from "../support/server.js";
@@ -17,7 +18,9 @@ import { sharedMissing, sharedPath } from "../support/shared.js";
 
 /**
  * Rooms on the embedded room server: `POST /api/beta1/session` over real HTTP, participants
- * joining with real WebSocket clients, real speech through the real embedded engines.
+ * joining with real WebSocket clients, real speech through the real embedded engines. Creating
+ * rooms needs no port: those requests go through `inject()` (on injected apps sharing the server's
+ * engines where the configuration differs).
  */
 const SPEECH_MISSING = sharedMissing("data/speech");
 const EMBEDDED_KEY = "relay-embedded";
@@ -44,8 +47,14 @@ function roomSecret(target: TestServer = server): string {
   return backend.secret;
 }
 
-async function post(path: string, body: unknown, key: string | undefined = API_KEY, target = server) {
-  const response = await fetch(new URL(path, target.baseUrl), {
+/** A POST through `inject()` (to this file's server unless `target` says otherwise). */
+async function post(
+  path: string,
+  body: unknown,
+  key: string | undefined = API_KEY,
+  target: TestServer | InjectedApp = server,
+) {
+  const response = await target.inject(path, {
     method: "POST",
     headers: {
       ...(key ? { authorization: `Bearer ${key}` } : {}),
@@ -157,7 +166,7 @@ describe("POST /api/beta1/session", () => {
   });
 
   it("shares the per-key limit with the dubbing endpoints: 429 rate_limited", async () => {
-    const limited = await startServer({ RATE_LIMIT_PER_MINUTE: "3" });
+    const limited = await injectApp({ RATE_LIMIT_PER_MINUTE: "3" }, { registry: server.registry });
     try {
       const room = { source_language: "en-US", target_language: "es-ES" };
       const upload = { filename: "a.mp4", content_type: "video/mp4" };
@@ -184,17 +193,20 @@ describe("POST /api/beta1/session", () => {
 describe("with LiveKit configured but unreachable", () => {
   it("answers 500 internal_error with the error body and keeps serving", async () => {
     const port = await freePort();
-    const withLiveKit = await startServer({
-      LIVEKIT_URL: `ws://127.0.0.1:${port}`,
-      LIVEKIT_API_KEY: "devkey",
-      LIVEKIT_API_SECRET: "secret-of-the-livekit-server-000",
-    });
+    const withLiveKit = await injectApp(
+      {
+        LIVEKIT_URL: `ws://127.0.0.1:${port}`,
+        LIVEKIT_API_KEY: "devkey",
+        LIVEKIT_API_SECRET: "secret-of-the-livekit-server-000",
+      },
+      { registry: server.registry },
+    );
     try {
       const room = { source_language: "en-US", target_language: "es-ES" };
       const response = await post("/api/beta1/session", room, API_KEY, withLiveKit);
       expect(response.status).toBe(500);
       expect(response.body).toEqual({ error: { code: "internal_error", message: expect.any(String) } });
-      const health = await fetch(new URL("/healthz", withLiveKit.baseUrl));
+      const health = await withLiveKit.inject("/healthz");
       expect(((await health.json()) as { rooms: unknown }).rooms).toEqual({ open: 0, backend: "livekit" });
     } finally {
       await withLiveKit.close();
@@ -371,7 +383,7 @@ describe("joining a room", () => {
     await new Promise((resolve) => setTimeout(resolve, 3000));
     expect(await refusal(room.url, room.token)).toBe(404);
 
-    const shortLived = await startServer({ ROOM_MAX_LIFETIME_SEC: "2" });
+    const shortLived = await startServer({ ROOM_MAX_LIFETIME_SEC: "2" }, { registry: server.registry });
     try {
       const access = await createRoomSession(shortLived.baseUrl, API_KEY, {
         source_language: "en-US",

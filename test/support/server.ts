@@ -6,11 +6,11 @@ import { loadConfig, type Config } from "../../src/config.js";
 import { startDubbingWorkers } from "../../src/dubbing/worker.js";
 import type { EngineRegistry } from "../../src/engines/registry.js";
 import { openServices, type Services } from "../../src/services.js";
+import { injectFetch, type InjectFetch } from "./app.js";
+import { testEnv } from "./env.js";
 import { freePort } from "./ports.js";
 
-export const API_KEY = "test-key";
-export const BROKE_KEY = "broke-key";
-export const DUBBING_ONLY_KEY = "dubbing-key";
+export { API_KEY, BROKE_KEY, DUBBING_ONLY_KEY } from "./env.js";
 
 export interface TestServer {
   readonly baseUrl: string;
@@ -18,6 +18,11 @@ export interface TestServer {
   readonly config: Config;
   readonly services: Services;
   readonly registry: EngineRegistry;
+  /**
+   * Sends a request through Fastify's `inject()` rather than the port (a `fetch` lookalike, see
+   * test/support/app.ts): for the HTTP-only tests of a file that needs the port for others.
+   */
+  readonly inject: InjectFetch;
   close(): Promise<void>;
 }
 
@@ -25,22 +30,18 @@ export interface TestServer {
  * The real service (real engines, database, storage, HTTP/WebSocket) on a free loopback port, with
  * its own data directory (SQLite database and local object store) unless `env` says otherwise.
  * Dubbing workers run in process when `DUBBING_WORKERS` is set above 0 (default 0 here).
+ * `options.registry` serves with engines the caller already opened (and closes), typically another
+ * server's of the same file: a second server that differs only in configuration then costs no
+ * engine start.
  */
-export async function startServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startServer(
+  env: Record<string, string> = {},
+  options: { readonly registry?: EngineRegistry } = {},
+): Promise<TestServer> {
   const port = await freePort();
   const dataDir = await mkdtemp(path.join(tmpdir(), "relay-test-"));
-  const config = loadConfig({
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-    LOG_LEVEL: "silent",
-    API_KEYS: `${API_KEY},${BROKE_KEY}:0,${DUBBING_ONLY_KEY}:10:dubbing`,
-    DATA_DIR: dataDir,
-    DUBBING_WORKERS: "0",
-    DUBBING_LEASE_SEC: "3",
-    ...env,
-  });
-  const services = await openServices(config);
+  const config = loadConfig({ ...testEnv(`http://127.0.0.1:${port}`, dataDir), ...env });
+  const services = await openServices(config, options);
   const app = await buildApp(config, services);
   await app.http.listen({ port, host: "127.0.0.1" });
   const workers = startDubbingWorkers(config, services, app.http.log, { pollMs: 200 });
@@ -50,6 +51,7 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
     config,
     services,
     registry: services.registry,
+    inject: injectFetch(app.http),
     async close() {
       await app.shutdown();
       await workers.stop();

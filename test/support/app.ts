@@ -1,0 +1,110 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { FastifyInstance, InjectOptions } from "fastify";
+import { buildApp, type App } from "../../src/app.js";
+import { loadConfig, type Config } from "../../src/config.js";
+import { EngineRegistry } from "../../src/engines/registry.js";
+import { openServices, type Services } from "../../src/services.js";
+import { testEnv } from "./env.js";
+
+/**
+ * The base URL an injected app advertises (`PUBLIC_BASE_URL`: in session, room and upload URLs).
+ * Nothing listens there: requests go through `app.http.inject()`, never a socket.
+ */
+export const INJECT_BASE_URL = "http://127.0.0.1:9";
+
+/** A `fetch` lookalike answered by `inject()`: the same request, no socket. */
+export type InjectFetch = (route: string | URL, init?: RequestInit) => Promise<Response>;
+
+export interface InjectedApp {
+  /** The advertised base URL (see `INJECT_BASE_URL`); nothing listens there. */
+  readonly baseUrl: string;
+  readonly app: App;
+  readonly config: Config;
+  readonly services: Services;
+  readonly registry: EngineRegistry;
+  /** Sends a request to the app through `inject()` (a `fetch` lookalike answering a real `Response`). */
+  readonly inject: InjectFetch;
+  close(): Promise<void>;
+}
+
+export interface InjectAppOptions {
+  /**
+   * Engines to serve with, owned by the caller (left open by `close()`): typically the registry of
+   * the file's real server (`TestServer.registry`), or `EngineRegistry.fromEngines(...)` for tests
+   * that need no engine. Without one, the configured real engines are opened (and closed).
+   */
+  readonly registry?: EngineRegistry;
+}
+
+/**
+ * The real app (routes, validation, authentication, rate limits, rooms, dubbing API) over a fresh
+ * in-memory SQLite database and a local object store in a temporary directory, answering through
+ * Fastify's `inject()` instead of a port: for HTTP-level tests that need no WebSocket, no raw socket
+ * and no dubbing worker. Configured like `startServer()` (same API keys), `env` on top.
+ */
+export async function injectApp(
+  env: Record<string, string> = {},
+  options: InjectAppOptions = {},
+): Promise<InjectedApp> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "relay-inject-"));
+  const config = loadConfig({
+    ...testEnv(INJECT_BASE_URL, dataDir),
+    DATABASE_URL: "sqlite::memory:",
+    ...env,
+  });
+  const services = await openServices(config, options);
+  const app = await buildApp(config, services);
+  await app.http.ready();
+  return {
+    baseUrl: config.publicBaseUrl ?? INJECT_BASE_URL,
+    app,
+    config,
+    services,
+    registry: services.registry,
+    inject: injectFetch(app.http),
+    async close() {
+      await app.shutdown();
+      await services.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * `fetch` through `http.inject()`: the route (a path, or an absolute URL whose path and query are
+ * used) and the init are turned into the request `fetch` would send — header values normalised by
+ * `Headers` as fetch does, a string body without a content type sent as `text/plain;charset=UTF-8`
+ * — and the answer into a real `Response` (status, headers, body).
+ */
+export function injectFetch(http: FastifyInstance): InjectFetch {
+  return async (route, init = {}) => {
+    const url = new URL(route, INJECT_BASE_URL);
+    const headers = new Headers(init.headers);
+    const body = init.body;
+    if (body !== undefined && body !== null && typeof body !== "string" && !(body instanceof Uint8Array)) {
+      throw new Error("injectFetch sends string and byte bodies only");
+    }
+    if (typeof body === "string" && !headers.has("content-type")) {
+      headers.set("content-type", "text/plain;charset=UTF-8");
+    }
+    const answer = await http.inject({
+      method: (init.method ?? "GET") as InjectOptions["method"],
+      url: `${url.pathname}${url.search}`,
+      headers: Object.fromEntries(headers),
+      ...(body === undefined || body === null ? {} : { payload: Buffer.from(body) }),
+    });
+    const responseHeaders = new Headers();
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value === undefined) continue;
+      for (const item of Array.isArray(value) ? value : [value]) responseHeaders.append(name, String(item));
+    }
+    const nullBody = [101, 204, 205, 304].includes(answer.statusCode);
+    return new Response(nullBody ? null : answer.rawPayload, {
+      status: answer.statusCode,
+      statusText: answer.statusMessage,
+      headers: responseHeaders,
+    });
+  };
+}
