@@ -4,10 +4,11 @@ import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import { listVoices } from "../../voices/library.js";
-import { ApiError, errorBody } from "../errors.js";
+import { ApiError, errorBody, type ValidationErrorMapping } from "../errors.js";
 import { serveSessionSocket } from "./socket.js";
+import { accountOf, authenticated } from "../authenticate.js";
 import {
-  isSessionParameter,
+  SESSION_PARAMETERS,
   MAX_CONTEXT_LENGTH,
   MAX_PARAMETER_CHARS,
   modelNameOrDefault,
@@ -29,23 +30,31 @@ export const SESSION_SOCKET_PATH = "/v1/ws";
 export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRouteOptions): Promise<void> {
   const { registry, sessions, accounts } = options;
 
-  app.get("/v1/session", async (request) => {
-    const account = await accounts.authenticate(request.headers.authorization, "realtime");
-    // Real-time use is not metered yet; a positive balance is still required to start sessions.
-    await accounts.requireBalance(account);
-    const metadata = sessionMetadata(request.query);
-    const created = await sessions.create(account.id, metadata);
-    if (!created.ok) throw refusal(created);
-    const base = options.publicBaseUrl ?? `${request.protocol}://${request.host}`;
-    const wsBase = base.replace(/^http/u, "ws");
-    return {
-      session_id: created.sessionId,
-      ws_url: `${wsBase}${SESSION_SOCKET_PATH}?token=${encodeURIComponent(created.token)}`,
-      expires_in: 60,
-      // An invalid modelName is refused when the socket opens; it is never echoed back here.
-      model_version_id: options.modelVersionId(modelNameOrDefault(metadata.modelName)),
-    };
-  });
+  app.withTypeProvider<ZodTypeProvider>().get(
+    "/v1/session",
+    {
+      schema: { querystring: sessionQuery },
+      config: { validationError: sessionQueryErrors },
+      preValidation: authenticated(accounts, "realtime"),
+    },
+    async (request) => {
+      const account = accountOf(request);
+      // Real-time use is not metered yet; a positive balance is still required to start sessions.
+      await accounts.requireBalance(account);
+      const metadata = sessionMetadata(request.query);
+      const created = await sessions.create(account.id, metadata);
+      if (!created.ok) throw refusal(created);
+      const base = options.publicBaseUrl ?? `${request.protocol}://${request.host}`;
+      const wsBase = base.replace(/^http/u, "ws");
+      return {
+        session_id: created.sessionId,
+        ws_url: `${wsBase}${SESSION_SOCKET_PATH}?token=${encodeURIComponent(created.token)}`,
+        expires_in: 60,
+        // An invalid modelName is refused when the socket opens; it is never echoed back here.
+        model_version_id: options.modelVersionId(modelNameOrDefault(metadata.modelName)),
+      };
+    },
+  );
 
   app.get(
     SESSION_SOCKET_PATH,
@@ -137,25 +146,31 @@ function refusal({ reason, retryAfterSec, limit }: CreateRefusal): ApiError {
 /**
  * All query parameters are the session's metadata, but only the ones a session reads are kept
  * while it waits to be claimed (a repeated parameter keeps its last value), and none may be longer
- * than any parameter can validly be: an unclaimed session costs a bounded amount of memory.
+ * than any parameter can validly be: an unclaimed session costs a bounded amount of memory. Their
+ * meaning is checked when the socket opens, as the spec says, not here.
  */
-function sessionMetadata(query: unknown): Record<string, string> {
-  const metadata: Record<string, string> = {};
-  for (const [key, value] of Object.entries((query ?? {}) as Record<string, unknown>)) {
-    if (!isSessionParameter(key)) continue;
-    const last = Array.isArray(value) ? value.at(-1) : value;
-    if (typeof last !== "string") continue;
-    if (last.length > MAX_PARAMETER_CHARS) {
-      throw new ApiError(
-        400,
-        "invalid_request",
-        `query parameter ${key} is ${last.length} characters long; no session parameter takes more than ` +
-          `${MAX_CONTEXT_LENGTH}`,
-      );
-    }
-    metadata[key] = last;
-  }
-  return metadata;
+const sessionParameter = z.preprocess(
+  (value) => (Array.isArray(value) ? value.at(-1) : value),
+  z.string().max(MAX_PARAMETER_CHARS).optional(),
+);
+const sessionQuery = z.object(
+  Object.fromEntries(SESSION_PARAMETERS.map((key) => [key, sessionParameter])) as Record<
+    (typeof SESSION_PARAMETERS)[number],
+    typeof sessionParameter
+  >,
+);
+const sessionQueryErrors: ValidationErrorMapping = {
+  message: (issue) =>
+    `query parameter ${issue.field} is too long or not text; no session parameter takes more than ` +
+    `${MAX_CONTEXT_LENGTH} characters`,
+};
+
+/** The query as stored metadata: the parameters that were given. */
+function sessionMetadata(query: z.infer<typeof sessionQuery>): Record<string, string> {
+  return Object.fromEntries(Object.entries(query).filter(([, value]) => value !== undefined)) as Record<
+    string,
+    string
+  >;
 }
 
 declare module "fastify" {

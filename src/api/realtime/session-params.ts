@@ -23,7 +23,7 @@ const MAX_LABEL_LENGTH = 200;
 export const MAX_PARAMETER_CHARS = 2 * MAX_CONTEXT_LENGTH;
 
 /** The query parameters a session reads (the spec's list); others are not kept. */
-const SESSION_PARAMETERS = new Set([
+export const SESSION_PARAMETERS = [
   "sourceLanguage",
   "languageHints",
   "targetLanguage",
@@ -37,11 +37,7 @@ const SESSION_PARAMETERS = new Set([
   "sourceLanguageLabel",
   "targetLanguageLabel",
   "mode",
-]);
-
-export function isSessionParameter(key: string): boolean {
-  return SESSION_PARAMETERS.has(key);
-}
+] as const;
 
 /** The model a session would run: `modelName` when it names one, else the default. */
 export function modelNameOrDefault(value: string | undefined): ModelName {
