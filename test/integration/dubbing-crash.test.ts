@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/index.js";
 import { makeTestVideo } from "../support/media.js";
-import { freePort } from "../support/ports.js";
+import { startServiceProcess, type ServiceProcess } from "../support/service-process.js";
 import { createTestDatabase, postgresProblem } from "../support/postgres.js";
 import { sharedMissing } from "../support/shared.js";
 
@@ -24,32 +24,17 @@ let dir: string;
 let database: { url: string; drop(): Promise<void> };
 const children: ChildProcess[] = [];
 
-async function startService(name: string): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      API_KEYS: `${KEY}:100`,
-      LOG_LEVEL: "warn",
-      DATA_DIR: dir,
-      DATABASE_URL: database.url,
-      STORAGE_SECRET: "crash-test-storage-secret",
-      DUBBING_WORKERS: "1",
-      DUBBING_LEASE_SEC: "3",
-      WORKER_ID: name,
-    },
-    stdio: ["ignore", "ignore", "inherit"],
+async function startService(name: string): Promise<ServiceProcess> {
+  const service = await startServiceProcess(name, {
+    API_KEYS: `${KEY}:100`,
+    DATA_DIR: dir,
+    DATABASE_URL: database.url,
+    STORAGE_SECRET: "crash-test-storage-secret",
+    DUBBING_WORKERS: "1",
+    DUBBING_LEASE_SEC: "3",
   });
-  children.push(child);
-  const baseUrl = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if ((await fetch(`${baseUrl}/healthz`).catch(() => undefined))?.status === 200) return { child, baseUrl };
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${name} did not start`);
+  children.push(service.child);
+  return service;
 }
 
 async function api(baseUrl: string, method: string, route: string, body?: unknown) {

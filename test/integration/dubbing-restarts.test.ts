@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestVideo } from "../support/media.js";
-import { freePort } from "../support/ports.js";
+import { startServiceProcess, type ServiceProcess } from "../support/service-process.js";
 import { sharedMissing } from "../support/shared.js";
 
 /**
@@ -21,40 +21,16 @@ const RESTARTS = 4;
 let dir: string;
 const children: ChildProcess[] = [];
 
-interface Service {
-  readonly baseUrl: string;
-  readonly child: ChildProcess;
-  readonly exited: Promise<number | null>;
-}
-
-async function startService(name: string): Promise<Service> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      PUBLIC_BASE_URL: `http://127.0.0.1:${port}`,
-      API_KEYS: `${KEY}:100`,
-      LOG_LEVEL: "warn",
-      DATA_DIR: dir,
-      STORAGE_SECRET: "restart-test-storage-secret",
-      DUBBING_WORKERS: "1",
-      DUBBING_LEASE_SEC: "600",
-      WORKER_ID: name,
-    },
-    stdio: ["ignore", "ignore", "inherit"],
+async function startService(name: string): Promise<ServiceProcess> {
+  const service = await startServiceProcess(name, {
+    API_KEYS: `${KEY}:100`,
+    DATA_DIR: dir,
+    STORAGE_SECRET: "restart-test-storage-secret",
+    DUBBING_WORKERS: "1",
+    DUBBING_LEASE_SEC: "600",
   });
-  children.push(child);
-  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const baseUrl = `http://127.0.0.1:${port}`;
-  for (;;) {
-    if ((await fetch(`${baseUrl}/healthz`).catch(() => undefined))?.status === 200) {
-      return { baseUrl, child, exited };
-    }
-    if (child.exitCode !== null) throw new Error(`${name} exited during start-up`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  children.push(service.child);
+  return service;
 }
 
 async function api(baseUrl: string, method: string, route: string, body?: unknown) {

@@ -1,0 +1,43 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { freePort } from "./ports.js";
+import { PROJECT_ROOT } from "./run-script.js";
+
+export interface ServiceProcess {
+  readonly baseUrl: string;
+  readonly child: ChildProcess;
+  /** Resolves with the exit code once the process has exited. */
+  readonly exited: Promise<number | null>;
+}
+
+/**
+ * The service as `npm start` runs it (src/main.ts in its own process) on a free loopback port,
+ * returned once `/healthz` answers; `env` adds to and overrides the defaults. Its stderr is shown.
+ */
+export async function startServiceProcess(
+  name: string,
+  env: Record<string, string>,
+): Promise<ServiceProcess> {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: PROJECT_ROOT,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      PUBLIC_BASE_URL: baseUrl,
+      LOG_LEVEL: "warn",
+      WORKER_ID: name,
+      ...env,
+    },
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  for (;;) {
+    if ((await fetch(`${baseUrl}/healthz`).catch(() => undefined))?.status === 200) {
+      return { baseUrl, child, exited };
+    }
+    if (child.exitCode !== null) throw new Error(`${name} exited during start-up`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
