@@ -18,7 +18,7 @@ export const INJECT_BASE_URL = "http://127.0.0.1:9";
 export type InjectFetch = (route: string | URL, init?: RequestInit) => Promise<Response>;
 
 export interface InjectedApp {
-  /** The advertised base URL (see `INJECT_BASE_URL`); nothing listens there. */
+  /** Where the service is reached; for an injected app the advertised `INJECT_BASE_URL`, where nothing listens. */
   readonly baseUrl: string;
   readonly app: App;
   readonly config: Config;

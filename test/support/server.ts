@@ -1,30 +1,22 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { buildApp, type App } from "../../src/app.js";
-import { loadConfig, type Config } from "../../src/config.js";
+import { buildApp } from "../../src/app.js";
+import { loadConfig } from "../../src/config.js";
 import { startDubbingWorkers } from "../../src/dubbing/worker.js";
 import type { EngineRegistry } from "../../src/engines/registry.js";
-import { openServices, type Services } from "../../src/services.js";
-import { injectFetch, type InjectFetch } from "./app.js";
+import { openServices } from "../../src/services.js";
+import { injectFetch, type InjectedApp } from "./app.js";
 import { testEnv } from "./env.js";
 import { freePort } from "./ports.js";
 
 export { API_KEY, BROKE_KEY, DUBBING_ONLY_KEY } from "./env.js";
 
-export interface TestServer {
-  readonly baseUrl: string;
-  readonly app: App;
-  readonly config: Config;
-  readonly services: Services;
-  readonly registry: EngineRegistry;
-  /**
-   * Sends a request through Fastify's `inject()` rather than the port (a `fetch` lookalike, see
-   * test/support/app.ts): for the HTTP-only tests of a file that needs the port for others.
-   */
-  readonly inject: InjectFetch;
-  close(): Promise<void>;
-}
+/**
+ * The same handle as an injected app; `baseUrl` is the port the service listens on, and `inject`
+ * serves the HTTP-only tests of a file that needs the port for others.
+ */
+export type TestServer = InjectedApp;
 
 /**
  * The real service (real engines, database, storage, HTTP/WebSocket) on a free loopback port, with
