@@ -7,6 +7,7 @@ import { makeTestVideo } from "../support/media.js";
 import { createTestDatabase, postgresProblem } from "../support/postgres.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
+import { dubbingClient } from "../support/dubbing-client.js";
 
 /**
  * Money over the real HTTP interface, with real workers and engines, on SQLite and on PostgreSQL:
@@ -80,25 +81,10 @@ for (const database of databases) {
       await dropDatabase?.();
     });
 
-    async function api(key: string, method: string, route: string, body?: unknown) {
-      const response = await fetch(new URL(route, server.baseUrl), {
-        method,
-        headers: {
-          authorization: `Bearer ${key}`,
-          ...(body === undefined ? {} : { "content-type": "application/json" }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-    }
-
-    async function finished(key: string, id: string): Promise<Record<string, unknown>> {
-      for (;;) {
-        const { body: job } = await api(key, "GET", `/api/dubbing/jobs/${id}`);
-        if (job.status === "completed" || job.status === "failed") return job;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-    }
+    const api = (key: string, method: string, route: string, body?: unknown) =>
+      dubbingClient(server.baseUrl, key).request(method, route, body);
+    const finished = (key: string, id: string) => dubbingClient(server.baseUrl, key).finished(id);
+    const upload = (key: string) => dubbingClient(server.baseUrl, key).upload(video);
 
     async function ledger(key: string): Promise<{ balance: number; available: number; charges: number }> {
       const { db } = server.services;
@@ -109,20 +95,6 @@ for (const database of databases) {
         available: await db.accounts.availableUsd(account.id),
         charges: jobs.filter((job) => job.costUsd !== null).length,
       };
-    }
-
-    async function upload(key: string): Promise<string> {
-      const { body } = await api(key, "POST", "/api/dubbing/upload-url", {
-        filename: "talk.mp4",
-        content_type: "video/mp4",
-      });
-      const put = await fetch(body.upload_url as string, {
-        method: "PUT",
-        headers: body.upload_headers as Record<string, string>,
-        body: await readFile(video),
-      });
-      expect(put.ok).toBe(true);
-      return body.source_url as string;
     }
 
     it("two jobs of one account at once: the one the balance cannot cover fails, and the balance never goes below zero", async () => {

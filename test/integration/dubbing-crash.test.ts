@@ -1,10 +1,11 @@
 import type { ChildProcess } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/db/index.js";
 import { makeTestVideo } from "../support/media.js";
+import { dubbingClient } from "../support/dubbing-client.js";
 import { startServiceProcess, type ServiceProcess } from "../support/service-process.js";
 import { createTestDatabase, postgresProblem } from "../support/postgres.js";
 import { sharedMissing } from "../support/shared.js";
@@ -37,14 +38,7 @@ async function startService(name: string): Promise<ServiceProcess> {
   return service;
 }
 
-async function api(baseUrl: string, method: string, route: string, body?: unknown) {
-  const response = await fetch(new URL(route, baseUrl), {
-    method,
-    headers: { authorization: `Bearer ${KEY}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return (await response.json()) as Record<string, unknown>;
-}
+const clientOf = (service: ServiceProcess) => dubbingClient(service.baseUrl, KEY);
 
 beforeAll(async () => {
   if (SKIP) return;
@@ -62,17 +56,9 @@ describe.skipIf(SKIP)("a worker killed mid-job (kill -9)", () => {
   it("leaves the job to another worker, which completes it; nothing is lost or charged twice", async () => {
     const first = await startService("worker-a");
     const video = await makeTestVideo(dir);
-    const upload = await api(first.baseUrl, "POST", "/api/dubbing/upload-url", {
-      filename: "talk.mp4",
-      content_type: "video/mp4",
-    });
-    await fetch(upload.upload_url as string, {
-      method: "PUT",
-      headers: { "content-type": "video/mp4" },
-      body: await readFile(video),
-    });
-    const created = await api(first.baseUrl, "POST", "/api/dubbing/jobs", {
-      source_url: upload.source_url,
+    const sourceUrl = await clientOf(first).upload(video);
+    const { body: created } = await clientOf(first).request("POST", "/api/dubbing/jobs", {
+      source_url: sourceUrl,
       target_lang: "es",
       source_lang: "en",
     });
@@ -80,7 +66,7 @@ describe.skipIf(SKIP)("a worker killed mid-job (kill -9)", () => {
 
     // kill the first process as soon as its worker is inside the job
     for (;;) {
-      const job = await api(first.baseUrl, "GET", `/api/dubbing/jobs/${jobId}`);
+      const { body: job } = await clientOf(first).request("GET", `/api/dubbing/jobs/${jobId}`);
       if (job.status !== "pending") break;
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -92,16 +78,13 @@ describe.skipIf(SKIP)("a worker killed mid-job (kill -9)", () => {
 
     // two more processes share the database; one of them takes the job over after the lease lapses
     const [second, third] = await Promise.all([startService("worker-b"), startService("worker-c")]);
-    let job: Record<string, unknown> = {};
-    for (let i = 0; i < 600; i++) {
-      job = await api(second.baseUrl, "GET", `/api/dubbing/jobs/${jobId}`);
-      if (job.status === "completed" || job.status === "failed") break;
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    const job = await clientOf(second).finished(jobId);
     expect(job.error ?? null).toBeNull();
     expect(job.status).toBe("completed");
     expect((await fetch(job.output_url as string)).status).toBe(200);
-    expect((await api(third.baseUrl, "GET", `/api/dubbing/jobs/${jobId}`)).status).toBe("completed");
+    expect((await clientOf(third).request("GET", `/api/dubbing/jobs/${jobId}`)).body.status).toBe(
+      "completed",
+    );
     // The worker that took the job over removed the dead attempt's folder (and, once finished, its own).
     await Promise.all(
       [second, third].map(async ({ child }) => {

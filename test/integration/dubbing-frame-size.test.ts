@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { UnsupportedFormatError } from "../../src/dubbing/errors.js";
 import { MAX_FRAME, probe } from "../../src/dubbing/ffmpeg.js";
 import { API_KEY, startServer } from "../support/server.js";
+import { dubbingClient } from "../support/dubbing-client.js";
 
 /** Video frames beyond `MAX_FRAME` fail as unsupported_format at probing, before anything decodes them. */
 const run = promisify(execFile);
@@ -88,37 +89,16 @@ describe("video frame size bound", () => {
     const video = await makeVideo(8192, 8192);
     const relay = await startServer({ DUBBING_WORKERS: "1" });
     try {
-      const auth = { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" };
-      const upload = (await (
-        await fetch(new URL("/api/dubbing/upload-url", relay.baseUrl), {
-          method: "POST",
-          headers: auth,
-          body: JSON.stringify({ filename: "huge.mkv", content_type: "video/x-matroska" }),
-        })
-      ).json()) as { upload_url: string; source_url: string; upload_headers: Record<string, string> };
-      const put = await fetch(upload.upload_url, {
-        method: "PUT",
-        headers: upload.upload_headers,
-        body: await readFile(video),
-      });
-      expect(put.ok).toBe(true);
-      const created = await fetch(new URL("/api/dubbing/jobs", relay.baseUrl), {
-        method: "POST",
-        headers: auth,
-        body: JSON.stringify({ source_url: upload.source_url, target_lang: "es", source_lang: "en" }),
+      const client = dubbingClient(relay.baseUrl, API_KEY);
+      const created = await client.request("POST", "/api/dubbing/jobs", {
+        source_url: await client.upload(video, "video/x-matroska"),
+        target_lang: "es",
+        source_lang: "en",
       });
       expect(created.status).toBe(201);
-      const { job_id: id } = (await created.json()) as { job_id: string };
-      let job: Record<string, unknown> = {};
-      for (let i = 0; i < 240 && job.status !== "failed" && job.status !== "completed"; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 250));
-        const response = await fetch(new URL(`/api/dubbing/jobs/${id}`, relay.baseUrl), {
-          headers: { authorization: `Bearer ${API_KEY}` },
-        });
-        job = (await response.json()) as Record<string, unknown>;
-      }
+      const job = await client.finished(created.body.job_id as string);
       expect(job.status).toBe("failed");
-      expect(job.error).toMatch(/^unsupported_format/);
+      expect(job.error).toBe("unsupported_format");
       expect(`${String(job.error)} ${String(job.error_message ?? "")}`).toContain("8192×8192");
       expect(JSON.stringify(job)).not.toContain(relay.config.dataDir);
       expect(job.cost_usd ?? null).toBeNull();

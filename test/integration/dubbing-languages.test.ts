@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,6 +6,7 @@ import { makeTestVideo } from "../support/media.js";
 import { startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
+import { dubbingClient } from "../support/dubbing-client.js";
 
 /**
  * source_lang "auto" with a recogniser that identifies languages (a remote Whisper, stood in for by
@@ -21,22 +22,9 @@ let server: TestServer;
 let dir: string;
 let sourceUrl: string;
 
-async function api(method: string, route: string, body?: unknown) {
-  const response = await fetch(new URL(route, server.baseUrl), {
-    method,
-    headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-}
-
-async function finished(id: string): Promise<Record<string, unknown>> {
-  for (;;) {
-    const { body: job } = await api("GET", `/api/dubbing/jobs/${id}`);
-    if (job.status === "completed" || job.status === "failed") return job;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const api = (method: string, route: string, body?: unknown) =>
+  dubbingClient(server.baseUrl, API_KEY).request(method, route, body);
+const finished = (id: string) => dubbingClient(server.baseUrl, API_KEY).finished(id);
 
 beforeAll(async () => {
   if (SPEECH_MISSING) return;
@@ -62,17 +50,7 @@ beforeAll(async () => {
   );
   server = await startServer({ ENGINES_FILE: engines, DUBBING_WORKERS: "1", RATE_LIMIT_PER_MINUTE: "1000" });
   const video = await makeTestVideo(dir);
-  const { body: upload } = await api("POST", "/api/dubbing/upload-url", {
-    filename: "talk.mp4",
-    content_type: "video/mp4",
-  });
-  const put = await fetch(upload.upload_url as string, {
-    method: "PUT",
-    headers: upload.upload_headers as Record<string, string>,
-    body: await readFile(video),
-  });
-  expect(put.ok).toBe(true);
-  sourceUrl = upload.source_url as string;
+  sourceUrl = await dubbingClient(server.baseUrl, API_KEY).upload(video);
 });
 afterAll(async () => {
   await server?.close();

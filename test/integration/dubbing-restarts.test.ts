@@ -1,10 +1,11 @@
 import type { ChildProcess } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import BetterSqlite3 from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestVideo } from "../support/media.js";
+import { dubbingClient } from "../support/dubbing-client.js";
 import { startServiceProcess, type ServiceProcess } from "../support/service-process.js";
 import { sharedMissing } from "../support/shared.js";
 
@@ -33,14 +34,7 @@ async function startService(name: string): Promise<ServiceProcess> {
   return service;
 }
 
-async function api(baseUrl: string, method: string, route: string, body?: unknown) {
-  const response = await fetch(new URL(route, baseUrl), {
-    method,
-    headers: { authorization: `Bearer ${KEY}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return (await response.json()) as Record<string, unknown>;
-}
+const clientOf = (service: ServiceProcess) => dubbingClient(service.baseUrl, KEY);
 
 /** The job's row as the processes left it (read while none runs). */
 function jobRow(jobId: string): Record<string, unknown> {
@@ -66,17 +60,9 @@ describe.skipIf(SKIP)("a service stopped with SIGTERM in the middle of a job", (
   it(`hands the job back at once each time; after ${RESTARTS} restarts the job still completes, charged once`, async () => {
     let service = await startService("restart-0");
     const video = await makeTestVideo(dir);
-    const upload = await api(service.baseUrl, "POST", "/api/dubbing/upload-url", {
-      filename: "talk.mp4",
-      content_type: "video/mp4",
-    });
-    await fetch(upload.upload_url as string, {
-      method: "PUT",
-      headers: upload.upload_headers as Record<string, string>,
-      body: await readFile(video),
-    });
-    const created = await api(service.baseUrl, "POST", "/api/dubbing/jobs", {
-      source_url: upload.source_url,
+    const sourceUrl = await clientOf(service).upload(video);
+    const { body: created } = await clientOf(service).request("POST", "/api/dubbing/jobs", {
+      source_url: sourceUrl,
       target_lang: "es",
       source_lang: "en",
     });
@@ -85,7 +71,7 @@ describe.skipIf(SKIP)("a service stopped with SIGTERM in the middle of a job", (
     for (let restart = 1; restart <= RESTARTS; restart++) {
       // Stop the process as soon as its worker is inside the job.
       for (;;) {
-        const job = await api(service.baseUrl, "GET", `/api/dubbing/jobs/${jobId}`);
+        const { body: job } = await clientOf(service).request("GET", `/api/dubbing/jobs/${jobId}`);
         expect(job.status).not.toMatch(/completed|failed/);
         if (job.status !== "pending") break;
         await new Promise((resolve) => setTimeout(resolve, 20));
@@ -98,12 +84,7 @@ describe.skipIf(SKIP)("a service stopped with SIGTERM in the middle of a job", (
       service = await startService(`restart-${restart}`);
     }
 
-    let job: Record<string, unknown>;
-    for (;;) {
-      job = await api(service.baseUrl, "GET", `/api/dubbing/jobs/${jobId}`);
-      if (job.status === "completed" || job.status === "failed") break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const job = await clientOf(service).finished(jobId);
     expect(job).toMatchObject({ status: "completed", error: null, cost_usd: 0.066667 });
     service.child.kill("SIGTERM");
     expect(await service.exited).toBe(0);

@@ -246,11 +246,16 @@ describe("a plain HTTP GET of a ws_url", () => {
 describe("every HTTP error has the error body and does not echo the request", () => {
   const marker = "ECHO-MARKER-7f3a";
 
+  /** The status, the error body with its code, and nothing of the request in the answer. */
+  function expectRefused(answer: Answer, status: number, code: string): void {
+    expect(answer.status).toBe(status);
+    expectErrorBody(answer, code);
+    expect(answer.text).not.toContain(marker);
+  }
+
   it("404 for an unknown route", async () => {
     const answer = await request("GET", `/no/such/${marker}`);
-    expect(answer.status).toBe(404);
-    expectErrorBody(answer, "not_found");
-    expect(answer.text).not.toContain(marker);
+    expectRefused(answer, 404, "not_found");
   });
 
   it("413 for a body over the limit", async () => {
@@ -258,18 +263,14 @@ describe("every HTTP error has the error body and does not echo the request", ()
       authorization: `Bearer ${API_KEY}`,
       body: JSON.stringify({ pad: marker.repeat(200_000) }),
     });
-    expect(answer.status).toBe(413);
-    expectErrorBody(answer, "payload_too_large");
-    expect(answer.text).not.toContain(marker);
+    expectRefused(answer, 413, "payload_too_large");
   });
 
   it("414 for a path parameter over the limit", async () => {
     const answer = await request("GET", `/api/dubbing/jobs/${marker.repeat(20)}`, {
       authorization: `Bearer ${API_KEY}`,
     });
-    expect(answer.status).toBe(414);
-    expectErrorBody(answer, "uri_too_long");
-    expect(answer.text).not.toContain(marker);
+    expectRefused(answer, 414, "uri_too_long");
   });
 
   it("415 and malformed JSON bodies", async () => {
@@ -278,16 +279,12 @@ describe("every HTTP error has the error body and does not echo the request", ()
       headers: { "content-type": `application/${marker}` },
       body: "{}",
     });
-    expect(wrongType.status).toBe(415);
-    expectErrorBody(wrongType, "unsupported_media_type");
-    expect(wrongType.text).not.toContain(marker);
+    expectRefused(wrongType, 415, "unsupported_media_type");
     const badJson = await request("POST", "/api/beta1/session", {
       authorization: `Bearer ${API_KEY}`,
       body: `{"${marker}": nope}`,
     });
-    expect(badJson.status).toBe(400);
-    expectErrorBody(badJson, "invalid_request");
-    expect(badJson.text).not.toContain(marker);
+    expectRefused(badJson, 400, "invalid_request");
     expect(badJson.text).not.toContain("nope");
   });
 

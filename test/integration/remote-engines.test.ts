@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,6 +9,7 @@ import { makeTestVideo } from "../support/media.js";
 import { startOpenAiServer, TONE_HZ, type OpenAiTestServer } from "../support/openai-server.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { dubbingClient } from "../support/dubbing-client.js";
 
 /**
  * The service configured (ENGINES_FILE) with OpenAI-compatible remote engines for recognition,
@@ -212,34 +213,13 @@ describe.skipIf(SPEECH_MISSING)("remote OpenAI-compatible engines in real sessio
     remote.reply = (text) => `[es] ${text.trim()}`;
     const video = await makeTestVideo(dir);
     await withService(allRemote(), async (server) => {
-      const call = async (method: string, url: string, body?: unknown) => {
-        const response = await fetch(new URL(url, server.baseUrl), {
-          method,
-          headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        return (await response.json()) as Record<string, unknown>;
-      };
-      const upload = await call("POST", "/api/dubbing/upload-url", {
-        filename: "a.mp4",
-        content_type: "video/mp4",
-      });
-      const put = await fetch(upload.upload_url as string, {
-        method: "PUT",
-        headers: upload.upload_headers as Record<string, string>,
-        body: await readFile(video),
-      });
-      expect(put.ok).toBe(true);
-      const created = await call("POST", "/api/dubbing/jobs", {
-        source_url: upload.source_url,
+      const client = dubbingClient(server.baseUrl, API_KEY);
+      const { body: created } = await client.request("POST", "/api/dubbing/jobs", {
+        source_url: await client.upload(video),
         target_lang: "es",
         source_lang: "en",
       });
-      let job: Record<string, unknown> = created;
-      for (let i = 0; i < 240 && job.status !== "completed" && job.status !== "failed"; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 250));
-        job = await call("GET", `/api/dubbing/jobs/${created.job_id as string}`);
-      }
+      const job = await client.finished(created.job_id as string);
       expect(job.status).toBe("completed");
       const segments = job.segments as { text: string; translated_text: string }[];
       expect(segments.length).toBeGreaterThan(0);

@@ -48,17 +48,27 @@ export async function injectApp(
   env: Record<string, string> = {},
   options: InjectAppOptions = {},
 ): Promise<InjectedApp> {
-  const dataDir = await mkdtemp(path.join(tmpdir(), "relay-inject-"));
-  const config = loadConfig({
-    ...testEnv(INJECT_BASE_URL, dataDir),
-    DATABASE_URL: "sqlite::memory:",
-    ...env,
-  });
+  const handle = await openTestApp(INJECT_BASE_URL, { DATABASE_URL: "sqlite::memory:", ...env }, options);
+  await handle.app.http.ready();
+  return handle;
+}
+
+/**
+ * The app of a test, not yet serving: the test configuration for `baseUrl` (`env` on top), its
+ * services over a fresh data directory, and the app built on them. `close()` shuts the app down,
+ * closes the services and removes the directory.
+ */
+export async function openTestApp(
+  baseUrl: string,
+  env: Record<string, string>,
+  options: InjectAppOptions,
+): Promise<InjectedApp> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), "relay-test-"));
+  const config = loadConfig({ ...testEnv(baseUrl, dataDir), ...env });
   const services = await openServices(config, options);
   const app = await buildApp(config, services);
-  await app.http.ready();
   return {
-    baseUrl: config.publicBaseUrl ?? INJECT_BASE_URL,
+    baseUrl: config.publicBaseUrl ?? baseUrl,
     app,
     config,
     services,
