@@ -78,6 +78,11 @@ export interface Hypothesis {
 export interface AsrStreamOptions {
   /** The spoken language, or "auto" for engines that declare `languageDetection`. */
   readonly language: LanguageCode | "auto";
+  /**
+   * With "auto": identification chooses among these languages only (a session's `languageHints`,
+   * or the pair of a two-way session). Absent: any language the engine knows.
+   */
+  readonly candidates?: readonly LanguageCode[];
   /** Free-text session context (names, jargon); engines that cannot use it ignore it. */
   readonly context?: string;
 }
