@@ -1,11 +1,12 @@
 #!/bin/sh
 # One-time setup for a fresh Debian/Ubuntu machine with Node.js 20+: the Debian packages the
-# embedded engines run on (only those missing), the npm dependencies, and the build.
+# embedded engines run on and the toolchain whisper.cpp is built with (only those missing), the npm
+# dependencies, whisper.cpp built for this CPU, and the build.
 set -eu
 cd "$(dirname "$0")/.."
 
 PACKAGES="libpocketsphinx3 pocketsphinx-en-us apertium apertium-eng-spa apertium-fr-es apertium-es-pt \
-apertium-spa-ita cg3 espeak-ng ffmpeg"
+apertium-spa-ita cg3 espeak-ng ffmpeg build-essential cmake"
 
 missing=""
 for pkg in $PACKAGES; do
@@ -23,5 +24,6 @@ fi
 # build ships in the package. `npm install` follows package-lock.json; `npm ci` is avoided because
 # npm 11.19 rejects its own lock file here (it leaves out other platforms' optional packages).
 ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund
+sh scripts/build-whisper.sh
 npm run build
 echo "setup: done"

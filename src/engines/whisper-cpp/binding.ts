@@ -1,13 +1,23 @@
 /**
- * The native whisper.cpp addon of `@fugood/whisper.node`, loaded from its per-platform CPU package
- * (`@fugood/node-whisper-<platform>-<arch>`) only when a whisper.cpp engine is configured.
+ * The native whisper.cpp addon, from one of two builds with the same JavaScript surface
+ * (`WhisperContext`, as `@fugood/whisper.node` documents it):
+ *
+ * - "native": relay's own addon (native/whisper-cpp/addon.cc), compiled by `npm run setup` for the
+ *   host CPU from the whisper.cpp sources in the npm package nodejs-whisper. It uses the CPU's SIMD
+ *   (AVX2/FMA/F16C...) and adds what streaming needs: an encoder window fitted to the audio
+ *   (`audioCtx`), a token bound, identification among candidate languages, and a `stop()` that works.
+ * - "prebuilt": the CPU package of `@fugood/whisper.node` (`@fugood/node-whisper-<platform>-<arch>`),
+ *   the fallback when the build is impossible. Built without SIMD, it is about 20x slower, and it
+ *   ignores the options above.
  *
  * The project depends on the platform package directly (an optional dependency) rather than on the
  * `@fugood/whisper.node` wrapper: the wrapper's own optional dependencies pull CUDA and Vulkan builds
  * (about 240 MB) that npm cannot leave out selectively, and its JavaScript only picks the platform
- * package and re-exports it. The addon's API is the one the wrapper documents (`WhisperContext`).
+ * package and re-exports it.
  */
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 
 /** The `@fugood/whisper.node` release the project is built and tested against. */
 export const BINDING_VERSION = "1.1.3";
@@ -26,6 +36,8 @@ export interface NativeTranscribeResult {
   readonly language?: string;
   readonly segments: readonly NativeSegment[];
   readonly isAborted: boolean;
+  /** Native build, language identified: its probability among the candidates (0..1). */
+  readonly languageProbability?: number;
 }
 
 /** The options `WhisperContext.transcribeData` reads (a subset of whisper.cpp's `whisper_full_params`). */
@@ -41,6 +53,12 @@ export interface NativeTranscribeOptions {
   readonly temperatureInc?: number;
   /** whisper.cpp's initial prompt (names, jargon, style). */
   readonly prompt?: string;
+  /** Native build: encoder frames (20 ms each, at most 1500); 0 or absent: whisper's 30 s window. */
+  readonly audioCtx?: number;
+  /** Native build: most tokens the decode may produce; 0 or absent: no bound. */
+  readonly maxTokens?: number;
+  /** Native build, with language "auto": identify among these whisper.cpp codes only. */
+  readonly candidates?: readonly string[];
 }
 
 export interface NativeTranscription {
@@ -77,12 +95,23 @@ export interface NativeWhisperModule {
   };
 }
 
+export type BindingKind = "native" | "prebuilt";
+
 export interface WhisperBinding {
   readonly module: NativeWhisperModule;
-  readonly packageName: string;
-  /** Version of the platform package (equal to the `@fugood/whisper.node` release it belongs to). */
+  readonly kind: BindingKind;
+  /** The native build's file, or the prebuilt package's name. */
+  readonly source: string;
+  /** whisper.cpp's version (native build) or the platform package's (prebuilt). */
   readonly version: string;
+  /** The CPU features the native build uses (whisper.cpp's system info line). */
+  readonly systemInfo?: string;
 }
+
+/** Where `npm run setup` (scripts/build-whisper.sh) puts the addon built for this CPU. */
+export const NATIVE_BUILD_PATH = fileURLToPath(
+  new URL("../../../native/whisper-cpp/build/relay_whisper.node", import.meta.url),
+);
 
 export function platformPackageName(
   platform: string = process.platform,
@@ -91,12 +120,12 @@ export function platformPackageName(
   return `@fugood/node-whisper-${platform}-${arch}`;
 }
 
-/** How to get the binding, for error messages. */
+/** How to get a binding, for error messages. */
 export function installHint(packageName: string): string {
   return (
-    `install it with \`npm install --save-optional ${packageName}@${BINDING_VERSION}\` ` +
-    `(the CPU build of @fugood/whisper.node ${BINDING_VERSION}; this project's \`npm install\` ` +
-    `installs @fugood/node-whisper-linux-x64 on linux-x64)`
+    `run \`npm run setup\` to build whisper.cpp for this CPU, or install the prebuilt fallback with ` +
+    `\`npm install --save-optional ${packageName}@${BINDING_VERSION}\` (the CPU build of ` +
+    `@fugood/whisper.node ${BINDING_VERSION}; this project's \`npm install\` installs it on linux-x64)`
   );
 }
 
@@ -105,31 +134,62 @@ function isModuleNotFound(error: unknown, packageName: string): boolean {
   return code === "MODULE_NOT_FOUND" && error instanceof Error && error.message.includes(packageName);
 }
 
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /**
- * Loads the addon with `require` (an ES `import()` cannot load a `.node` file); Node caches it, so this
- * is cheap after the first call. Throws an error that says how to install a missing binding.
+ * Loads a binding with `require` (an ES `import()` cannot load a `.node` file); Node caches it, so
+ * this is cheap after the first call. "auto" takes the native build when setup made one and it loads,
+ * else the prebuilt package. Throws an error that says how to get a missing binding.
  */
-export function loadWhisperBinding(packageName: string = platformPackageName()): WhisperBinding {
+export function loadWhisperBinding(
+  preference: BindingKind | "auto" = "auto",
+  packageName: string = platformPackageName(),
+  nativePath: string = NATIVE_BUILD_PATH,
+): WhisperBinding {
   const require = createRequire(import.meta.url);
+  let nativeFailure: string | undefined;
+  if (preference !== "prebuilt") {
+    if (existsSync(nativePath)) {
+      try {
+        const module = require(nativePath) as NativeWhisperModule & { version: string; systemInfo: string };
+        return {
+          module,
+          kind: "native",
+          source: nativePath,
+          version: module.version,
+          systemInfo: module.systemInfo,
+        };
+      } catch (error) {
+        nativeFailure = `the native build ${nativePath} does not load (${reasonOf(error)}; rebuild it with \`npm run setup\`)`;
+      }
+    } else {
+      nativeFailure = `no native build at ${nativePath} (\`npm run setup\` makes one)`;
+    }
+    if (preference === "native") throw new Error(`whisper.cpp binding missing: ${nativeFailure}`);
+  }
   let module: NativeWhisperModule;
   let version: string;
   try {
     version = (require(`${packageName}/package.json`) as { version: string }).version;
     module = require(packageName) as NativeWhisperModule;
   } catch (error) {
+    const native = nativeFailure ? `${nativeFailure}, and ` : "";
     if (isModuleNotFound(error, packageName)) {
       throw new Error(
-        `whisper.cpp binding missing: the npm package ${packageName} is not installed; ${installHint(packageName)}`,
+        `whisper.cpp binding missing: ${native}the npm package ${packageName} is not installed; ${installHint(packageName)}`,
         { cause: error },
       );
     }
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`whisper.cpp binding ${packageName} could not be loaded: ${reason}`, { cause: error });
+    throw new Error(`whisper.cpp binding ${packageName} could not be loaded: ${native}${reasonOf(error)}`, {
+      cause: error,
+    });
   }
   if (typeof module.WhisperContext !== "function") {
     throw new Error(`whisper.cpp binding ${packageName} ${version} does not export WhisperContext`);
   }
-  return { module, packageName, version };
+  return { module, kind: "prebuilt", source: packageName, version };
 }
 
 export type NativeLogLevel = "error" | "warn" | "info" | "debug";

@@ -1,33 +1,29 @@
 /**
- * Speech recognition with whisper.cpp, in-process through the `@fugood/whisper.node` addon (its CPU
- * build; see binding.ts for why the project installs the platform package itself).
+ * Speech recognition with whisper.cpp, in process: relay's addon built for this CPU by setup, or the
+ * prebuilt `@fugood/whisper.node` CPU addon as the fallback (binding.ts).
  *
  * The engine loads `maxConcurrent` native contexts up front, each a full copy of the model — the addon
  * cannot share one model between decoding states — and every decode borrows one. whisper.cpp is not a
- * streaming recogniser: a stream keeps its utterance and decodes it whole, for partial results at a
- * bounded rate in the background and once more at the end. Decodes beyond the contexts queue, finals
- * first. Each decode uses `threads` CPU threads and occupies one libuv thread-pool thread throughout.
+ * streaming recogniser: a stream decodes the audio it has not committed yet, for partial results at a
+ * bounded rate in the background and once more at the end, and commits words two decodes agree on
+ * (stream.ts, agreement.ts). Decodes beyond the contexts queue, finals first. Each decode uses
+ * `threads` CPU threads and occupies one libuv thread-pool thread throughout.
  *
  * Loading a model blocks the event loop (the addon loads synchronously), which is why all contexts
  * are created here, before the engine serves anything, rather than on demand.
  */
 import { availableParallelism } from "node:os";
 import path from "node:path";
-import type {
-  AsrCapabilities,
-  AsrEngine,
-  AsrStream,
-  AsrStreamOptions,
-  EngineInfo,
-  Hypothesis,
-} from "../types.js";
+import type { AsrCapabilities, AsrEngine, AsrStream, AsrStreamOptions, EngineInfo } from "../types.js";
 import {
   loadWhisperBinding,
   nativeLog,
+  type BindingKind,
   type NativeTranscribeOptions,
   type NativeTranscribeResult,
   type NativeWhisperContext,
   type NativeWhisperModule,
+  type WhisperBinding,
 } from "./binding.js";
 import {
   isMultilingual,
@@ -38,13 +34,14 @@ import {
   toWhisperLanguage,
 } from "./model.js";
 import {
+  DecodeCancelledError,
   DecodeScheduler,
   type DecodeKind,
   type DecodeStats,
   type RunningDecode,
   type ScheduledDecode,
 } from "./scheduler.js";
-import { WhisperCppStream, type StreamHost } from "./stream.js";
+import { WhisperCppStream, type DecodeInput, type Decoded, type StreamHost } from "./stream.js";
 import { dropAnnotations, wordTimings } from "./words.js";
 
 export type { DecodeStats } from "./scheduler.js";
@@ -55,6 +52,22 @@ const DEFAULT_PARTIAL_INTERVAL_MS = 1000;
 const DEFAULT_DECODE_TIMEOUT_MS = 120_000;
 /** libuv's default thread-pool size (fs, dns, zlib and the addon's decodes share it). */
 const DEFAULT_UV_THREADPOOL_SIZE = 4;
+/** One encoder frame covers 20 ms of audio; whisper's window is 1500 frames (30 s). */
+const SAMPLES_PER_ENCODER_FRAME = 320;
+const FULL_ENCODER_FRAMES = 1500;
+/**
+ * Frames added beyond the audio when the encoder window is fitted to it: whisper was trained on 30 s
+ * windows and transcribes the last words of a window cut exactly at the audio's end less reliably.
+ */
+const ENCODER_MARGIN_FRAMES = 64;
+/**
+ * Tokens a decode may produce per second of audio (plus a constant): fast speech is about 4 words,
+ * 6–8 tokens, a second, so this only stops a decode that loops (whisper's known failure).
+ */
+const MAX_TOKENS_PER_SECOND = 12;
+const MAX_TOKENS_BASE = 16;
+/** Whisper reads at most half its 448-token text context as prompt; more characters are wasted work. */
+const MAX_PROMPT_CHARS = 1_000;
 
 export interface WhisperCppOptions {
   /** A whisper.cpp ggml model (`ggml-*.bin`); `*.en` models are English-only. */
@@ -86,6 +99,16 @@ export interface WhisperCppOptions {
   readonly temperatureFallback?: boolean;
   /** Restricts the languages offered to these (ISO 639-1); each must be one the model knows. */
   readonly languages?: readonly string[];
+  /**
+   * Which addon: "native" (built for this CPU by `npm run setup`), "prebuilt" (the no-SIMD fallback),
+   * or "auto" (default): native when it was built and loads, else prebuilt.
+   */
+  readonly binding?: BindingKind | "auto";
+  /**
+   * Native build: run the encoder over the audio's length (plus a margin) instead of whisper's fixed
+   * 30 s window, which makes short decodes several times faster. Default true.
+   */
+  readonly fitEncoderWindow?: boolean;
 }
 
 export interface WhisperCppModelInfo {
@@ -99,13 +122,20 @@ export interface WhisperCppModelInfo {
   readonly warnings: readonly string[];
 }
 
+/** The addon in use, for start-up logs, /healthz and `GET /v1/languages`. */
+export interface WhisperCppBindingInfo {
+  readonly kind: BindingKind;
+  readonly source: string;
+  readonly systemInfo?: string;
+}
+
 /**
  * Must be closed: while an engine is open, the addon's log callback keeps the event loop alive.
- * Streams opened with "auto" report the language whisper heard, which may lie outside a `languages`
- * restriction (whisper.cpp cannot limit its detection to a subset).
+ * Streams opened with "auto" identify among their `candidates` (else among the engine's languages).
  */
 export interface WhisperCppEngine extends AsrEngine {
   readonly model: WhisperCppModelInfo;
+  readonly binding: WhisperCppBindingInfo;
   /** Context use and decode counts, for metrics and tests. */
   stats(): DecodeStats;
   /** Resolves when no decode is running or queued (background partial decodes included). */
@@ -151,18 +181,19 @@ function restrictLanguages(
   return known.filter((language) => wanted.includes(language));
 }
 
-/** Turns the addon's result into a hypothesis whose timings are relative to the stream's first sample. */
-function toHypothesis(result: NativeTranscribeResult, samples: number, detect: boolean): Hypothesis {
+/** The addon's result as words timed from the start of the decoded audio. */
+function toDecoded(result: NativeTranscribeResult, samples: number): Decoded {
+  if (result.isAborted) throw new DecodeCancelledError();
   const durationMs = (samples * 1000) / SAMPLE_RATE;
   const words = dropAnnotations(wordTimings(result.result, result.segments, durationMs));
-  const hypothesis: Hypothesis = { text: words.map((w) => w.word).join(" "), words };
-  return detect && result.language ? { ...hypothesis, language: toIsoLanguage(result.language) } : hypothesis;
+  return result.language ? { words, language: toIsoLanguage(result.language) } : { words };
 }
 
 interface StreamSettings {
-  /** whisper.cpp language code, or "auto". */
-  readonly language: string;
-  readonly prompt: string | undefined;
+  /** The session context, whisper's prompt ahead of the committed text. */
+  readonly context: string | undefined;
+  /** whisper.cpp codes identification chooses among ("auto" streams); empty: any. */
+  readonly candidates: readonly string[];
 }
 
 class WhisperCppAsrEngine implements WhisperCppEngine, StreamHost {
@@ -174,10 +205,12 @@ class WhisperCppAsrEngine implements WhisperCppEngine, StreamHost {
     readonly info: EngineInfo,
     readonly capabilities: AsrCapabilities,
     readonly model: WhisperCppModelInfo,
+    readonly binding: WhisperCppBindingInfo,
     private readonly scheduler: DecodeScheduler<NativeWhisperContext>,
     private readonly threads: number,
     private readonly partialIntervalSamples: number,
     private readonly temperatureFallback: boolean,
+    private readonly fitEncoderWindow: boolean,
     private readonly unsubscribeLog: () => void,
   ) {}
 
@@ -199,25 +232,26 @@ class WhisperCppAsrEngine implements WhisperCppEngine, StreamHost {
     } else if (!this.capabilities.languages.includes(options.language)) {
       throw new Error(`whisper.cpp: language "${options.language}" is not supported by ${this.model.file}`);
     }
-    const stream = new WhisperCppStream(this, this.partialIntervalSamples);
-    const prompt = options.context?.trim();
+    const candidates = options.language === "auto" ? (options.candidates ?? []) : [];
+    const unknown = candidates.filter((language) => !this.capabilities.languages.includes(language));
+    if (unknown.length > 0) {
+      throw new Error(`whisper.cpp: ${this.model.file} cannot identify language(s) ${unknown.join(", ")}`);
+    }
+    const stream = new WhisperCppStream(this, this.partialIntervalSamples, options.language);
+    const context = options.context?.trim();
     this.streams.set(stream, {
-      language: options.language === "auto" ? "auto" : toWhisperLanguage(options.language),
-      prompt: prompt ? prompt : undefined,
+      context: context ? context : undefined,
+      candidates: candidates.map(toWhisperLanguage),
     });
     return stream;
   }
 
-  decode(
-    stream: WhisperCppStream,
-    kind: DecodeKind,
-    snapshot: () => Int16Array,
-  ): ScheduledDecode<Hypothesis> {
+  decode(stream: WhisperCppStream, kind: DecodeKind, input: () => DecodeInput): ScheduledDecode<Decoded> {
     const settings = this.streams.get(stream);
     if (settings === undefined) {
       return { result: Promise.reject(new Error("whisper.cpp stream is closed")), cancel: () => undefined };
     }
-    return this.scheduler.schedule(stream, kind, (context) => this.run(context, snapshot(), kind, settings));
+    return this.scheduler.schedule(stream, kind, (context) => this.run(context, input(), kind, settings));
   }
 
   cancelAll(stream: WhisperCppStream): void {
@@ -230,30 +264,59 @@ class WhisperCppAsrEngine implements WhisperCppEngine, StreamHost {
 
   private run(
     context: NativeWhisperContext,
-    audio: Int16Array,
+    input: DecodeInput,
     kind: DecodeKind,
     settings: StreamSettings,
-  ): RunningDecode<Hypothesis> {
+  ): RunningDecode<Decoded> {
+    const { audio } = input;
+    const native = this.binding.kind === "native";
+    const prompt = [settings.context, input.committedText].filter(Boolean).join(" ").slice(-MAX_PROMPT_CHARS);
     const options: NativeTranscribeOptions = {
-      language: settings.language,
+      language: input.language === "auto" ? "auto" : toWhisperLanguage(input.language),
       maxThreads: this.threads,
       // One segment per token, each with whisper.cpp's token timestamps: word timings (words.ts).
       tokenTimestamps: true,
       maxLen: 1,
       // No temperature fallback for partial results, which are disposable: it can multiply the time.
       ...(kind === "partial" || !this.temperatureFallback ? { temperatureInc: 0 } : {}),
-      ...(settings.prompt ? { prompt: settings.prompt } : {}),
+      ...(prompt ? { prompt } : {}),
+      ...(native
+        ? this.nativeOptions(audio.length, input.language === "auto" ? settings.candidates : [])
+        : {}),
     };
     const transcription = context.transcribeData(audio.buffer as ArrayBuffer, options);
+    let result = transcription.promise.then((answer) => toDecoded(answer, audio.length));
+    // The prebuilt addon cannot restrict identification: a language outside the candidates is
+    // decoded again in the first candidate (the session's first hint, or a two-way pair's source).
+    const [first] = settings.candidates;
+    if (!native && input.language === "auto" && first !== undefined) {
+      result = result.then((decoded) =>
+        decoded.language !== undefined && !settings.candidates.includes(toWhisperLanguage(decoded.language))
+          ? context
+              .transcribeData(audio.buffer as ArrayBuffer, { ...options, language: first })
+              .promise.then((answer) => ({
+                ...toDecoded(answer, audio.length),
+                language: toIsoLanguage(first),
+              }))
+          : decoded,
+      );
+    }
     return {
-      result: transcription.promise.then((result) =>
-        toHypothesis(result, audio.length, settings.language === "auto"),
-      ),
-      // Never `transcription.stop()`: the addon (1.1.3) cannot interrupt whisper.cpp anyway, and a
-      // cancelled job ends through AsyncWorker::OnError, which passes one argument to a completion
-      // callback that settles the promise only when given two: the promise would stay pending for
-      // ever and hold its context. A cancelled decode runs to its end and its result is ignored.
-      cancel: () => undefined,
+      result,
+      // The prebuilt addon (1.1.3) cannot interrupt whisper.cpp, and its cancelled job never settles
+      // its promise (it would hold the context for ever): there a cancelled decode runs to its end and
+      // its result is ignored.
+      cancel: native ? () => void transcription.stop() : () => undefined,
+    };
+  }
+
+  /** The native build's bounds for one decode of `samples`. */
+  private nativeOptions(samples: number, candidates: readonly string[]): Partial<NativeTranscribeOptions> {
+    const frames = Math.ceil(samples / SAMPLES_PER_ENCODER_FRAME) + ENCODER_MARGIN_FRAMES;
+    return {
+      ...(this.fitEncoderWindow ? { audioCtx: Math.min(FULL_ENCODER_FRAMES, frames) } : {}),
+      maxTokens: Math.ceil((samples / SAMPLE_RATE) * MAX_TOKENS_PER_SECOND) + MAX_TOKENS_BASE,
+      ...(candidates.length > 0 ? { candidates } : {}),
     };
   }
 
@@ -317,7 +380,7 @@ export async function createWhisperCppEngine(options: WhisperCppOptions): Promis
   const { header, tensors } = await inspectModelFile(file);
   const multilingual = isMultilingual(header);
   const languages = restrictLanguages(modelLanguages(header), options.languages, file);
-  const binding = loadWhisperBinding();
+  const binding: WhisperBinding = loadWhisperBinding(options.binding ?? "auto");
 
   // whisper.cpp's errors and warnings are collected while the model loads, to explain a failure and
   // to report warnings such as a model file without weights.
@@ -347,7 +410,10 @@ export async function createWhisperCppEngine(options: WhisperCppOptions): Promis
     punctuation: true,
     languageDetection: multilingual,
   };
-  const info: EngineInfo = { id: "whisper-cpp", version: `${binding.version}+${path.basename(file)}` };
+  const info: EngineInfo = {
+    id: "whisper-cpp",
+    version: `${binding.version}-${binding.kind}+${path.basename(file)}`,
+  };
   const model: WhisperCppModelInfo = {
     file: path.basename(file),
     size: modelSize(header),
@@ -359,10 +425,12 @@ export async function createWhisperCppEngine(options: WhisperCppOptions): Promis
     info,
     capabilities,
     model,
+    { kind: binding.kind, source: binding.source, systemInfo: binding.systemInfo },
     new DecodeScheduler(contexts, { decodeTimeoutMs }),
     threads,
     Math.round((partialIntervalMs * SAMPLE_RATE) / 1000),
     options.temperatureFallback ?? true,
+    options.fitEncoderWindow ?? true,
     unsubscribeLog,
   );
 }
