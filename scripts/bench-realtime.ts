@@ -2,8 +2,10 @@
  * Real-time benchmark: streams real utterances from ../shared/data/speech through a running
  * service process (started here with the embedded engines) and measures latency, CPU, concurrency
  * and idle-session memory. Prints a Markdown table and writes JSON to bench-results/realtime.json.
+ * Then whisper.cpp's streaming capacity with its test models (scripts/bench-whisper-streaming.ts).
  *
  *   npm run bench:realtime [-- --quick]
+ *   npm run bench:realtime -- --whisper   (the whisper.cpp part only)
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -13,6 +15,7 @@ import path from "node:path";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createSession, RealtimeSocket } from "../src/client/realtime-client.js";
 import { freePort } from "../test/support/ports.js";
+import { benchWhisperStreaming } from "./bench-whisper-streaming.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 const QUICK = process.argv.includes("--quick");
@@ -325,4 +328,5 @@ async function main(): Promise<void> {
   );
 }
 
-await main();
+if (!process.argv.includes("--whisper")) await main();
+console.log("\n" + (await benchWhisperStreaming(SHARED, CLIPS.slice(0, QUICK ? 3 : 6))));

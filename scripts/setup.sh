@@ -26,4 +26,14 @@ fi
 ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund
 sh scripts/build-whisper.sh
 npm run build
+
+# The default multilingual model (whisper base, 142 MiB, checksum verified, resumable): with it the
+# service recognises and identifies every whisper language. Offline, the embedded engines serve.
+if [ -n "${RELAY_SKIP_MODELS:-}" ]; then
+  echo "setup: RELAY_SKIP_MODELS is set: no whisper model pulled; the embedded engines serve (English recognition)"
+elif node dist/cli/main.js models pull base >/tmp/relay-setup-models.err 2>&1; then
+  echo "setup: whisper model base ready: whisper.cpp recognises and identifies every language"
+else
+  echo "setup: whisper model base not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-models.err | cut -c8- | sed "s/\. .*//")); the embedded engines serve (English recognition); \`npx relay models pull base\` adds it later"
+fi
 echo "setup: done"

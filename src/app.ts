@@ -109,6 +109,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     worker_id: config.workerId,
     sessions: { live: sessions.liveCount, capacity: config.maxSessions },
     rooms: { open: rooms.count, backend: rooms.backend.kind },
+    engines: registry.engines(),
     unavailable_engines: registry.unavailable,
   }));
 

@@ -3,7 +3,11 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { NATIVE_BUILD_PATH } from "./engines/whisper-cpp/binding.js";
+import { findModel } from "./models/catalogue.js";
 import {
+  defaultEngines,
+  DEFAULT_WHISPER_MODEL,
   EngineConfigError,
   readEnginesFile,
   selectEngines,
@@ -215,13 +219,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.STORAGE_BACKEND === "s3" && !e.S3_BUCKET) {
     throw new ConfigError("invalid configuration:\n  S3_BUCKET: required when STORAGE_BACKEND=s3");
   }
+  const modelsDir = path.resolve(e.MODELS_DIR ?? path.join(dataDir, "models"));
+  const defaults = defaultEngines({
+    modelPresent: existsSync(path.join(modelsDir, findModel(DEFAULT_WHISPER_MODEL)!.file)),
+    nativeBuild: existsSync(NATIVE_BUILD_PATH),
+  });
   let engineLists: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[]; pivot?: string };
   try {
     const file = e.ENGINES_FILE ? readEnginesFile(e.ENGINES_FILE, env) : undefined;
     engineLists = {
-      asr: selectEngines("asr", file, e.ASR_ENGINES),
-      mt: selectEngines("mt", file, e.MT_ENGINES),
-      tts: selectEngines("tts", file, e.TTS_ENGINES),
+      asr: selectEngines("asr", file, e.ASR_ENGINES, defaults),
+      mt: selectEngines("mt", file, e.MT_ENGINES, defaults),
+      tts: selectEngines("tts", file, e.TTS_ENGINES, defaults),
       pivot: file?.pivotLanguage,
     };
   } catch (error) {
@@ -288,7 +297,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       asr: engineLists.asr,
       mt: engineLists.mt,
       tts: engineLists.tts,
-      modelsDir: path.resolve(e.MODELS_DIR ?? path.join(dataDir, "models")),
+      modelsDir,
       sileroModel: e.SILERO_VAD_MODEL,
       pocketsphinxModelDir: e.POCKETSPHINX_MODEL_DIR,
       // One decoder per concurrently speaking session, bounded so memory stays predictable.

@@ -31,12 +31,33 @@ export type MtSpec = z.infer<typeof mtSpec>;
 export type TtsSpec = z.infer<typeof ttsSpec>;
 export type EnginesFile = z.infer<typeof enginesFile>;
 
+type EngineLists = { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[] };
+
 /** The embedded engines, used when neither the file nor the environment names any. */
-export const DEFAULT_ENGINES: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[] } = {
+export const DEFAULT_ENGINES: EngineLists = {
   asr: [{ engine: "pocketsphinx" }],
   mt: [{ engine: "apertium" }],
   tts: [{ engine: "espeak-ng" }],
 };
+
+/** The multilingual model `npm run setup` pulls when the network allows (`relay models pull base`). */
+export const DEFAULT_WHISPER_MODEL = "base";
+
+/**
+ * The defaults on this machine: with the default whisper model pulled, whisper.cpp recognises every
+ * language and identifies them, and PocketSphinx stays for English. whisper.cpp comes first when
+ * setup built it for this CPU; the prebuilt fallback is too slow to hear English live, so there
+ * PocketSphinx keeps English and whisper.cpp serves the other languages.
+ */
+export function defaultEngines(whisper: { modelPresent: boolean; nativeBuild: boolean }): EngineLists {
+  if (!whisper.modelPresent) return DEFAULT_ENGINES;
+  const whisperCpp: AsrSpec = { engine: "whisper-cpp", model: DEFAULT_WHISPER_MODEL };
+  const pocketsphinx: AsrSpec = { engine: "pocketsphinx" };
+  return {
+    ...DEFAULT_ENGINES,
+    asr: whisper.nativeBuild ? [whisperCpp, pocketsphinx] : [pocketsphinx, whisperCpp],
+  };
+}
 
 /** Engines that need nothing but their name (an env list may name them without a file entry). */
 const BY_NAME = { asr: namedOnly("asr"), mt: namedOnly("mt"), tts: namedOnly("tts") };
@@ -88,9 +109,10 @@ export function selectEngines<K extends "asr" | "mt" | "tts">(
   kind: K,
   file: EnginesFile | undefined,
   envList: readonly string[] | undefined,
+  defaults: EngineLists = DEFAULT_ENGINES,
 ): EnginesFile[K] {
   const entries = (file?.[kind] ?? []) as EnginesFile[K];
-  if (!envList) return (entries.length > 0 ? entries : DEFAULT_ENGINES[kind]) as EnginesFile[K];
+  if (!envList) return (entries.length > 0 ? entries : defaults[kind]) as EnginesFile[K];
   const byName = BY_NAME[kind] as Record<string, EnginesFile[K][number]>;
   return envList.map((id) => {
     const found = entries.find((spec) => idOf(spec) === id) ?? byName[id];

@@ -13,6 +13,8 @@ async function main(): Promise<void> {
   const config = loadConfig();
   const services = await openServices(config);
   const app = await buildApp(config, services);
+  for (const { kind, id, version, detail } of services.registry.engines())
+    app.http.log.info(`engine ${kind} ${id} ${version}${detail ? `: ${detail}` : ""}`);
   for (const { id, reason } of services.registry.unavailable)
     app.http.log.warn(`engine ${id} unavailable: ${reason}`);
   if (config.apiKeys.length === 0)

@@ -37,7 +37,9 @@ export interface LanguagesReport {
   }[];
   readonly translation: { from: string; to: string; engines: string[]; via: string | null }[];
   readonly voice_output: { language: string; engine: string }[];
-  readonly engines: { kind: string; id: string; version: string }[];
+  /** The recogniser that identifies languages (`sourceLanguage=auto`, two-way), if any. */
+  readonly language_identification: string | null;
+  readonly engines: { kind: string; id: string; version: string; detail?: string }[];
 }
 
 /**
@@ -220,8 +222,14 @@ export class EngineRegistry {
         language,
         engine: this.synthesizer(language)!.info.id,
       })),
-      engines: this.allEngines().map(({ kind, engine }) => ({ kind, ...engine.info })),
+      language_identification: this.languageIdentifier()?.info.id ?? null,
+      engines: this.engines(),
     };
+  }
+
+  /** Every engine serving, with its version and how it runs. */
+  engines(): LanguagesReport["engines"] {
+    return this.allEngines().map(({ kind, engine }) => ({ kind, ...engine.info }));
   }
 
   async close(): Promise<void> {

@@ -18,6 +18,8 @@ export interface EngineInfo {
   readonly id: string;
   /** Version of the engine and of the model it loaded, e.g. "5prealpha+en-us". */
   readonly version: string;
+  /** How it runs, where that matters to an operator (shown at start-up, /healthz, /v1/languages). */
+  readonly detail?: string;
 }
 
 interface Engine {
@@ -80,7 +82,8 @@ export interface AsrStreamOptions {
   readonly language: LanguageCode | "auto";
   /**
    * With "auto": identification chooses among these languages only (a session's `languageHints`,
-   * or the pair of a two-way session). Absent: any language the engine knows.
+   * or the pair of a two-way session). Absent: any language the engine knows. When identification
+   * lands outside them, the utterance is taken to be in the first candidate.
    */
   readonly candidates?: readonly LanguageCode[];
   /** Free-text session context (names, jargon); engines that cannot use it ignore it. */

@@ -119,7 +119,7 @@ describe.skipIf(!READY)("whisper.cpp engine with the tiny test model (maxConcurr
     // The build setup made for this CPU when there is one, else the prebuilt fallback.
     const kind = existsSync(NATIVE_BUILD_PATH) ? "native" : "prebuilt";
     expect(engine.binding.kind).toBe(kind);
-    expect(engine.info).toEqual({
+    expect(engine.info).toMatchObject({
       id: "whisper-cpp",
       version:
         kind === "native" ? "1.9.1-native+for-tests-ggml-tiny.bin" : "1.1.3-prebuilt+for-tests-ggml-tiny.bin",
@@ -237,6 +237,114 @@ describe.skipIf(!READY)("whisper.cpp engine with the tiny test model (maxConcurr
     await expect(engine.createStream({ language: "xx" })).rejects.toThrow(/language "xx" is not supported/);
     expect(engine.stats().started).toEqual(before);
   });
+});
+
+const NATIVE_BUILT = existsSync(NATIVE_BUILD_PATH);
+
+describe.skipIf(!READY || !NATIVE_BUILT)("whisper.cpp built for this CPU", () => {
+  let engine: WhisperCppEngine;
+  let goforward: Int16Array;
+
+  beforeAll(async () => {
+    engine = await createWhisperCppEngine({
+      modelPath: model("for-tests-ggml-tiny.bin"),
+      binding: "native",
+      threads: 1,
+      maxConcurrent: 1,
+      temperatureFallback: false,
+    });
+    goforward = await readWavAsPcm16(sharedPath("data", "speech", "librivox-pocketsphinx", "goforward.wav"));
+  });
+
+  afterAll(async () => {
+    await engine?.close();
+  });
+
+  it("says it runs the build for this CPU and which instructions it uses", () => {
+    expect(engine.binding).toMatchObject({ kind: "native", source: NATIVE_BUILD_PATH });
+    expect(engine.info.detail).toMatch(/^built for this CPU \(/u);
+  });
+
+  it("identifies the language among the candidates only", async () => {
+    // The weightless model scores every language alike: unrestricted, whisper picks its first (en).
+    const open = await engine.createStream({ language: "auto" });
+    await writeAll(open, goforward);
+    const unrestricted = await open.finish();
+    for (const candidates of [["de", "fr"], ["ja"], ["fr", "es"]]) {
+      const stream = await engine.createStream({ language: "auto", candidates });
+      await writeAll(stream, goforward);
+      const final = await stream.finish();
+      expectSaneHypothesis(final, goforward.length);
+      expect(candidates).toContain(final.language);
+    }
+    expect(["de", "fr", "ja", "es"]).not.toContain(unrestricted.language);
+    await expect(engine.createStream({ language: "auto", candidates: ["xx"] })).rejects.toThrow(
+      "whisper.cpp: for-tests-ggml-tiny.bin cannot identify language(s) xx",
+    );
+  });
+
+  it("interrupts a running decode when asked (the prebuilt addon cannot)", async () => {
+    const { module } = loadWhisperBinding("native");
+    const context = new module.WhisperContext({ filePath: model("for-tests-ggml-base.bin") });
+    try {
+      const audio = new Int16Array(30 * SAMPLE_RATE);
+      audio.set(goforward);
+      const transcription = context.transcribeData(audio.buffer, { language: "en", maxThreads: 1 });
+      await transcription.stop();
+      const result = await transcription.promise;
+      expect(result.isAborted).toBe(true);
+      expect(result.segments).toEqual([]);
+      // The context serves the next decode as usual.
+      const next = await context.transcribeData(goforward.slice().buffer, {
+        language: "en",
+        maxThreads: 1,
+        audioCtx: 256,
+      }).promise;
+      expect(next).toMatchObject({ isAborted: false, language: "en" });
+    } finally {
+      await context.release();
+    }
+  });
+});
+
+describe.skipIf(!READY)("whisper.cpp prebuilt fallback", () => {
+  it(
+    "decodes with the prebuilt addon, and keeps identification among the candidates by decoding again",
+    async () => {
+      let engine: WhisperCppEngine;
+      try {
+        engine = await createWhisperCppEngine({
+          modelPath: model("for-tests-ggml-tiny.bin"),
+          binding: "prebuilt",
+          threads: 2,
+          maxConcurrent: 1,
+          temperatureFallback: false,
+          decodeTimeoutMs: DECODE_TIMEOUT,
+        });
+      } catch (error) {
+        // Only where the optional prebuilt package is not installed (not on linux-x64).
+        expect((error as Error).message).toMatch(/binding missing/);
+        return;
+      }
+      try {
+        expect(engine.binding.kind).toBe("prebuilt");
+        expect(engine.info.detail).toMatch(/without SIMD/);
+        const goforward = await readWavAsPcm16(
+          sharedPath("data", "speech", "librivox-pocketsphinx", "goforward.wav"),
+        );
+        // It identifies "en" on the weightless model, outside the candidates: decoded again in "de".
+        const stream = await engine.createStream({ language: "auto", candidates: ["de"] });
+        await writeAll(stream, goforward);
+        const final = await stream.finish();
+        expectSaneHypothesis(final, goforward.length);
+        expect(final.language).toBe("de");
+        expect(engine.stats().started.final).toBe(1);
+      } finally {
+        await engine.close();
+      }
+    },
+    DECODE_TIMEOUT,
+  );
 });
 
 describe.skipIf(!READY)("whisper.cpp engine options and lifecycle", () => {

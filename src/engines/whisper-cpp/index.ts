@@ -334,6 +334,17 @@ class WhisperCppAsrEngine implements WhisperCppEngine, StreamHost {
   }
 }
 
+/** "built for this CPU (AVX2 FMA F16C)", or why it is slow. */
+function bindingDetail(binding: WhisperBinding): string {
+  if (binding.kind === "prebuilt") {
+    return `prebuilt ${binding.source} without SIMD (about 20x slower; \`npm run setup\` builds whisper.cpp for this CPU)`;
+  }
+  const features = [...(binding.systemInfo ?? "").matchAll(/\b([A-Z0-9_]+) = 1\b/gu)]
+    .map((match) => match[1]!)
+    .filter((name) => /^(AVX|AVX2|AVX512|FMA|F16C|NEON|ARM_FMA|SVE)$/u.test(name));
+  return `built for this CPU (${features.length > 0 ? features.join(" ") : "no SIMD found"})`;
+}
+
 /** Creates a native context, quoting whisper.cpp's own reason when it refuses the file. */
 async function loadContext(
   module: NativeWhisperModule,
@@ -413,6 +424,7 @@ export async function createWhisperCppEngine(options: WhisperCppOptions): Promis
   const info: EngineInfo = {
     id: "whisper-cpp",
     version: `${binding.version}-${binding.kind}+${path.basename(file)}`,
+    detail: bindingDetail(binding),
   };
   const model: WhisperCppModelInfo = {
     file: path.basename(file),

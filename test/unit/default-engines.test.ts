@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { DEFAULT_ENGINES, defaultEngines, selectEngines } from "../../src/engine-config.js";
+
+describe("default engines", () => {
+  it("are the embedded engines until the default whisper model is pulled", () => {
+    expect(defaultEngines({ modelPresent: false, nativeBuild: true })).toEqual(DEFAULT_ENGINES);
+    expect(DEFAULT_ENGINES.asr).toEqual([{ engine: "pocketsphinx" }]);
+  });
+
+  it("put whisper.cpp first and keep PocketSphinx for English once the model is there", () => {
+    const engines = defaultEngines({ modelPresent: true, nativeBuild: true });
+    expect(engines.asr).toEqual([{ engine: "whisper-cpp", model: "base" }, { engine: "pocketsphinx" }]);
+    expect(engines.mt).toEqual(DEFAULT_ENGINES.mt);
+    expect(engines.tts).toEqual(DEFAULT_ENGINES.tts);
+  });
+
+  it("leave English to PocketSphinx when only the slow prebuilt whisper.cpp is there", () => {
+    expect(defaultEngines({ modelPresent: true, nativeBuild: false }).asr).toEqual([
+      { engine: "pocketsphinx" },
+      { engine: "whisper-cpp", model: "base" },
+    ]);
+  });
+
+  it("give way to anything configured", () => {
+    const defaults = defaultEngines({ modelPresent: true, nativeBuild: true });
+    expect(
+      selectEngines("asr", { asr: [{ engine: "pocketsphinx" }], mt: [], tts: [] }, undefined, defaults),
+    ).toEqual([{ engine: "pocketsphinx" }]);
+    expect(selectEngines("asr", undefined, ["pocketsphinx"], defaults)).toEqual([{ engine: "pocketsphinx" }]);
+    expect(selectEngines("asr", undefined, undefined, defaults)).toEqual(defaults.asr);
+  });
+});
