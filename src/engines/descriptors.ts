@@ -43,11 +43,8 @@ const base = {
   languages: languages.optional(),
 };
 
-/** Settings of every OpenAI-compatible remote engine. */
-const remote = {
-  baseUrl: z.url({ protocol: /^https?$/u, error: "must be an http(s) URL such as http://gpu:8000/v1" }),
-  apiKey: z.string().optional(),
-  model: z.string().min(1),
+/** How every remote engine's calls are limited, retried and timed out (src/engines/remote/guard.ts). */
+const resilience = {
   timeoutMs: z.number().int().min(100).default(30_000),
   maxRetries: z.number().int().min(0).max(10).default(2),
   concurrency: z.number().int().min(1).max(256).default(4),
@@ -57,6 +54,14 @@ const remote = {
       resetAfterMs: z.number().int().min(100).default(30_000),
     })
     .optional(),
+};
+
+/** Settings of every OpenAI-compatible remote engine. */
+const remote = {
+  baseUrl: z.url({ protocol: /^https?$/u, error: "must be an http(s) URL such as http://gpu:8000/v1" }),
+  apiKey: z.string().optional(),
+  model: z.string().min(1),
+  ...resilience,
 };
 
 /** The schema of an entry: a strict object whose `engine` is the engine's name. */
@@ -108,6 +113,8 @@ export const ENGINE_DESCRIPTORS = [
         maxConcurrent: z.number().int().min(1).max(16).optional(),
         partialIntervalMs: z.number().int().min(200).optional(),
         decodeTimeoutMs: z.number().int().min(1000).optional(),
+        binding: z.enum(["auto", "native", "prebuilt"]).optional(),
+        fitEncoderWindow: z.boolean().optional(),
       }),
       async (spec, c): Promise<AsrEngine> => {
         const [{ createWhisperCppEngine }, { resolveModel }] = await Promise.all([
@@ -121,6 +128,8 @@ export const ENGINE_DESCRIPTORS = [
           partialIntervalMs: spec.partialIntervalMs,
           decodeTimeoutMs: spec.decodeTimeoutMs,
           languages: spec.languages,
+          binding: spec.binding,
+          fitEncoderWindow: spec.fitEncoderWindow,
         });
       },
     ),
@@ -192,6 +201,23 @@ export const ENGINE_DESCRIPTORS = [
       async (spec): Promise<TtsEngine> => {
         const { createOpenAiTtsEngine } = await import("./openai/index.js");
         return createOpenAiTtsEngine(spec);
+      },
+    ),
+  },
+  {
+    id: "libretranslate",
+    mt: role(
+      z.strictObject({
+        engine: z.literal("libretranslate"),
+        ...base,
+        url: z.url({ protocol: /^https?$/u, error: "must be an http(s) URL such as http://localhost:5000" }),
+        /** Sent as `api_key` (servers started with `--api-keys`). */
+        apiKey: z.string().optional(),
+        ...resilience,
+      }),
+      async (spec): Promise<MtEngine> => {
+        const { createLibreTranslateEngine } = await import("./libretranslate/index.js");
+        return createLibreTranslateEngine(spec);
       },
     ),
   },
