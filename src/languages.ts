@@ -62,6 +62,8 @@ export type LanguageCapabilities = Pick<
 export type Requirement =
   /** Recognise speech in `language`; "auto": identify which language is spoken. */
   | { readonly kind: "recognition"; readonly language: LanguageCode | "auto" }
+  /** Tell `language` apart from others: the recogniser that identifies languages recognises it. */
+  | { readonly kind: "identification"; readonly language: LanguageCode }
   /** Translate from `from` into `to`; from "auto": from at least one recognised language. */
   | { readonly kind: "translation"; readonly from: LanguageCode | "auto"; readonly to: LanguageCode }
   /** Speak `language`. */
@@ -74,6 +76,12 @@ export type Unservable =
       /** "auto": no configured recogniser identifies languages. */
       readonly language: LanguageCode | "auto";
       /** The languages speech can be recognised in. */
+      readonly available: LanguageCode[];
+    }
+  | {
+      readonly kind: "identification";
+      readonly language: LanguageCode;
+      /** The languages the identifying recogniser knows (none when no recogniser identifies languages). */
       readonly available: LanguageCode[];
     }
   | {
@@ -110,6 +118,11 @@ function check(registry: LanguageCapabilities, requirement: Requirement): Unserv
     const { language } = requirement;
     const served = language === "auto" ? registry.languageIdentifier() : registry.recognizer(language);
     return served ? undefined : { kind: "recognition", language, available: registry.recognitionLanguages() };
+  }
+  if (requirement.kind === "identification") {
+    const { language } = requirement;
+    const known = registry.languageIdentifier()?.capabilities.languages ?? [];
+    return known.includes(language) ? undefined : { kind: "identification", language, available: [...known] };
   }
   if (requirement.kind === "voice") {
     const { language } = requirement;

@@ -1,5 +1,6 @@
 import { translateAlong, type EngineRegistry } from "./engines/registry.js";
-import type { AsrEngine, LanguageCode, MtEngine, Voice } from "./engines/types.js";
+import type { AsrEngine, Hypothesis, LanguageCode, MtEngine, Voice } from "./engines/types.js";
+import type { Requirement } from "./languages.js";
 import type { TranslationCall } from "./pipeline/translation-pipeline.js";
 import { defaultVoice } from "./voices/library.js";
 
@@ -27,12 +28,127 @@ export function voiceOf(type: "male" | "female" | "clone"): VoiceChoice {
   return type === "clone" ? "clone" : defaultVoice(type);
 }
 
-/** The recognizer of a language, or for "auto" the one that identifies languages. */
+/**
+ * The recognizer of a language, or for "auto" the one that identifies languages; with `candidates`,
+ * its identification is restricted to them (see `amongCandidates`).
+ */
 export function recognizerFor(
   registry: EngineRegistry,
   language: LanguageCode | "auto",
+  candidates?: readonly LanguageCode[],
 ): AsrEngine | undefined {
-  return language === "auto" ? registry.languageIdentifier() : registry.recognizer(language);
+  if (language !== "auto") return registry.recognizer(language);
+  const identifier = registry.languageIdentifier();
+  return identifier && candidates ? amongCandidates(identifier, candidates) : identifier;
+}
+
+/**
+ * Identification restricted to `candidates`: streams are opened with them, and a language outside
+ * them (from an engine that ignores candidates) is taken to be the first candidate, as the engine
+ * contract says, so a session never reports a language it did not ask for.
+ */
+function amongCandidates(engine: AsrEngine, candidates: readonly LanguageCode[]): AsrEngine {
+  const among = (hypothesis: Hypothesis): Hypothesis =>
+    hypothesis.language === undefined || candidates.includes(hypothesis.language)
+      ? hypothesis
+      : { ...hypothesis, language: candidates[0]! };
+  return {
+    info: engine.info,
+    capabilities: engine.capabilities,
+    close: () => engine.close(),
+    async createStream(options) {
+      const stream = await engine.createStream({ ...options, candidates });
+      return {
+        write: (pcm) => stream.write(pcm),
+        partial: async () => among(await stream.partial()),
+        finish: async () => among(await stream.finish()),
+        abort: () => stream.abort(),
+      };
+    },
+  };
+}
+
+/** The languages of a live speech session (WebSocket sessions and rooms), as the client asked. */
+export interface SessionLanguages extends LanguageLabels {
+  /** The spoken language, or "auto": identified per utterance. */
+  readonly sourceLanguage: LanguageCode | "auto";
+  readonly targetLanguage: LanguageCode;
+  /** With "auto": the languages identification chooses among (`languageHints`); absent: any. */
+  readonly languageHints?: readonly LanguageCode[];
+  /** `sourceLanguage` and `targetLanguage` (both named) are a pair: each side into the other. */
+  readonly twoWay?: boolean;
+}
+
+/** How a live session listens and what it translates each utterance into. */
+export interface LanguagePlan {
+  /** What the recognizer is opened with: a language, or "auto" (identified per utterance). */
+  readonly listen: LanguageCode | "auto";
+  /** With "auto": the languages identification is restricted to; undefined: any. */
+  readonly candidates?: readonly LanguageCode[];
+  /** Every language an utterance can be translated into, with the labels of that direction. */
+  readonly directions: readonly { readonly to: LanguageCode; readonly labels: LanguageLabels }[];
+  /** What an utterance heard in `language` is translated into; undefined: it is passed through. */
+  targetFor(language: LanguageCode): LanguageCode | undefined;
+}
+
+/**
+ * The one rule for which language each utterance of a live session goes into. Two-way: each side
+ * of the pair into the other (the labels swap with the direction). "auto": into the target, and an
+ * utterance identified as already in the target is passed through. A named source: always into the
+ * target (even the same language: the line is then revoiced).
+ */
+export function languagePlan(session: SessionLanguages): LanguagePlan {
+  const { sourceLanguage: source, targetLanguage: target } = session;
+  const labels = {
+    sourceLanguageLabel: session.sourceLanguageLabel,
+    targetLanguageLabel: session.targetLanguageLabel,
+  };
+  if (session.twoWay) {
+    if (source === "auto") throw new Error("a two-way session names both of its languages");
+    const swapped = {
+      sourceLanguageLabel: labels.targetLanguageLabel,
+      targetLanguageLabel: labels.sourceLanguageLabel,
+    };
+    return {
+      listen: "auto",
+      candidates: [source, target],
+      directions: [
+        { to: target, labels },
+        { to: source, labels: swapped },
+      ],
+      targetFor: (language) => (language === target ? source : target),
+    };
+  }
+  const hints = source === "auto" && session.languageHints?.length ? session.languageHints : undefined;
+  return {
+    listen: source,
+    ...(hints ? { candidates: hints } : {}),
+    directions: [{ to: target, labels }],
+    targetFor: (language) => (source === "auto" && language === target ? undefined : target),
+  };
+}
+
+/**
+ * What a plan needs of the engines, in the order problems are reported: recognition (identifying
+ * each candidate), voice output for every direction (`speaks`), then translation of every language
+ * that can be heard into its target.
+ */
+export function requirementsOf(plan: LanguagePlan, speaks: boolean): Requirement[] {
+  const { listen, candidates } = plan;
+  const heard = listen !== "auto" ? [listen] : (candidates ?? []);
+  return [
+    { kind: "recognition", language: listen },
+    ...(listen === "auto" ? heard.map((language) => ({ kind: "identification", language }) as const) : []),
+    ...(speaks ? plan.directions.map(({ to }) => ({ kind: "voice", language: to }) as const) : []),
+    // "auto" without candidates: at least one language heard must reach the target.
+    ...(heard.length === 0
+      ? plan.directions.map(({ to }) => ({ kind: "translation", from: "auto", to }) as const)
+      : []),
+    ...heard.flatMap((from) => {
+      const to = plan.targetFor(from);
+      return to === undefined ? [] : [{ kind: "translation", from, to } as const];
+    }),
+  ];
 }
 
 /**

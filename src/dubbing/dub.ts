@@ -85,12 +85,15 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
   try {
     // b + c. extract the speech audio, then find the speech in it.
     progress.report("segmenting", 0);
-    const pcmPath = path.join(work, "speech-16k.raw");
+    const audio = {
+      original: path.join(work, "speech-16k.raw"),
+      levelled: path.join(work, "speech-16k-levelled.raw"),
+    };
     const spans = await segmentSpeech({
       inputPath: options.inputPath,
       info,
       vad: registry.vad,
-      pcmPath,
+      audio,
       onProgress: (fraction) => progress.report("segmenting", fraction),
       ...withSignal,
     });
@@ -98,7 +101,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
 
     // d. recognize (choosing the language first when asked to)
     progress.report("recognizing", 0);
-    const { language, recognized } = await recognizeAll(registry, candidates, pcmPath, spans, {
+    const { language, recognized } = await recognizeAll(registry, candidates, audio, spans, {
       concurrency,
       targetLang,
       identify: options.sourceLang === "auto",

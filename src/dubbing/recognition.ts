@@ -10,7 +10,7 @@ import { mapLimit } from "./concurrency.js";
 import { energyOf, type Energy } from "./energy.js";
 import { chooseSourceLanguage } from "./language-detection.js";
 import { readPcm16, SEGMENT_PAD_SEC } from "./segments.js";
-import { SPEECH_RATE } from "./speech-audio.js";
+import { SPEECH_RATE, type SpeechAudio } from "./speech-audio.js";
 import type { Span } from "./timeline.js";
 import { recognizerFor } from "../speech-plan.js";
 
@@ -30,7 +30,7 @@ export interface Recognized {
 export async function recognizeAll(
   registry: EngineRegistry,
   candidates: readonly LanguageCode[],
-  pcmPath: string,
+  audio: SpeechAudio,
   spans: readonly Span[],
   options: {
     concurrency: number;
@@ -42,7 +42,7 @@ export async function recognizeAll(
     signal?: AbortSignal;
   },
 ): Promise<{ language: LanguageCode; recognized: Recognized[] }> {
-  const pcm = await open(pcmPath, "r");
+  const pcm = { levelled: await open(audio.levelled, "r"), original: await open(audio.original, "r") };
   try {
     // Segments decoded while choosing the language are not decoded twice.
     const cache = new Map<string, Recognized>();
@@ -55,6 +55,7 @@ export async function recognizeAll(
       }
       return result;
     };
+    // No candidates: speech in a language that cannot be dubbed is to be refused, not taken for one.
     const identifier = options.identify ? recognizerFor(registry, "auto") : undefined;
     const identify = identifier
       ? async (index: number) => (await recognizeSpan(identifier, "auto", pcm, spans[index]!)).language
@@ -80,7 +81,7 @@ export async function recognizeAll(
     );
     return { language, recognized };
   } finally {
-    await pcm.close();
+    await Promise.all([pcm.levelled.close(), pcm.original.close()]);
   }
 }
 
@@ -92,14 +93,16 @@ export async function recognizeAll(
 async function recognizeSpan(
   asr: AsrEngine,
   language: LanguageCode | "auto",
-  pcm: FileHandle,
+  pcm: { readonly levelled: FileHandle; readonly original: FileHandle },
   span: Span,
 ): Promise<Recognized> {
   if (asr.capabilities.sampleRate !== SPEECH_RATE) {
     throw new Error(`${asr.info.id} reads ${asr.capabilities.sampleRate} Hz audio; dubbing feeds 16 kHz`);
   }
   const startSample = Math.floor(span.startSec * SPEECH_RATE);
-  const audio = await readPcm16(pcm, startSample, Math.ceil(span.endSec * SPEECH_RATE));
+  const endSample = Math.ceil(span.endSec * SPEECH_RATE);
+  // Heard levelled; the energy is the original dialogue's, which the dub's level follows.
+  const audio = await readPcm16(pcm.levelled, startSample, endSample);
   const stream = await asr.createStream({ language });
   let hypothesis;
   try {
@@ -125,6 +128,6 @@ async function recognizeSpan(
     endSec,
     text,
     ...(hypothesis.language ? { language: hypothesis.language } : {}),
-    energy: energyOf(audio, 1 / 32768),
+    energy: energyOf(await readPcm16(pcm.original, startSample, endSample), 1 / 32768),
   };
 }

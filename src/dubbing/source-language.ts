@@ -1,11 +1,12 @@
 /**
  * Which source languages a dubbing request may be in: the named one if it can be recognized and
- * translated to the target, or for "auto" every recognizable language that can. Separate so it can
- * be checked before any media work; the rules themselves are the service's (src/languages.ts).
+ * translated to the target, or for "auto" every dubbing language (the spec's list bounds what
+ * `source_lang` can say) that can be recognized and translated. Separate so it can be checked
+ * before any media work; the rules themselves are the service's (src/languages.ts).
  */
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode } from "../engines/types.js";
-import { translatableSources, unservable } from "../languages.js";
+import { isDubbingLanguage, translatableSources, unservable } from "../languages.js";
 import { UnsupportedLanguageError } from "./errors.js";
 
 export function sourceCandidates(
@@ -25,10 +26,11 @@ export function sourceCandidates(
   }
   const recognizable = registry.recognitionLanguages();
   if (recognizable.length === 0) throw new UnsupportedLanguageError("no speech recognition is configured");
-  const candidates = translatableSources(registry, targetLang);
+  const candidates = translatableSources(registry, targetLang).filter(isDubbingLanguage);
   if (candidates.length === 0) {
     throw new UnsupportedLanguageError(
-      `none of the recognized languages (${recognizable.join(", ")}) can be translated to "${targetLang}"`,
+      `none of the recognized dubbing languages (${recognizable.filter(isDubbingLanguage).join(", ")}) ` +
+        `can be translated to "${targetLang}"`,
     );
   }
   return candidates;

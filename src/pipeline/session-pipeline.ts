@@ -1,6 +1,13 @@
 import type { EngineRegistry } from "../engines/registry.js";
-import type { LanguageCode, Voice } from "../engines/types.js";
-import { recognizerFor, translatorFor, type LanguageLabels, type VoiceChoice } from "../speech-plan.js";
+import type { LanguageCode, TtsEngine, Voice } from "../engines/types.js";
+import {
+  languagePlan,
+  recognizerFor,
+  translatorFor,
+  type SessionLanguages,
+  type Translator,
+  type VoiceChoice,
+} from "../speech-plan.js";
 import { defaultVoice } from "../voices/library.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { SpeakerProfiler, type VoiceFeatures } from "../voices/voice-features.js";
@@ -10,14 +17,12 @@ import { TranslationPipeline } from "./translation-pipeline.js";
 
 /**
  * Builds the translation pipeline of one live speaker, for WebSocket sessions and room translators:
- * engines and translation context from the speech plan (src/speech-plan.ts), plus voice matching
- * for clone.
+ * engines, translation directions and context from the speech plan (src/speech-plan.ts), plus
+ * voice matching for clone.
  */
 
-export interface SpeakerPipelineOptions extends LanguageLabels {
-  /** The spoken language, or "auto" (a recogniser that identifies languages must be configured). */
-  readonly sourceLanguage: LanguageCode | "auto";
-  readonly targetLanguage: LanguageCode;
+/** "auto" and two-way need a recogniser that identifies languages; the caller has checked the engines. */
+export interface SpeakerPipelineOptions extends SessionLanguages {
   readonly finalizeMode: FinalizeMode;
   readonly context?: string;
   /**
@@ -53,38 +58,62 @@ export function createSpeakerPipeline(
   registry: EngineRegistry,
   options: SpeakerPipelineOptions,
 ): TranslationPipeline {
-  const { sourceLanguage, targetLanguage, voice } = options;
-  const translator = translatorFor(registry, targetLanguage, options);
-  const tts = voice === undefined ? undefined : registry.synthesizer(targetLanguage)!;
-  let speakerProfiler: SpeakerProfiler | undefined;
-  let voiceFor: (speaker: VoiceFeatures | undefined) => Voice = () => voice as Voice;
-  if (tts && voice === "clone") {
-    speakerProfiler = new SpeakerProfiler();
-    // The speaker's language is the rate reference; with "auto" the target language stands in.
-    const speakerLanguage = sourceLanguage === "auto" ? targetLanguage : sourceLanguage;
-    const cloner = voiceClonerFor(tts, speakerLanguage, targetLanguage);
-    // Library measurements run in the background; matching never waits for them.
-    prepareVoiceCloning(registry, speakerLanguage, targetLanguage);
-    voiceFor = (speaker) =>
-      (speaker && cloner.match(speaker)) ??
-      defaultVoice(
-        speaker ? (speaker.medianF0Hz < MALE_F0_CEILING_HZ ? "male" : "female") : CLONE_FALLBACK_GENDER,
-      );
-  }
+  const { voice } = options;
+  const plan = languagePlan(options);
+  const translators = new Map<LanguageCode, Translator>(
+    plan.directions.map(({ to, labels }) => [to, translatorFor(registry, to, labels)]),
+  );
+  const speakerProfiler = voice === "clone" ? new SpeakerProfiler() : undefined;
+  const outputs = new Map(
+    voice === undefined
+      ? []
+      : plan.directions.map(({ to }) => [to, speechOutput(registry, plan.listen, to, voice)] as const),
+  );
+  const translator = (language: LanguageCode) => translators.get(language)!;
 
   return new TranslationPipeline({
     vad: registry.vad,
-    asr: recognizerFor(registry, sourceLanguage)!,
-    sourceLanguage,
-    targetLanguage,
-    translate: (call, signal) => translator.translate(call, signal),
-    translateStream: (call, signal) => translator.translateStream(call, signal),
-    speak: tts
-      ? (text, speaker, signal) =>
-          renderSpeech(tts, { text, language: targetLanguage, voice: voiceFor(speaker) }, signal)
-      : undefined,
+    asr: recognizerFor(registry, plan.listen, plan.candidates)!,
+    sourceLanguage: plan.listen,
+    targetFor: plan.targetFor,
+    translate: (call, signal) => translator(call.to).translate(call, signal),
+    translateStream: (call, signal) => translator(call.to).translateStream(call, signal),
+    speak:
+      voice === undefined
+        ? undefined
+        : (text, language, speaker, signal) => {
+            const { tts, voiceFor } = outputs.get(language)!;
+            return renderSpeech(tts, { text, language, voice: voiceFor(speaker) }, signal);
+          },
     finalizeMode: options.finalizeMode,
     context: options.context,
     speakerProfiler,
   });
+}
+
+/**
+ * Speech in `target`: its synthesiser and each line's voice (the library voice, or for clone the one
+ * measured nearest the speaker).
+ */
+function speechOutput(
+  registry: EngineRegistry,
+  listen: LanguageCode | "auto",
+  target: LanguageCode,
+  voice: VoiceChoice,
+): { tts: TtsEngine; voiceFor: (speaker: VoiceFeatures | undefined) => Voice } {
+  const tts = registry.synthesizer(target)!;
+  if (voice !== "clone") return { tts, voiceFor: () => voice };
+  // The speaker's language is the rate reference; when it is identified, the target stands in.
+  const speakerLanguage = listen === "auto" ? target : listen;
+  const cloner = voiceClonerFor(tts, speakerLanguage, target);
+  // Library measurements run in the background; matching never waits for them.
+  prepareVoiceCloning(registry, speakerLanguage, target);
+  return {
+    tts,
+    voiceFor: (speaker) =>
+      (speaker && cloner.match(speaker)) ??
+      defaultVoice(
+        speaker ? (speaker.medianF0Hz < MALE_F0_CEILING_HZ ? "male" : "female") : CLONE_FALLBACK_GENDER,
+      ),
+  };
 }

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { AutomaticGain } from "../audio/level.js";
 import { int16ToFloat32 } from "../audio/pcm.js";
 import type { AsrEngine, AsrStream, Hypothesis, LanguageCode, VadEngine } from "../engines/types.js";
 import type { SpeakerProfiler, VoiceFeatures } from "../voices/voice-features.js";
@@ -12,7 +13,7 @@ import { TranslationHistory } from "../speech-plan.js";
  * works on whole files in src/dubbing). Data flows one way through three sequential stages, each
  * its own loop:
  *
- *   audio → [recognition: VAD → segmentation → ASR → stabilisation] → [translation] → [synthesis] → events
+ *   audio → [recognition: level → VAD → segmentation → ASR → stabilisation] → [translation] → [synthesis] → events
  *
  * Stages hand work downstream through queues and never call back upstream, so slow translation or
  * synthesis never stalls recognition, and event order within a stage is preserved.
@@ -27,20 +28,22 @@ export interface TranslationCall {
   /** The session's last few final sentences and their translations, oldest first. */
   readonly previous: readonly { readonly source: string; readonly translation: string }[];
 }
-/**
- * Translates one text of the session's language pair (pass-through when source = target). `signal`
- * fires when the pipeline is closed: the work is no longer wanted.
- */
-export type TranslateFn = (call: TranslationCall, signal: AbortSignal) => Promise<string>;
+/** A translation the pipeline asks for: into `to`, the language `targetFor` chose for the utterance. */
+export interface TargetedCall extends TranslationCall {
+  readonly to: LanguageCode;
+}
+/** Translates one text. `signal` fires when the pipeline is closed: the work is no longer wanted. */
+export type TranslateFn = (call: TargetedCall, signal: AbortSignal) => Promise<string>;
 /** Streams a translation: each value is the translation so far; the last one is the translation. */
-export type TranslateStreamFn = (call: TranslationCall, signal: AbortSignal) => AsyncIterable<string>;
+export type TranslateStreamFn = (call: TargetedCall, signal: AbortSignal) => AsyncIterable<string>;
 /**
- * Renders one line of translated text as standalone output frames, yielded as they are ready;
- * `speaker` is the measured voice of the person speaking (when the session profiles speakers), for
- * voices that follow the speaker. `signal` fires when the pipeline is closed.
+ * Renders one line of translated text (in `language`) as standalone output frames, yielded as they
+ * are ready; `speaker` is the measured voice of the person speaking (when the session profiles
+ * speakers), for voices that follow the speaker. `signal` fires when the pipeline is closed.
  */
 export type SpeakFn = (
   text: string,
+  language: LanguageCode,
   speaker: VoiceFeatures | undefined,
   signal: AbortSignal,
 ) => AsyncIterable<Float32Array>;
@@ -50,8 +53,11 @@ export interface PipelineOptions {
   readonly asr: AsrEngine;
   /** The spoken language, or "auto": each utterance is identified by the recogniser. */
   readonly sourceLanguage: LanguageCode | "auto";
-  /** With `sourceLanguage: "auto"`, utterances already in this language are passed through, unspoken. */
-  readonly targetLanguage?: LanguageCode;
+  /**
+   * The language an utterance heard in `language` is translated into; undefined: it is passed
+   * through (its translation is its own text, and it is not spoken).
+   */
+  readonly targetFor: (language: LanguageCode) => LanguageCode | undefined;
   readonly translate: TranslateFn;
   /** When the translator can stream, final lines are shown as interim translations while it works. */
   readonly translateStream?: TranslateStreamFn;
@@ -166,10 +172,13 @@ export class TranslationPipeline {
   private readonly translations = new Channel<TranslationJob>();
   private readonly speech = new Channel<{
     text: string;
+    language: LanguageCode;
     speaker: VoiceFeatures | undefined;
     segmentId: string;
   }>();
 
+  /** Brings quiet microphones up to a level the VAD and the recogniser hear (see src/audio/level.ts). */
+  private readonly level = new AutomaticGain();
   private readonly vadStream;
   private readonly segmenter: SpeechSegmenter;
   private readonly windowSamples: number;
@@ -313,7 +322,7 @@ export class TranslationPipeline {
           continue;
         }
         this.backlogSamples -= item.length;
-        await this.consumeAudio(item);
+        await this.consumeAudio(this.level.process(item));
         if (this.backlogSamples === 0) this.awaitSilence();
       }
     } catch (error) {
@@ -577,12 +586,13 @@ export class TranslationPipeline {
           this.reportError("the language of this utterance could not be identified", segment.id);
         continue;
       }
-      const passThrough =
-        this.options.sourceLanguage === "auto" && job.language === this.options.targetLanguage;
+      const to = this.options.targetFor(job.language);
       let translatedSpan: string;
       try {
         translatedSpan =
-          job.sourceText === "" || passThrough ? job.sourceText : await this.translate(job, job.language);
+          job.sourceText === "" || to === undefined
+            ? job.sourceText
+            : await this.translate(job, job.language, to);
       } catch (error) {
         // A call cancelled by `close()` did not fail.
         if (this.closed) continue;
@@ -605,9 +615,10 @@ export class TranslationPipeline {
         endMs: job.endMs,
         language: job.language,
       });
-      if (job.kind === "final" && translatedSpan !== "" && this.options.speak && !passThrough)
+      if (job.kind === "final" && translatedSpan !== "" && this.options.speak && to !== undefined)
         this.speech.push({
           text: translatedSpan,
+          language: to,
           speaker: this.options.speakerProfiler?.profile,
           segmentId: segment.id,
         });
@@ -621,9 +632,10 @@ export class TranslationPipeline {
    * only once a newer one proves it is not the whole translation, which the final carries anyway:
    * a translator that cannot stream yields just that one value, and it is not sent twice.
    */
-  private async translate(job: TranslationJob, from: LanguageCode): Promise<string> {
-    const call: TranslationCall = {
+  private async translate(job: TranslationJob, from: LanguageCode, to: LanguageCode): Promise<string> {
+    const call: TargetedCall = {
       from,
+      to,
       text: job.sourceText,
       context: this.context,
       previous: this.history.recent,
@@ -664,12 +676,12 @@ export class TranslationPipeline {
    * its clip with the frames it produced, then reports the failure.
    */
   private async synthesisStage(): Promise<void> {
-    for await (const { text, speaker, segmentId } of this.speech) {
+    for await (const { text, language, speaker, segmentId } of this.speech) {
       if (this.closed) continue;
       let held: Float32Array | undefined;
       let failure: Error | undefined;
       try {
-        for await (const samples of this.options.speak!(text, speaker, this.cancellation.signal)) {
+        for await (const samples of this.options.speak!(text, language, speaker, this.cancellation.signal)) {
           if (held) this.events.push({ type: "audio", samples: held, clipEnd: false });
           held = samples;
         }

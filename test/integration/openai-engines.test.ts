@@ -157,6 +157,43 @@ describe("remote ASR (POST /v1/audio/transcriptions)", () => {
     expect(hypothesis.text).toBe("speech of 800 ms.");
   });
 
+  it("identifies among candidates: one is sent as the language; several identify, and an answer outside them is transcribed again in the first", async () => {
+    const engine = asr();
+    const single = await engine.createStream({ language: "auto", candidates: ["de"] });
+    await writeAudio(single, 800);
+    expect((await single.finish()).language).toBe("de");
+    expect(server.ofEndpoint("transcriptions").map((r) => r.fields!["language"])).toEqual([["de"]]);
+
+    server.reset();
+    server.detectedLanguage = "spanish";
+    const inside = await engine.createStream({ language: "auto", candidates: ["de", "es"] });
+    await writeAudio(inside, 800);
+    expect((await inside.finish()).language).toBe("es");
+    expect(server.ofEndpoint("transcriptions").map((r) => r.fields!["language"])).toEqual([undefined]);
+
+    server.reset();
+    server.detectedLanguage = "french";
+    const outside = await engine.createStream({ language: "auto", candidates: ["de", "es"] });
+    await writeAudio(outside, 800);
+    expect(await outside.finish()).toMatchObject({ text: "speech of 800 ms.", language: "de" });
+    expect(server.ofEndpoint("transcriptions").map((r) => r.fields!["language"])).toEqual([
+      undefined,
+      ["de"],
+    ]);
+
+    // A server that reports no language leaves the utterance unidentified (nothing to correct).
+    server.reset();
+    server.languageOf = () => undefined;
+    const unknown = await engine.createStream({ language: "auto", candidates: ["de", "es"] });
+    await writeAudio(unknown, 800);
+    expect((await unknown.finish()).language).toBeUndefined();
+    expect(server.count("transcriptions")).toBe(1);
+
+    await expect(engine.createStream({ language: "auto", candidates: ["de", "ja"] })).rejects.toThrow(
+      /language "ja" is not configured/,
+    );
+  });
+
   it("spreads words over segments when the server ignores the word granularity", async () => {
     server.transcriptionWords = false;
     const stream = await asr().createStream({ language: "en" });

@@ -343,11 +343,25 @@ describe("session-start rejections: ready, then an error frame, then close 1000"
     ],
     [
       "invalid languageHints",
-      { sourceLanguage: "en", languageHints: "en,english" },
+      { sourceLanguage: "auto", modelName: "relay-2", languageHints: "en,english" },
       /languageHints="english" is not a language code/,
     ],
     ["relay-2 auto voice (later release)", { voiceId: "auto", modelName: "relay-2" }, /not available yet/],
-    ["two-way (later release)", { twoWay: "true" }, /twoWay=true is not available yet/],
+    [
+      "two-way without both languages named",
+      { twoWay: "true", targetLanguage: "es" },
+      /twoWay=true needs both sourceLanguage and targetLanguage/,
+    ],
+    [
+      "two-way with one language twice",
+      { twoWay: "true", sourceLanguage: "en-US", targetLanguage: "en" },
+      /twoWay=true needs two different languages.*"en"/,
+    ],
+    [
+      "two-way without a language-identifying recogniser",
+      { twoWay: "true", sourceLanguage: "en", targetLanguage: "es" },
+      /twoWay=true \(telling the two languages apart\) needs a recogniser that identifies languages/,
+    ],
   ];
   it.each(cases)("%s", async (_name, params, pattern) => {
     const socket = await open(params);

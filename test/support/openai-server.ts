@@ -60,6 +60,16 @@ export interface Fault {
   readonly stallBodyMs?: number;
 }
 
+/** A transcription request that names no language, as `languageOf` sees it. */
+export interface IdentificationRequest {
+  /**
+   * Which utterance the audio is, counting distinct utterances from 0 since the last reset: requests
+   * whose audio is a prefix of another's (a stream's interim and final requests) are one utterance.
+   */
+  readonly utterance: number;
+  readonly durationMs: number;
+}
+
 export interface OpenAiTestServer {
   /** "http://127.0.0.1:<port>/v1" */
   readonly baseUrl: string;
@@ -68,8 +78,13 @@ export interface OpenAiTestServer {
   readonly maxInFlight: Record<Endpoint, number>;
   /** Delay before every answer. */
   delayMs: number;
-  /** What `language` a transcription reports when the request names none. */
+  /** What `language` a transcription reports when the request names none (unless `languageOf` is set). */
   detectedLanguage: string;
+  /**
+   * Scripts identification: the `language` (a name, as Whisper reports it) a transcription that
+   * names none reports; undefined leaves it out of the answer. Default: `detectedLanguage`.
+   */
+  languageOf: ((request: IdentificationRequest) => string | undefined) | undefined;
   /** Transcriptions carry `words` (false: segments only, like servers ignoring word granularity). */
   transcriptionWords: boolean;
   /** The assistant's answer to a chat request, from its last user message. */
@@ -119,6 +134,11 @@ function describeWav(bytes: Buffer): UploadedFile["audio"] {
   }
 }
 
+/** The samples of a mono 16-bit WAV. */
+function pcmOf(bytes: Buffer): Int16Array {
+  return new WaveFile(bytes).getSamples(false, Int16Array) as unknown as Int16Array;
+}
+
 function readBody(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -159,6 +179,19 @@ export async function startOpenAiServer(): Promise<OpenAiTestServer> {
   const inFlight: Record<Endpoint, number> = { transcriptions: 0, chat: 0, speech: 0 };
   const maxInFlight: Record<Endpoint, number> = { transcriptions: 0, chat: 0, speech: 0 };
   const timers = new Set<NodeJS.Timeout>();
+  /** The longest audio heard of each utterance (see `IdentificationRequest.utterance`). */
+  const utterances: Int16Array[] = [];
+
+  /** The index of the utterance `pcm` belongs to, recording it when it is new or longer. */
+  const utteranceOf = (pcm: Int16Array): number => {
+    const prefix = (short: Int16Array, long: Int16Array) => short.every((sample, i) => sample === long[i]);
+    const known = utterances.findIndex((heard) =>
+      heard.length <= pcm.length ? prefix(heard, pcm) : prefix(pcm, heard),
+    );
+    if (known === -1) return utterances.push(pcm) - 1;
+    if (pcm.length > utterances[known]!.length) utterances[known] = pcm;
+    return known;
+  };
 
   /** Resolves after `ms`, or false at once when the client goes away first. */
   const wait = (ms: number, res: ServerResponse): Promise<boolean> =>
@@ -186,6 +219,7 @@ export async function startOpenAiServer(): Promise<OpenAiTestServer> {
     maxInFlight,
     delayMs: 0,
     detectedLanguage: "english",
+    languageOf: undefined,
     transcriptionWords: true,
     reply: (text) => `[translated] ${text}`,
     chunkDelayMs: 2,
@@ -204,6 +238,8 @@ export async function startOpenAiServer(): Promise<OpenAiTestServer> {
       for (const key of Object.keys(maxInFlight) as Endpoint[]) maxInFlight[key] = 0;
       state.delayMs = 0;
       state.detectedLanguage = "english";
+      state.languageOf = undefined;
+      utterances.length = 0;
       state.transcriptionWords = true;
       state.reply = (text) => `[translated] ${text}`;
       state.chunkDelayMs = 2;
@@ -235,14 +271,18 @@ export async function startOpenAiServer(): Promise<OpenAiTestServer> {
     const words = ["speech", "of", String(durationMs), "ms"];
     const text = ` ${words.join(" ")}.`;
     const requested = record.fields?.["language"]?.[0];
-    const language = requested ? LANGUAGE_NAMES.of(requested)!.toLowerCase() : state.detectedLanguage;
+    const identify = () =>
+      state.languageOf
+        ? state.languageOf({ utterance: utteranceOf(pcmOf(record.file!.bytes)), durationMs })
+        : state.detectedLanguage;
+    const language = requested ? LANGUAGE_NAMES.of(requested)!.toLowerCase() : identify();
     if (record.fields?.["response_format"]?.[0] !== "verbose_json") {
       sendJson(res, 200, { text });
       return;
     }
     sendJson(res, 200, {
       task: "transcribe",
-      language,
+      ...(language === undefined ? {} : { language }),
       duration: durationS,
       text,
       segments: [{ id: 0, seek: 0, start: 0, end: durationS, text, tokens: [], temperature: 0 }],

@@ -92,6 +92,7 @@ function pipelineWith(overrides: Partial<PipelineOptions> & { asr: AsrEngine }):
   return new TranslationPipeline({
     vad: energyVad,
     sourceLanguage: "en",
+    targetFor: () => "es",
     // a "translation" that keeps case and word boundaries: every word reversed
     translate: async ({ text }) =>
       text

@@ -1,8 +1,8 @@
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
 import type { FinalizeMode } from "../../pipeline/stabilizer.js";
-import { parseLanguageTag, unservable, type Requirement } from "../../languages.js";
-import { DEFAULT_VOICE_TYPES, voiceOf } from "../../speech-plan.js";
+import { parseLanguageTag, unservable, type Requirement, type Unservable } from "../../languages.js";
+import { DEFAULT_VOICE_TYPES, languagePlan, requirementsOf, voiceOf } from "../../speech-plan.js";
 import { findVoice } from "../../voices/library.js";
 
 /**
@@ -50,6 +50,10 @@ export interface SessionPlan {
   /** "auto": each utterance's language is identified by the recogniser. */
   readonly sourceLanguage: LanguageCode | "auto";
   readonly targetLanguage: LanguageCode;
+  /** With "auto": the languages identification chooses among (`languageHints`). */
+  readonly languageHints?: readonly LanguageCode[];
+  /** `sourceLanguage` and `targetLanguage` are a pair: each utterance goes into the other one. */
+  readonly twoWay: boolean;
   readonly audioOutputEnabled: boolean;
   readonly voice: Voice;
   readonly finalizeMode: FinalizeMode;
@@ -109,34 +113,54 @@ export function resolveVoice(value: string | number): Voice {
 }
 
 export function checkVoiceOutput(registry: EngineRegistry, key: string, language: LanguageCode): void {
-  rejectUnservable(registry, key, [{ kind: "voice", language }]);
+  rejectUnservable(registry, [{ kind: "voice", language }], { keyOf: () => key, needsIdentifier: "" });
 }
 
-/** The session-start error frame text for what the configured engines cannot do. */
-function rejectUnservable(registry: EngineRegistry, key: string, requirements: readonly Requirement[]): void {
+/** How a session names what it asked the engines for, in its error messages. */
+interface Roles {
+  /** The parameter that asked for `language` in a requirement of this kind. */
+  keyOf(kind: Unservable["kind"], language: LanguageCode): string;
+  /** What needs a recogniser that identifies languages (the subject of the error when none is configured). */
+  readonly needsIdentifier: string;
+}
+
+/** The session-start error frame text for the first requirement the configured engines cannot meet. */
+function rejectUnservable(
+  registry: EngineRegistry,
+  requirements: readonly Requirement[],
+  roles: Roles,
+): void {
   const problem = unservable(registry, requirements);
   if (!problem) return;
-  if (problem.kind === "voice") {
+  const { kind, language, available } = problem;
+  const key = (code: LanguageCode) => `${roles.keyOf(kind, code)}="${code}"`;
+  if (kind === "voice") {
     reject(
-      `${key}="${problem.language}" has no voice output with the configured engines; voice output is available for: ` +
-        `${problem.available.join(", ")}`,
+      `${key(language)} has no voice output with the configured engines; voice output is available for: ${available.join(", ")}`,
     );
   }
-  if (problem.kind === "recognition") {
-    if (problem.language === "auto") {
-      reject(
-        "sourceLanguage=auto needs a recogniser that identifies languages (whisper-cpp or a remote " +
-          "Whisper server in ENGINES_FILE); the configured engines cannot, so name the spoken language",
-      );
-    }
+  if (kind === "recognition" && language === "auto") {
     reject(
-      `sourceLanguage="${problem.language}" cannot be recognised by the configured engines; ` +
-        `recognition is available for: ${problem.available.join(", ")}`,
+      `${roles.needsIdentifier} needs a recogniser that identifies languages (whisper-cpp or a remote ` +
+        "Whisper server in ENGINES_FILE), and the configured engines have none",
     );
   }
+  if (kind === "recognition") {
+    reject(
+      `${key(language)} cannot be recognised by the configured engines; recognition is available for: ${available.join(", ")}`,
+    );
+  }
+  if (kind === "identification") {
+    reject(
+      `${key(language)} cannot be identified by the configured recogniser that identifies languages; it knows: ${available.join(", ")}`,
+    );
+  }
+  const { from } = problem;
+  // The plain source needs no naming; a language hint or the other side of a pair does.
+  const subject = from === "auto" || roles.keyOf(kind, from) === "sourceLanguage" ? "" : `${key(from)}: `;
   reject(
-    `no translation from "${problem.from}" to "${problem.language}" with the configured engines; ` +
-      `from "${problem.from}" the targets are: ${problem.available.join(", ")}`,
+    `${subject}no translation from "${from}" to "${language}" with the configured engines; ` +
+      `from "${from}" the targets are: ${available.join(", ")}`,
   );
 }
 
@@ -189,33 +213,53 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
   // relay-2 features scheduled for a later release are refused clearly rather than silently ignored.
   if (m.voiceId === "auto")
     reject("voiceId=auto is not available yet on this server; pass a numeric voiceId");
-  if (twoWay) reject("twoWay=true is not available yet on this server");
+  if (twoWay && (m.sourceLanguage === undefined || m.targetLanguage === undefined))
+    reject("twoWay=true needs both sourceLanguage and targetLanguage: the two languages of the conversation");
 
   const sourceLanguage = sourceIsAuto ? "auto" : primaryLanguage("sourceLanguage", m.sourceLanguage ?? "en");
-  if (m.languageHints !== undefined) {
-    for (const hint of m.languageHints.split(",")) primaryLanguage("languageHints", hint.trim());
-  }
+  // Hints are read only with "auto" (the spec), as primary subtags without repeats.
+  const languageHints =
+    sourceIsAuto && m.languageHints !== undefined
+      ? [...new Set(m.languageHints.split(",").map((hint) => primaryLanguage("languageHints", hint.trim())))]
+      : undefined;
   const targetLanguage = primaryLanguage("targetLanguage", m.targetLanguage ?? "es");
+  if (twoWay && sourceLanguage === targetLanguage)
+    reject(
+      `twoWay=true needs two different languages; sourceLanguage and targetLanguage are both "${targetLanguage}"`,
+    );
   const voice = m.voiceId !== undefined ? resolveVoice(m.voiceId) : voiceOf(voiceType);
 
   // Checked in this order: the error frame names the first problem.
   const speech = mode === "s2tt";
-  rejectUnservable(registry, "targetLanguage", [
-    ...(speech ? [{ kind: "recognition", language: sourceLanguage } as const] : []),
-    ...(audioOutputEnabled ? [{ kind: "voice", language: targetLanguage } as const] : []),
-    ...(speech && sourceLanguage !== "auto"
-      ? [{ kind: "translation", from: sourceLanguage, to: targetLanguage } as const]
-      : []),
-  ]);
+  const plan = languagePlan({
+    sourceLanguage,
+    targetLanguage,
+    twoWay,
+    ...(languageHints ? { languageHints } : {}),
+  });
+  const sideOf = (language: LanguageCode) =>
+    language === targetLanguage ? "targetLanguage" : "sourceLanguage";
+  rejectUnservable(
+    registry,
+    speech ? requirementsOf(plan, audioOutputEnabled) : [{ kind: "voice", language: targetLanguage }],
+    {
+      // A language hint is named as one when it is listened for; as the target it is spoken.
+      keyOf: (kind, language) => (sourceIsAuto && kind !== "voice" ? "languageHints" : sideOf(language)),
+      needsIdentifier: twoWay ? "twoWay=true (telling the two languages apart)" : "sourceLanguage=auto",
+    },
+  );
 
   return {
     mode,
     modelName,
     sourceLanguage,
     targetLanguage,
+    ...(languageHints ? { languageHints } : {}),
+    twoWay,
     audioOutputEnabled,
     voice,
-    finalizeMode,
+    // Two-way sessions always finalise per sentence (the spec).
+    finalizeMode: twoWay ? "sentence" : finalizeMode,
     context,
     sourceLanguageLabel: label("sourceLanguageLabel", m.sourceLanguageLabel),
     targetLanguageLabel: label("targetLanguageLabel", m.targetLanguageLabel),

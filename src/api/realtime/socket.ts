@@ -156,6 +156,8 @@ class SpeechSession implements ModeHandler {
     this.pipeline = createSpeakerPipeline(deps.registry, {
       sourceLanguage: plan.sourceLanguage,
       targetLanguage: plan.targetLanguage,
+      ...(plan.languageHints ? { languageHints: plan.languageHints } : {}),
+      twoWay: plan.twoWay,
       finalizeMode: plan.finalizeMode,
       context: plan.context,
       sourceLanguageLabel: plan.sourceLanguageLabel,

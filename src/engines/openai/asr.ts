@@ -10,6 +10,9 @@
  * - `finish()` transcribes the whole utterance (reusing an in-flight partial request when that one
  *   already covers all the audio, otherwise cancelling it first), so a stream never has two requests
  *   in flight.
+ * - Identification among `candidates` (the transcription API cannot be told a list): one candidate
+ *   is sent as the `language`; with several the server identifies freely, and an answer in another
+ *   language is transcribed again in the first candidate, so the text is in the language reported.
  */
 import type { TranscriptionVerbose } from "openai/resources/audio/transcriptions";
 import { toFile } from "openai";
@@ -125,13 +128,21 @@ class OpenAiAsrStream implements AsrStream {
   private pending: PendingRequest | undefined;
   private last: Hypothesis;
   private readonly controller = new AbortController();
+  /** The `language` sent: the stream's language, or its only candidate. */
+  private readonly language: LanguageCode | "auto";
+  /** Identification must land among these (with "auto" and several candidates). */
+  private readonly candidates: readonly LanguageCode[] | undefined;
 
   constructor(
     private readonly remote: RemoteClient,
     private readonly options: AsrStreamOptions,
     private readonly intervalSamples: number,
   ) {
-    this.last = options.language === "auto" ? EMPTY : { ...EMPTY, language: options.language };
+    const { language, candidates } = options;
+    const single = language === "auto" && candidates?.length === 1 ? candidates[0] : undefined;
+    this.language = single ?? language;
+    this.candidates = this.language === "auto" && candidates?.length ? candidates : undefined;
+    this.last = this.language === "auto" ? EMPTY : { ...EMPTY, language: this.language };
   }
 
   async write(pcm: Int16Array): Promise<void> {
@@ -211,6 +222,16 @@ class OpenAiAsrStream implements AsrStream {
 
   /** Transcribes the first `samples` samples of the utterance. */
   private async transcribe(samples: number, signal: AbortSignal): Promise<Hypothesis> {
+    const wav = this.wavOf(samples);
+    const hypothesis = await this.request(wav, this.language, signal);
+    const { candidates } = this;
+    if (!candidates || hypothesis.language === undefined || candidates.includes(hypothesis.language))
+      return hypothesis;
+    return this.request(wav, candidates[0]!, signal);
+  }
+
+  /** The first `samples` samples of the utterance as a WAV file. */
+  private wavOf(samples: number): Uint8Array {
     const pcm = new Int16Array(samples);
     let offset = 0;
     for (const chunk of this.chunks) {
@@ -219,8 +240,15 @@ class OpenAiAsrStream implements AsrStream {
       pcm.set(take === chunk.length ? chunk : chunk.subarray(0, take), offset);
       offset += take;
     }
-    const wav = encodeWav(pcm, SAMPLE_RATE);
-    const { language, context } = this.options;
+    return encodeWav(pcm, SAMPLE_RATE);
+  }
+
+  private async request(
+    wav: Uint8Array,
+    language: LanguageCode | "auto",
+    signal: AbortSignal,
+  ): Promise<Hypothesis> {
+    const { context } = this.options;
     return this.remote.call(async (client, attemptSignal) => {
       const response = await client.audio.transcriptions.create(
         {
@@ -263,9 +291,11 @@ class OpenAiAsrEngine implements AsrEngine {
   /** Opens no connection: requests are made per utterance. `context` becomes the Whisper prompt. */
   async createStream(options: AsrStreamOptions): Promise<AsrStream> {
     if (this.closed) throw new Error("remote ASR engine is closed");
-    if (options.language !== "auto" && !this.capabilities.languages.includes(options.language)) {
+    const asked = options.language === "auto" ? (options.candidates ?? []) : [options.language];
+    const unknown = asked.find((language) => !this.capabilities.languages.includes(language));
+    if (unknown !== undefined) {
       throw new Error(
-        `remote ASR: language "${options.language}" is not configured (configured: ${this.capabilities.languages.join(", ")})`,
+        `remote ASR: language "${unknown}" is not configured (configured: ${this.capabilities.languages.join(", ")})`,
       );
     }
     return new OpenAiAsrStream(this.remote, options, this.intervalSamples);
