@@ -54,13 +54,21 @@ interface CapacityRow {
   readonly maxRealTimeSessions: number;
 }
 
+/** Threads per decode × decodes at once: the default on 2 cores, and the other way to split them. */
+const LAYOUTS = [
+  { threads: 2, maxConcurrent: 1 },
+  { threads: 1, maxConcurrent: 2 },
+] as const;
+
 async function measureModel(
   shared: string,
   size: string,
+  layout: (typeof LAYOUTS)[number],
   clips: readonly Int16Array[],
 ): Promise<CapacityRow> {
   const engine = await createWhisperCppEngine({
     modelPath: path.resolve(shared, `models/whisper-cpp-test/for-tests-ggml-${size}.bin`),
+    ...layout,
   });
   const audioSeconds = clips.reduce((sum, clip) => sum + clip.length / SAMPLE_RATE, 0);
   try {
@@ -84,7 +92,7 @@ async function measureModel(
         partialsPerAudioSecond: +(partials / (audioSeconds * count)).toFixed(2),
       };
       sessions.push(row);
-      console.error(`whisper ${size}, ${count} sessions: ${JSON.stringify(row)}`);
+      console.error(`whisper ${size} ${JSON.stringify(layout)}, ${count} sessions: ${JSON.stringify(row)}`);
       if (row.p90Ms > REAL_TIME_P90_MS) break;
     }
     const maxRealTimeSessions = Math.max(
@@ -92,7 +100,7 @@ async function measureModel(
       ...sessions.filter((s) => s.p90Ms <= REAL_TIME_P90_MS).map((s) => s.count),
     );
     return {
-      model: `${size} (${engine.binding.kind})`,
+      model: `${size} (${engine.binding.kind}, ${layout.threads} thread(s) × ${layout.maxConcurrent} decode(s))`,
       cpuSecondsPerAudioSecond,
       sessions,
       maxRealTimeSessions,
@@ -107,7 +115,8 @@ export async function benchWhisperStreaming(shared: string, clipNames: readonly 
     clipNames.map((name) => readWavAsPcm16(path.join(shared, "data/speech", name))),
   );
   const rows: CapacityRow[] = [];
-  for (const size of ["tiny", "base"]) rows.push(await measureModel(shared, size, clips));
+  for (const size of ["tiny", "base"])
+    for (const layout of LAYOUTS) rows.push(await measureModel(shared, size, layout, clips));
   const audioSeconds = clips.reduce((sum, clip) => sum + clip.length / SAMPLE_RATE, 0);
   return [
     `whisper.cpp streaming (${clips.length} clips, ${audioSeconds.toFixed(1)} s per session, test models)`,

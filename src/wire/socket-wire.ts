@@ -12,7 +12,11 @@ const MAX_BUFFERED_BYTES = 8 << 20;
  * applied: speech is dropped first, transcripts never, and a client that stops reading is closed.
  */
 export class SocketWire {
-  constructor(private readonly socket: WebSocket) {}
+  /** `onAudioDropped`: told of each speech frame skipped (for counting). */
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly onAudioDropped: () => void = () => undefined,
+  ) {}
 
   send(message: Readonly<Record<string, unknown>>): void {
     const { socket } = this;
@@ -36,7 +40,11 @@ export class SocketWire {
   /** Speech frames are skipped while the client lags (transcripts are never dropped). */
   audio(samples: Float32Array): void {
     const { socket } = this;
-    if (socket.readyState !== socket.OPEN || socket.bufferedAmount > AUDIO_DROP_BUFFERED_BYTES) return;
+    if (socket.readyState !== socket.OPEN) return;
+    if (socket.bufferedAmount > AUDIO_DROP_BUFFERED_BYTES) {
+      this.onAudioDropped();
+      return;
+    }
     socket.send(float32ToBytes(samples), { binary: true });
   }
 }

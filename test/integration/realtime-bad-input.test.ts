@@ -153,9 +153,12 @@ describe.skipIf(SPEECH_MISSING)("malformed input on the session socket", () => {
     const socket = await open({ mode: "tts", targetLanguage: "en" });
     socket.pause();
     const lines = 60;
+    const dropped = server.app.sessions.droppedAudioFrames;
     for (let i = 0; i < lines; i++) socket.send({ type: "speak", text });
-    // the server renders everything while the client reads nothing
-    await new Promise((resolve) => setTimeout(resolve, 6000));
+    // The server renders while the client reads nothing, until its queue to the client is full.
+    await expect
+      .poll(() => server.app.sessions.droppedAudioFrames, { timeout: 120_000, interval: 100 })
+      .toBeGreaterThan(dropped);
     socket.resume();
     await expect
       .poll(() => socket.messages.filter((m) => m.type === "speech_end").length, { timeout: 60_000 })

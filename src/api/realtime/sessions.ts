@@ -44,6 +44,7 @@ export class RealtimeSessions implements SessionCapacity {
   private readonly pendingByAccount = new Map<string, Set<string>>();
   private readonly live = new Set<LiveSession>();
   private draining = false;
+  private droppedFrames = 0;
 
   constructor(
     readonly capacity: number,
@@ -53,6 +54,15 @@ export class RealtimeSessions implements SessionCapacity {
 
   get liveCount(): number {
     return this.live.size;
+  }
+
+  /** Translated-speech frames skipped for clients that read too slowly, since start. */
+  get droppedAudioFrames(): number {
+    return this.droppedFrames;
+  }
+
+  audioDropped(): void {
+    this.droppedFrames++;
   }
 
   get pendingCount(): number {

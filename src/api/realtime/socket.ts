@@ -43,7 +43,7 @@ const utf8 = new TextDecoder("utf-8", { fatal: true });
 export function serveSessionSocket(socket: WebSocket, pending: PendingSession, deps: SocketDeps): void {
   const { sessions, registry, log } = deps;
   let ended = false;
-  const wire = new SocketWire(socket);
+  const wire = new SocketWire(socket, () => sessions.audioDropped());
   const live = { close: (code: number, reason: string) => wire.close(code, reason) };
   if (!sessions.open(live)) {
     wire.close(4503, "no capacity on this server; create a new session");
