@@ -16,6 +16,7 @@ import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createPocketSphinxEngine } from "../src/engines/pocketsphinx/index.js";
 import type { AsrStreamOptions } from "../src/engines/types.js";
 import { createWhisperCppEngine } from "../src/engines/whisper-cpp/index.js";
+import { wordErrors } from "../test/support/word-errors.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 const DIR = path.resolve(SHARED, "data/speech/librivox-pocketsphinx");
@@ -32,24 +33,6 @@ const PROFILES: Record<string, Record<string, string>> = {
   },
   "-maxhmmpf 1500 -fwdflat no -bestpath yes": { "-maxhmmpf": "1500", "-fwdflat": "no", "-bestpath": "yes" },
 };
-
-function wordErrors(reference: string[], hypothesis: string[]): number {
-  const row = Array.from({ length: hypothesis.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= reference.length; i++) {
-    let diagonal = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= hypothesis.length; j++) {
-      const above = row[j]!;
-      row[j] = Math.min(
-        above + 1,
-        row[j - 1]! + 1,
-        diagonal + (reference[i - 1] === hypothesis[j - 1] ? 0 : 1),
-      );
-      diagonal = above;
-    }
-  }
-  return row[hypothesis.length]!;
-}
 
 async function benchPocketSphinx(): Promise<void> {
   const references = readFileSync(path.join(DIR, "transcription"), "utf8")

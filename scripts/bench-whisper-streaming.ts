@@ -6,8 +6,12 @@
  *
  * Measured in process, on the recogniser alone, because it is the bottleneck and because the test
  * models' empty transcripts would give a running service nothing to send back to time. Reported:
- * CPU seconds per audio second of one session, and the most sessions whose utterances are finished
- * in time (p90 of end of audio → final hypothesis ≤ 1.5 s).
+ * CPU seconds per audio second of one session, and the most sessions that keep up: utterances
+ * finished in time (p90 of end of audio → final hypothesis ≤ 1.5 s) and interims still refreshed
+ * (at least 0.5 partial decodes per second of each session's audio; 0.75 is the unloaded rate).
+ *
+ * The test models emit no tokens, so the decoder's share is missing here: with real speech add
+ * about 3.4 ms (tiny) or 7.5 ms (base) per token on this machine, a few tokens per second of audio.
  */
 import path from "node:path";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
@@ -17,6 +21,7 @@ const SAMPLE_RATE = 16_000;
 const WRITE_SAMPLES = 1_536;
 const PARTIAL_EVERY_WRITES = 2;
 const REAL_TIME_P90_MS = 1_500;
+const MIN_PARTIALS_PER_AUDIO_SECOND = 0.5;
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -45,6 +50,10 @@ async function streamClips(engine: WhisperCppEngine, clips: readonly Int16Array[
     latencies.push(performance.now() - end);
   }
   return latencies;
+}
+
+function keepsUp(row: { p90Ms: number; partialsPerAudioSecond: number }): boolean {
+  return row.p90Ms <= REAL_TIME_P90_MS && row.partialsPerAudioSecond >= MIN_PARTIALS_PER_AUDIO_SECOND;
 }
 
 interface CapacityRow {
@@ -79,7 +88,7 @@ async function measureModel(
     const cpuSecondsPerAudioSecond = (cpu.user + cpu.system) / 1e6 / audioSeconds;
 
     const sessions: CapacityRow["sessions"] = [];
-    for (const count of [1, 2, 3, 4, 6, 8]) {
+    for (const count of [1, 2, 3, 4, 6, 8, 10, 12, 16]) {
       const partialsBefore = engine.stats().started.partial;
       const latencies = (
         await Promise.all(Array.from({ length: count }, () => streamClips(engine, clips)))
@@ -93,12 +102,9 @@ async function measureModel(
       };
       sessions.push(row);
       console.error(`whisper ${size} ${JSON.stringify(layout)}, ${count} sessions: ${JSON.stringify(row)}`);
-      if (row.p90Ms > REAL_TIME_P90_MS) break;
+      if (!keepsUp(row)) break;
     }
-    const maxRealTimeSessions = Math.max(
-      0,
-      ...sessions.filter((s) => s.p90Ms <= REAL_TIME_P90_MS).map((s) => s.count),
-    );
+    const maxRealTimeSessions = Math.max(0, ...sessions.filter(keepsUp).map((s) => s.count));
     return {
       model: `${size} (${engine.binding.kind}, ${layout.threads} thread(s) × ${layout.maxConcurrent} decode(s))`,
       cpuSecondsPerAudioSecond,

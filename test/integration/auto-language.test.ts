@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
 import { makeTestVideo } from "../support/media.js";
-import { startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
+import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { dubbingClient } from "../support/dubbing-client.js";
@@ -27,15 +27,8 @@ beforeAll(async () => {
   if (SPEECH_MISSING) return;
   remote = await startOpenAiServer();
   dir = await mkdtemp(path.join(tmpdir(), "auto-language-"));
-  const entry = (model: string, languages: string[], extra: Record<string, unknown> = {}) => ({
-    engine: "openai",
-    baseUrl: remote.baseUrl,
-    model,
-    languages,
-    timeoutMs: 5000,
-    maxRetries: 1,
-    ...extra,
-  });
+  const entry = (model: string, languages: string[], extra: Record<string, unknown> = {}) =>
+    standInEntry(remote, model, languages, extra);
   const engines = path.join(dir, "engines.json");
   await writeFile(
     engines,

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestVideo } from "../support/media.js";
-import { startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
+import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
 import { dubbingClient } from "../support/dubbing-client.js";
@@ -30,15 +30,8 @@ beforeAll(async () => {
   if (SPEECH_MISSING) return;
   remote = await startOpenAiServer();
   dir = await mkdtemp(path.join(tmpdir(), "dubbing-languages-"));
-  const entry = (model: string, extra: Record<string, unknown> = {}) => ({
-    engine: "openai",
-    baseUrl: remote.baseUrl,
-    model,
-    languages: LANGUAGES,
-    timeoutMs: 5000,
-    maxRetries: 1,
-    ...extra,
-  });
+  const entry = (model: string, extra: Record<string, unknown> = {}) =>
+    standInEntry(remote, model, LANGUAGES, extra);
   const engines = path.join(dir, "engines.json");
   await writeFile(
     engines,

@@ -8,6 +8,7 @@ import {
 } from "../../src/engines/pocketsphinx/index.js";
 import type { AsrStream, Hypothesis } from "../../src/engines/types.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { wordErrors } from "../support/word-errors.js";
 
 const CLIPS = "librivox-pocketsphinx";
 const SPEECH_MISSING = sharedMissing("data", "speech", CLIPS);
@@ -37,20 +38,10 @@ const words = (text: string): string[] =>
     .filter(Boolean)
     .map((w) => NORMALISE[w] ?? w);
 
-/** Word-level edit distance (substitutions + deletions + insertions). */
-function wordErrors(reference: string, hypothesis: string): { errors: number; words: number } {
+/** Word errors of a hypothesis against its reference, and the reference's length. */
+function scoreOf(reference: string, hypothesis: string): { errors: number; words: number } {
   const ref = words(reference);
-  const hyp = words(hypothesis);
-  let row = hyp.map((_, j) => j + 1);
-  row.unshift(0);
-  for (let i = 1; i <= ref.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= hyp.length; j++) {
-      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (ref[i - 1] === hyp[j - 1] ? 0 : 1)));
-    }
-    row = next;
-  }
-  return { errors: row[hyp.length]!, words: ref.length };
+  return { errors: wordErrors(ref, words(hypothesis)), words: ref.length };
 }
 
 async function writeAll(stream: AsrStream, pcm: Int16Array, chunk: number): Promise<void> {
@@ -151,7 +142,7 @@ describe.skipIf(SPEECH_MISSING)("PocketSphinx engine (maxDecoders 2)", () => {
       const pcm = await clip(`${id}.wav`);
       const result = await decode(engine, pcm);
       expectTimingsValid(result, pcm.length);
-      const score = wordErrors(text, result.text);
+      const score = scoreOf(text, result.text);
       expect(score.errors / score.words, `${id}: "${result.text}"`).toBeLessThan(0.8);
       errors += score.errors;
       total += score.words;

@@ -6,6 +6,7 @@ import { encodeWav, readWavAsPcm16 } from "../../src/audio/wav.js";
 import { dubMedia } from "../../src/dubbing/index.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { wordErrors } from "../support/word-errors.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
 /**
@@ -110,25 +111,6 @@ function wordsOf(utterances: readonly Utterance[]): string[] {
     .flatMap((u) => u.text.split(/\s+/u))
     .map((word) => word.replace(/^mr$/u, "mister").replace(/\./gu, ""))
     .filter(Boolean);
-}
-
-/** Word-level edit distance. */
-function wordErrors(reference: readonly string[], hypothesis: readonly string[]): number {
-  const row = Array.from({ length: hypothesis.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= reference.length; i++) {
-    let diagonal = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= hypothesis.length; j++) {
-      const above = row[j]!;
-      row[j] = Math.min(
-        above + 1,
-        row[j - 1]! + 1,
-        diagonal + (reference[i - 1] === hypothesis[j - 1] ? 0 : 1),
-      );
-      diagonal = above;
-    }
-  }
-  return row[hypothesis.length]!;
 }
 
 /** Same number of utterances, each opening where (or just after) the full-level one does. */

@@ -173,6 +173,27 @@ function parseMultipart(
 
 const LANGUAGE_NAMES = new Intl.DisplayNames(["en"], { type: "language" });
 
+/**
+ * An `ENGINES_FILE` entry (any kind) for the stand-in: a short timeout and one retry, so tests of
+ * failures stay quick.
+ */
+export function standInEntry(
+  remote: OpenAiTestServer,
+  model: string,
+  languages: readonly string[],
+  extra: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    engine: "openai",
+    baseUrl: remote.baseUrl,
+    model,
+    languages,
+    timeoutMs: 5000,
+    maxRetries: 1,
+    ...extra,
+  };
+}
+
 export async function startOpenAiServer(): Promise<OpenAiTestServer> {
   const requests: RecordedRequest[] = [];
   const scripts = new Map<Endpoint, Fault[]>();
