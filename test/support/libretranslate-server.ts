@@ -6,6 +6,7 @@
  * recorded; failures can be scripted per endpoint.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { responseDelays } from "./response-delays.js";
 
 export type Endpoint = "languages" | "translate" | "spec";
 
@@ -109,28 +110,8 @@ function parameters(req: IncomingMessage, raw: Buffer): Record<string, unknown> 
 export async function startLibreTranslateServer(): Promise<LibreTranslateTestServer> {
   const requests: RecordedRequest[] = [];
   const scripts = new Map<Endpoint, Fault[]>();
-  const timers = new Set<NodeJS.Timeout>();
 
-  /** Resolves after `ms`, or false at once when the client goes away first. */
-  const wait = (ms: number, res: ServerResponse): Promise<boolean> =>
-    new Promise((resolve) => {
-      if (ms <= 0) {
-        resolve(!res.destroyed);
-        return;
-      }
-      const onClose = (): void => {
-        clearTimeout(timer);
-        timers.delete(timer);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        res.off("close", onClose);
-        resolve(!res.destroyed);
-      }, ms);
-      timers.add(timer);
-      res.once("close", onClose);
-    });
+  const { wait, clear: clearDelays } = responseDelays();
 
   const state: Omit<LibreTranslateTestServer, "url" | "close"> = {
     requests,
@@ -289,7 +270,7 @@ export async function startLibreTranslateServer(): Promise<LibreTranslateTestSer
   return Object.assign(state, {
     url: `http://127.0.0.1:${port}`,
     async close() {
-      for (const timer of timers) clearTimeout(timer);
+      clearDelays();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },

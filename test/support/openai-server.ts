@@ -4,6 +4,7 @@
  * the request; every request is recorded; failures can be scripted per endpoint.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
+import { responseDelays } from "./response-delays.js";
 import busboy from "busboy";
 import wavefile from "wavefile";
 
@@ -199,7 +200,6 @@ export async function startOpenAiServer(): Promise<OpenAiTestServer> {
   const scripts = new Map<Endpoint, Fault[]>();
   const inFlight: Record<Endpoint, number> = { transcriptions: 0, chat: 0, speech: 0 };
   const maxInFlight: Record<Endpoint, number> = { transcriptions: 0, chat: 0, speech: 0 };
-  const timers = new Set<NodeJS.Timeout>();
   /** The longest audio heard of each utterance (see `IdentificationRequest.utterance`). */
   const utterances: Int16Array[] = [];
 
@@ -214,26 +214,7 @@ export async function startOpenAiServer(): Promise<OpenAiTestServer> {
     return known;
   };
 
-  /** Resolves after `ms`, or false at once when the client goes away first. */
-  const wait = (ms: number, res: ServerResponse): Promise<boolean> =>
-    new Promise((resolve) => {
-      if (ms <= 0) {
-        resolve(!res.destroyed);
-        return;
-      }
-      const onClose = (): void => {
-        clearTimeout(timer);
-        timers.delete(timer);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        res.off("close", onClose);
-        resolve(!res.destroyed);
-      }, ms);
-      timers.add(timer);
-      res.once("close", onClose);
-    });
+  const { wait, clear: clearDelays } = responseDelays();
 
   const state: Omit<OpenAiTestServer, "baseUrl" | "close"> = {
     requests,
@@ -450,7 +431,7 @@ export async function startOpenAiServer(): Promise<OpenAiTestServer> {
   return Object.assign(state, {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     async close() {
-      for (const timer of timers) clearTimeout(timer);
+      clearDelays();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
