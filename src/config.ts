@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { NATIVE_BUILD_PATH } from "./engines/whisper-cpp/binding.js";
+import { nativeBuildLoads } from "./engines/whisper-cpp/binding.js";
 import { findModel } from "./models/catalogue.js";
 import {
   defaultEngines,
@@ -220,10 +220,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError("invalid configuration:\n  S3_BUCKET: required when STORAGE_BACKEND=s3");
   }
   const modelsDir = path.resolve(e.MODELS_DIR ?? path.join(dataDir, "models"));
-  const defaults = defaultEngines({
-    modelPresent: existsSync(path.join(modelsDir, findModel(DEFAULT_WHISPER_MODEL)!.file)),
-    nativeBuild: existsSync(NATIVE_BUILD_PATH),
-  });
+  const modelPresent = existsSync(path.join(modelsDir, findModel(DEFAULT_WHISPER_MODEL)!.file));
+  // The same test the engine makes when it picks its binding: a build that does not load is not used.
+  const defaults = defaultEngines({ modelPresent, nativeBuild: modelPresent && nativeBuildLoads() });
   let engineLists: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[]; pivot?: string };
   try {
     const file = e.ENGINES_FILE ? readEnginesFile(e.ENGINES_FILE, env) : undefined;

@@ -3,9 +3,9 @@
 // It exposes the same JavaScript surface as the prebuilt `@fugood/whisper.node` addon (the fallback,
 // see src/engines/whisper-cpp/binding.ts), plus what live streaming needs and that addon lacks:
 // - `audioCtx`: the encoder runs over the audio's own length instead of whisper's fixed 30 s window;
-// - `maxTokens`: a bound on the tokens one decode may produce;
+// - `maxTokens`: a bound on the tokens of each decoding pass (whisper.cpp's `max_tokens`);
 // - `candidates`: language identification restricted to a set of languages (session hints, the pair
-//   of a two-way session), with the chosen language's probability among them;
+//   of a two-way session), always over the same window, whatever other decodes did;
 // - `stop()` that really interrupts a decode (whisper.cpp's abort callback).
 // Written by hand because no maintained binding offers these; it is only glue around whisper.h.
 #include <napi.h>
@@ -78,8 +78,15 @@ struct Segment {
   int64_t t1;
 };
 
+// Identification runs on a state of its own whose encoder window is fixed once (whisper.cpp sizes
+// a state's window from the last whisper_full on it, so on the decoding state identification would
+// depend on whichever decode ran before): the first 10 s of the utterance, which is enough to tell
+// languages apart and a third of whisper's 30 s window.
+constexpr int kIdentifyFrames = 500;
+
 struct Decoding {
   whisper_context* context;
+  whisper_state* identifier;
   std::vector<float> audio;
   Options options;
   std::atomic<bool> aborted{false};
@@ -126,7 +133,8 @@ class TranscribeWorker : public Napi::AsyncWorker {
       return;
     }
     const int status = whisper_full(d.context, params, d.audio.data(), static_cast<int>(d.audio.size()));
-    if (d.aborted.load()) {
+    // Interrupted by `stop()`; a stop that came after the decode had finished leaves its result.
+    if (status != 0 && d.aborted.load()) {
       aborted_ = true;
       return;
     }
@@ -160,9 +168,6 @@ class TranscribeWorker : public Napi::AsyncWorker {
     }
     result.Set("segments", segments);
     if (!aborted_ && !language_.empty()) result.Set("language", Napi::String::New(env, language_));
-    if (languageProbability_ >= 0) {
-      result.Set("languageProbability", Napi::Number::New(env, languageProbability_));
-    }
     finish();
     deferred_.Resolve(result);
   }
@@ -174,35 +179,32 @@ class TranscribeWorker : public Napi::AsyncWorker {
 
  private:
   // Picks the most probable language among the candidates (all languages when none are given) from
-  // whisper's language-token probabilities over the audio's first window.
+  // whisper's language-token probabilities over the utterance's first 10 s.
   bool identify(std::string& language) {
     Decoding& d = *decoding_;
     const Options& o = d.options;
-    if (whisper_pcm_to_mel(d.context, d.audio.data(), static_cast<int>(d.audio.size()), o.threads) != 0) {
+    const int samples = static_cast<int>(d.audio.size());
+    if (whisper_pcm_to_mel_with_state(d.context, d.identifier, d.audio.data(), samples, o.threads) != 0) {
       SetError("whisper_pcm_to_mel failed");
       return false;
     }
     std::vector<float> probabilities(whisper_lang_max_id() + 1, 0.0f);
-    if (whisper_lang_auto_detect(d.context, 0, o.threads, probabilities.data()) < 0) {
+    if (whisper_lang_auto_detect_with_state(d.context, d.identifier, 0, o.threads, probabilities.data()) < 0) {
       SetError("whisper_lang_auto_detect failed");
       return false;
     }
     int best = -1;
-    float total = 0.0f;
     for (int id = 0; id <= whisper_lang_max_id(); id++) {
       const char* code = whisper_lang_str(id);
       bool allowed = o.candidates.empty();
       for (const std::string& candidate : o.candidates) allowed = allowed || candidate == code;
-      if (!allowed) continue;
-      total += probabilities[id];
-      if (best < 0 || probabilities[id] > probabilities[best]) best = id;
+      if (allowed && (best < 0 || probabilities[id] > probabilities[best])) best = id;
     }
     if (best < 0) {
       SetError("none of the candidate languages is known to whisper.cpp");
       return false;
     }
     language = whisper_lang_str(best);
-    languageProbability_ = total > 0 ? probabilities[best] / total : 0;
     return true;
   }
 
@@ -218,7 +220,6 @@ class TranscribeWorker : public Napi::AsyncWorker {
   std::string result_;
   std::string language_;
   std::vector<Segment> segments_;
-  double languageProbability_ = -1;
   bool aborted_ = false;
 };
 
@@ -243,9 +244,35 @@ class WhisperContext : public Napi::ObjectWrap<WhisperContext> {
     params.flash_attn = false;
     context_ = whisper_init_from_file_with_params(file.As<Napi::String>().Utf8Value().c_str(), params);
     if (context_ == nullptr) throw Napi::Error::New(env, "failed to load model");
+    identifier_ = whisper_init_state(context_);
+    if (identifier_ == nullptr) {
+      free();
+      throw Napi::Error::New(env, "failed to allocate the identification state");
+    }
+    // Fixes the identification state's encoder window (see kIdentifyFrames): one decode of 1 s of
+    // silence with that window, at most one token.
+    whisper_full_params prime = whisper_full_default_params(WHISPER_SAMPLING_GREEDY);
+    prime.print_progress = false;
+    prime.audio_ctx = kIdentifyFrames;
+    prime.max_tokens = 1;
+    prime.no_timestamps = true;
+    prime.language = "en";
+    std::vector<float> silence(16000, 0.0f);
+    if (whisper_full_with_state(context_, identifier_, prime, silence.data(), static_cast<int>(silence.size())) != 0) {
+      free();
+      throw Napi::Error::New(env, "failed to prepare the identification state");
+    }
   }
 
-  ~WhisperContext() override { free(); }
+  // Only at environment teardown can this run during a decode (the decode holds a reference to the
+  // object): the decode is stopped and the model left to the process's end rather than freed under it.
+  ~WhisperContext() override {
+    if (busy_) {
+      current_->aborted.store(true);
+      return;
+    }
+    free();
+  }
 
  private:
   static Napi::Value ToggleNativeLog(const Napi::CallbackInfo& info) {
@@ -275,6 +302,7 @@ class WhisperContext : public Napi::ObjectWrap<WhisperContext> {
     }
     auto decoding = std::make_shared<Decoding>();
     decoding->context = context_;
+    decoding->identifier = identifier_;
     Napi::ArrayBuffer buffer = info[0].As<Napi::ArrayBuffer>();
     const auto* pcm = static_cast<const int16_t*>(buffer.Data());
     const size_t samples = buffer.ByteLength() / sizeof(int16_t);
@@ -283,8 +311,10 @@ class WhisperContext : public Napi::ObjectWrap<WhisperContext> {
     decoding->options = readOptions(info[1].As<Napi::Object>());
 
     busy_ = true;
+    current_ = decoding;
     auto* worker = new TranscribeWorker(env, decoding, Value(), [this]() {
       busy_ = false;
+      current_.reset();
       if (releaseRequested_) free();
     });
     Napi::Promise promise = worker->Promise();
@@ -346,11 +376,15 @@ class WhisperContext : public Napi::ObjectWrap<WhisperContext> {
   }
 
   void free() {
+    if (identifier_ != nullptr) whisper_free_state(identifier_);
+    identifier_ = nullptr;
     if (context_ != nullptr) whisper_free(context_);
     context_ = nullptr;
   }
 
   whisper_context* context_ = nullptr;
+  whisper_state* identifier_ = nullptr;
+  std::shared_ptr<Decoding> current_;
   bool busy_ = false;
   bool releaseRequested_ = false;
 };

@@ -64,10 +64,20 @@ export function createSpeakerPipeline(
     plan.directions.map(({ to, labels }) => [to, translatorFor(registry, to, labels)]),
   );
   const speakerProfiler = voice === "clone" ? new SpeakerProfiler() : undefined;
+  // The speaker's language is the clone matcher's rate reference: the named source, in a two-way
+  // session the other side of the pair, and with "auto" (not known ahead) the target stands in.
+  const speakerLanguageInto = (to: LanguageCode): LanguageCode =>
+    plan.listen !== "auto"
+      ? plan.listen
+      : options.twoWay
+        ? (plan.candidates?.find((language) => language !== to) ?? to)
+        : to;
   const outputs = new Map(
     voice === undefined
       ? []
-      : plan.directions.map(({ to }) => [to, speechOutput(registry, plan.listen, to, voice)] as const),
+      : plan.directions.map(
+          ({ to }) => [to, speechOutput(registry, speakerLanguageInto(to), to, voice)] as const,
+        ),
   );
   const translator = (language: LanguageCode) => translators.get(language)!;
 
@@ -97,14 +107,12 @@ export function createSpeakerPipeline(
  */
 function speechOutput(
   registry: EngineRegistry,
-  listen: LanguageCode | "auto",
+  speakerLanguage: LanguageCode,
   target: LanguageCode,
   voice: VoiceChoice,
 ): { tts: TtsEngine; voiceFor: (speaker: VoiceFeatures | undefined) => Voice } {
   const tts = registry.synthesizer(target)!;
   if (voice !== "clone") return { tts, voiceFor: () => voice };
-  // The speaker's language is the rate reference; when it is identified, the target stands in.
-  const speakerLanguage = listen === "auto" ? target : listen;
   const cloner = voiceClonerFor(tts, speakerLanguage, target);
   // Library measurements run in the background; matching never waits for them.
   prepareVoiceCloning(registry, speakerLanguage, target);

@@ -276,6 +276,14 @@ describe("joining a room", () => {
       const socket = await joinRoom(room);
       const identity = socket.messages[0]!.identity as string;
       await speakAndWait(socket, goForward);
+      // Stable mode may commit the utterance in parts; on a busy machine the last part can come later.
+      await socket.waitFor(
+        (m) =>
+          m.type === "translated_transcript" &&
+          m.is_final === true &&
+          m.original_text === "go forward ten meters",
+        30_000,
+      );
 
       const original = finals(socket, "original_transcript").at(-1)!;
       expect(original).toMatchObject({

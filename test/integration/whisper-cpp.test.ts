@@ -290,6 +290,10 @@ describe.skipIf(!READY || !NATIVE_BUILT)("whisper.cpp built for this CPU", () =>
       const audio = new Int16Array(30 * SAMPLE_RATE);
       audio.set(goforward);
       const transcription = context.transcribeData(audio.buffer, { language: "en", maxThreads: 1 });
+      // Well into the decode (a full 30 s window of base takes seconds here), then stopped: only
+      // whisper.cpp's abort callback can end it early. Stopped before it starts, isAborted would hold
+      // anyway; stopped after it ended, the result stands and isAborted is false.
+      await new Promise((resolve) => setTimeout(resolve, 300));
       await transcription.stop();
       const result = await transcription.promise;
       expect(result.isAborted).toBe(true);

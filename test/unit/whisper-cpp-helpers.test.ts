@@ -272,7 +272,8 @@ describe("whisper.cpp decode scheduler", () => {
     it("fails an overrunning decode at once and sets its context aside until the native call returns", async () => {
       vi.useFakeTimers();
       const scheduler = new DecodeScheduler(["a", "b"], { decodeTimeoutMs: 5_000 });
-      const hung = controllable([], "hung");
+      const log: string[] = [];
+      const hung = controllable(log, "hung");
       const quick = controllable([], "quick");
       let hungOn = "";
       const overrun = scheduler.schedule({}, "final", (context) => {
@@ -285,6 +286,8 @@ describe("whisper.cpp decode scheduler", () => {
       await vi.advanceTimersByTimeAsync(5_000);
       await failed;
       expect(scheduler.stats()).toMatchObject({ busy: 0, stuck: 1 });
+      // Asked to stop (the native build can), the context back once the call returns.
+      expect(log).toEqual(["cancel hung"]);
 
       // The other context keeps serving; a decode that finishes in time is untouched by its deadline.
       const served = scheduler.schedule({}, "final", (context) => {

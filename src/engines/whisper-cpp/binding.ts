@@ -35,9 +35,8 @@ export interface NativeTranscribeResult {
   /** whisper.cpp's code of the language decoded (detected with `language: "auto"`); absent for no audio. */
   readonly language?: string;
   readonly segments: readonly NativeSegment[];
+  /** The decode was interrupted by `stop()` (native build). */
   readonly isAborted: boolean;
-  /** Native build, language identified: its probability among the candidates (0..1). */
-  readonly languageProbability?: number;
 }
 
 /** The options `WhisperContext.transcribeData` reads (a subset of whisper.cpp's `whisper_full_params`). */
@@ -55,7 +54,7 @@ export interface NativeTranscribeOptions {
   readonly prompt?: string;
   /** Native build: encoder frames (20 ms each, at most 1500); 0 or absent: whisper's 30 s window. */
   readonly audioCtx?: number;
-  /** Native build: most tokens the decode may produce; 0 or absent: no bound. */
+  /** Native build: most tokens of each decoding pass (a pass then ends); 0 or absent: no bound. */
   readonly maxTokens?: number;
   /** Native build, with language "auto": identify among these whisper.cpp codes only. */
   readonly candidates?: readonly string[];
@@ -190,6 +189,16 @@ export function loadWhisperBinding(
     throw new Error(`whisper.cpp binding ${packageName} ${version} does not export WhisperContext`);
   }
   return { module, kind: "prebuilt", source: packageName, version };
+}
+
+/** Whether the build for this CPU is there and loads (the default engine order depends on it). */
+export function nativeBuildLoads(nativePath: string = NATIVE_BUILD_PATH): boolean {
+  try {
+    loadWhisperBinding("native", platformPackageName(), nativePath);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 export type NativeLogLevel = "error" | "warn" | "info" | "debug";

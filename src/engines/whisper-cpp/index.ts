@@ -61,8 +61,9 @@ const FULL_ENCODER_FRAMES = 1500;
  */
 const ENCODER_MARGIN_FRAMES = 64;
 /**
- * Tokens a decode may produce per second of audio (plus a constant): fast speech is about 4 words,
- * 6–8 tokens, a second, so this only stops a decode that loops (whisper's known failure).
+ * Tokens a decoding pass may produce per second of audio (plus a constant): fast speech is about 4
+ * words, 6–8 tokens, a second, so this only cuts short a pass that loops (whisper's known failure;
+ * whisper.cpp then starts its next pass after the last timestamp).
  */
 const MAX_TOKENS_PER_SECOND = 12;
 const MAX_TOKENS_BASE = 16;

@@ -187,6 +187,8 @@ export class DecodeScheduler<C> {
     return setTimeout(() => {
       this.running.delete(job);
       this.stuck.add(context);
+      // Where the build can interrupt whisper.cpp, the context comes back as soon as it stops.
+      job.running?.cancel();
       job.reject(
         new Error(
           `whisper.cpp decode did not finish within ${ms / 1000} s; its model copy is set aside until it does`,
