@@ -58,13 +58,15 @@ const allRemote = () => ({
 const finalOf = (socket: RealtimeSocket, type: string) =>
   socket.messages.filter((m) => m.type === type && m.is_final === true);
 
+/** Speaks one utterance and waits for its own final translation (not an earlier utterance's). */
 async function speak(socket: RealtimeSocket, pcm: Int16Array): Promise<void> {
+  const isFinalTranslation = (m: ServerMessage) => m.type === "translated_transcript" && m.is_final === true;
+  const before = socket.messages.filter(isFinalTranslation).length;
   await socket.stream(pcm, { chunkMs: 20, speed: 8 });
   socket.finalize();
-  await socket.waitFor(
-    (m: ServerMessage) => m.type === "translated_transcript" && m.is_final === true,
-    20_000,
-  );
+  await expect
+    .poll(() => socket.messages.filter(isFinalTranslation).length, { timeout: 20_000 })
+    .toBeGreaterThan(before);
   await socket.settle(1000);
 }
 
