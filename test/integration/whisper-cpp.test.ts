@@ -80,6 +80,24 @@ function expectSaneHypothesis(hypothesis: Hypothesis, samples: number): void {
   expect(hypothesis.words.map((w) => w.word).join(" ")).toBe(hypothesis.text);
 }
 
+/**
+ * The tiny test model on one context. One thread: the prebuilt addon gains nothing from a second
+ * one, and other test files need a core. No temperature fallback: on the weightless model every
+ * decode "fails" and would be redone several times.
+ */
+function openTinyEngine(binding: "auto" | "native"): Promise<WhisperCppEngine> {
+  return createWhisperCppEngine({
+    modelPath: model("for-tests-ggml-tiny.bin"),
+    binding,
+    threads: 1,
+    maxConcurrent: 1,
+    temperatureFallback: false,
+  });
+}
+
+const readGoforward = (): Promise<Int16Array> =>
+  readWavAsPcm16(sharedPath("data", "speech", "librivox-pocketsphinx", "goforward.wav"));
+
 const READY = !MODEL_MISSING && !SPEECH_MISSING && !BINDING_MISSING;
 
 describe.skipIf(!READY)("whisper.cpp engine with the tiny test model (maxConcurrent 1)", () => {
@@ -87,16 +105,8 @@ describe.skipIf(!READY)("whisper.cpp engine with the tiny test model (maxConcurr
   let goforward: Int16Array;
 
   beforeAll(async () => {
-    // One thread: the prebuilt addon gains nothing from a second one, and other test files need a core.
-    // No temperature fallback: on the weightless model every decode "fails" and would be redone
-    // several times.
-    engine = await createWhisperCppEngine({
-      modelPath: model("for-tests-ggml-tiny.bin"),
-      threads: 1,
-      maxConcurrent: 1,
-      temperatureFallback: false,
-    });
-    goforward = await readWavAsPcm16(sharedPath("data", "speech", "librivox-pocketsphinx", "goforward.wav"));
+    engine = await openTinyEngine("auto");
+    goforward = await readGoforward();
   });
 
   afterAll(async () => {
@@ -246,14 +256,8 @@ describe.skipIf(!READY || !NATIVE_BUILT)("whisper.cpp built for this CPU", () =>
   let goforward: Int16Array;
 
   beforeAll(async () => {
-    engine = await createWhisperCppEngine({
-      modelPath: model("for-tests-ggml-tiny.bin"),
-      binding: "native",
-      threads: 1,
-      maxConcurrent: 1,
-      temperatureFallback: false,
-    });
-    goforward = await readWavAsPcm16(sharedPath("data", "speech", "librivox-pocketsphinx", "goforward.wav"));
+    engine = await openTinyEngine("native");
+    goforward = await readGoforward();
   });
 
   afterAll(async () => {
@@ -333,9 +337,7 @@ describe.skipIf(!READY)("whisper.cpp prebuilt fallback", () => {
       try {
         expect(engine.binding.kind).toBe("prebuilt");
         expect(engine.info.detail).toMatch(/without SIMD/);
-        const goforward = await readWavAsPcm16(
-          sharedPath("data", "speech", "librivox-pocketsphinx", "goforward.wav"),
-        );
+        const goforward = await readGoforward();
         // It identifies "en" on the weightless model, outside the candidates: decoded again in "de".
         const stream = await engine.createStream({ language: "auto", candidates: ["de"] });
         await writeAll(stream, goforward);

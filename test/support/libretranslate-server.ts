@@ -6,7 +6,7 @@
  * recorded; failures can be scripted per endpoint.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
-import { responseDelays } from "./response-delays.js";
+import { readBody, responseDelays } from "./stand-in-http.js";
 
 export type Endpoint = "languages" | "translate" | "spec";
 
@@ -89,15 +89,6 @@ const DEFAULT_LANGUAGES: readonly ServerLanguage[] = [
 const DEFAULT_VERSION = "1.6.2";
 
 const defaultReply = (q: string, _source: string, target: string): string => `[${target}] ${q}`;
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
-}
 
 /** LibreTranslate reads parameters from a JSON body or from a form. */
 function parameters(req: IncomingMessage, raw: Buffer): Record<string, unknown> | undefined {

@@ -4,7 +4,7 @@
  * the request; every request is recorded; failures can be scripted per endpoint.
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
-import { responseDelays } from "./response-delays.js";
+import { readBody, responseDelays } from "./stand-in-http.js";
 import busboy from "busboy";
 import wavefile from "wavefile";
 
@@ -138,15 +138,6 @@ function describeWav(bytes: Buffer): UploadedFile["audio"] {
 /** The samples of a mono 16-bit WAV. */
 function pcmOf(bytes: Buffer): Int16Array {
   return new WaveFile(bytes).getSamples(false, Int16Array) as unknown as Int16Array;
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (chunk: Buffer) => chunks.push(chunk));
-    req.on("end", () => resolve(Buffer.concat(chunks)));
-    req.on("error", reject);
-  });
 }
 
 function parseMultipart(

@@ -1,4 +1,16 @@
-import type { ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+/** What the stand-in servers (OpenAI-compatible, LibreTranslate) share for answering requests. */
+
+/** The whole request body. */
+export function readBody(req: IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (chunk: Buffer) => chunks.push(chunk));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
 
 /**
  * Scripted delays of the stand-in servers' answers: `wait` resolves after `ms`, or false at once
