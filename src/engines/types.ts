@@ -197,3 +197,41 @@ export interface TtsEngine extends Engine {
    */
   synthesizeStream?(request: SynthesisRequest, signal?: AbortSignal): AsyncIterable<SynthesizedAudio>;
 }
+
+// ---------------------------------------------------------------- speakers
+
+/**
+ * What a stretch of speech says about who is speaking. Opaque to everything but the engine that
+ * made it; voiceprints of one person are pooled with `SpeakerEngine.merge`.
+ */
+export interface Voiceprint {
+  /** Seconds of speech it rests on. */
+  readonly speechSeconds: number;
+}
+
+export interface SpeakerCapabilities {
+  /** Sample rate of the samples `voiceprint` takes. */
+  readonly sampleRate: number;
+  /**
+   * Voiceprints at a `distance` below this are taken for the same person, and above
+   * `newSpeakerAbove` for different people (between the two: not sure yet). The engine's own scale:
+   * the speaker tracker (src/speakers/) reads only these numbers.
+   */
+  readonly sameSpeakerBelow: number;
+  readonly newSpeakerAbove: number;
+}
+
+/**
+ * Tells speakers apart (relay-2 speaker labels, per-speaker voices). The embedded engine models
+ * each voice with MFCC statistics; a speaker-embedding model (an x-vector / ECAPA network, say)
+ * fits the same three calls: embed, average, cosine distance.
+ */
+export interface SpeakerEngine extends Engine {
+  readonly capabilities: SpeakerCapabilities;
+  /** The voiceprint of one stretch of speech (mono samples in [-1, 1]). */
+  voiceprint(samples: Float32Array): Voiceprint;
+  /** The voiceprint of both stretches together. */
+  merge(a: Voiceprint, b: Voiceprint): Voiceprint;
+  /** How unlike two voiceprints are: 0 for the same voice, growing with the difference. */
+  distance(a: Voiceprint, b: Voiceprint): number;
+}

@@ -1,0 +1,267 @@
+/**
+ * Online speaker diarization: who is speaking, decided as the speech arrives, with labels that
+ * stay the same for a person for the whole session ("1", "2", …). Used by every surface: live
+ * sessions label transcripts with it, dubbing splits and labels its lines with it.
+ *
+ * The unit is a run: the speech of one utterance, or of the part of it since the voice last
+ * changed. Speech arrives in blocks of 0.5 s, each turned into a voiceprint by the speaker engine
+ * (src/engines/types.ts), so any engine (the embedded MFCC one, a speaker-embedding network) fits.
+ *
+ *   - A run is labelled with the nearest known speaker once it holds 0.5 s of speech, tentatively:
+ *     the label may still change. It is decided when its distance to that speaker falls below the
+ *     engine's `sameSpeakerBelow`, or, past 2 s of speech and far from everyone, as a new speaker.
+ *     Short utterances that never get there keep the nearest speaker: a new person is never made
+ *     out of less than 2 s of speech (one- or two-word replies would split one person in two).
+ *   - Inside a long run, the last 2 s are compared with the run before them every 0.5 s. When two
+ *     checks in a row find another voice, the run is split at the block boundary where the two
+ *     sides differ most and the rest becomes a new run: a change of speaker without a pause.
+ *   - A run's speech joins its speaker's voiceprint when the run ends, so speakers sharpen as the
+ *     session goes on and a run is never compared with itself.
+ *
+ * Hand-written because this is the product: no maintained JavaScript library does online
+ * diarization, and the decisions (when to trust a label, when to split) are the service's own.
+ */
+import type { SpeakerEngine, Voiceprint } from "../engines/types.js";
+
+const BLOCK_SECONDS = 0.5;
+/** A run gets a tentative label from this much speech… */
+const TENTATIVE_SECONDS = 0.5;
+/** …decided for a known speaker from this much (shorter stretches of two voices can look alike)… */
+const SAME_SPEAKER_SECONDS = 1.5;
+/** …and may become a new speaker only from this much. */
+const NEW_SPEAKER_SECONDS = 1.5;
+/** Speech at the end of a run compared with what came before it, for changes inside a run. */
+const CHANGE_WINDOW_BLOCKS = 4;
+/** The run before the window must hold this much speech for the comparison to mean anything. */
+const CHANGE_CONTEXT_SECONDS = 1.5;
+/** Consecutive checks that must find another voice before a run is split. */
+const CHANGE_CONFIRMATIONS = 2;
+/** Runs with less speech than this do not update their speaker's voiceprint. */
+const LEARN_SECONDS = 0.5;
+/** Speakers one session can have; past it, new voices take the nearest label (a bounded table). */
+export const MAX_SPEAKERS = 16;
+
+export interface SpeakerDecision {
+  /** The run's label: "1", "2", …; undefined only before the session's first 0.5 s of speech. */
+  readonly speaker: string | undefined;
+  /** False while the label may still change. */
+  readonly decided: boolean;
+}
+
+export interface SpeakerChange extends SpeakerDecision {
+  /** The voice changed here: session position (samples) where the new run starts. */
+  readonly atSample: number;
+  /** The label of the run that ended there. */
+  readonly before: string;
+}
+
+interface Block {
+  readonly startSample: number;
+  readonly endSample: number;
+  readonly print: Voiceprint;
+}
+
+interface Speaker {
+  readonly label: string;
+  print: Voiceprint;
+}
+
+export class SpeakerTracker {
+  /** Known speakers; their voiceprints exclude the current run. */
+  private readonly speakers: Speaker[] = [];
+  private blocks: Block[] = [];
+  private pending: Float32Array[] = [];
+  private pendingSamples = 0;
+  private pendingStart = 0;
+  private run: Voiceprint | undefined;
+  private label: string | undefined;
+  private decided = false;
+  private flagged = 0;
+  /** The current run is near its speaker (not merely the nearest): only then does it teach the speaker. */
+  private matched = false;
+  /** The speaker the current run made (its voiceprint is the run's), if it made one. */
+  private founder: Speaker | undefined;
+  private readonly blockSamples: number;
+  private readonly threshold: number;
+  private readonly newSpeakerAbove: number;
+
+  constructor(private readonly engine: SpeakerEngine) {
+    this.blockSamples = Math.round(BLOCK_SECONDS * engine.capabilities.sampleRate);
+    this.threshold = engine.capabilities.sameSpeakerBelow;
+    this.newSpeakerAbove = engine.capabilities.newSpeakerAbove;
+  }
+
+  /** The label of the current (or last) run. */
+  get current(): SpeakerDecision {
+    return { speaker: this.label, decided: this.decided };
+  }
+
+  /** Labels handed out so far. */
+  get count(): number {
+    return this.speakers.length;
+  }
+
+  /**
+   * Speech of the current utterance, in order (samples in [-1, 1] at the engine's rate), starting
+   * at session position `atSample`. Returns a change when the voice changed inside the utterance.
+   */
+  push(samples: Float32Array, atSample: number): SpeakerChange | undefined {
+    if (this.pendingSamples === 0) this.pendingStart = atSample;
+    this.pending.push(samples);
+    this.pendingSamples += samples.length;
+    let change: SpeakerChange | undefined;
+    while (this.pendingSamples >= this.blockSamples) change = this.addBlock(this.takeBlock()) ?? change;
+    return change;
+  }
+
+  /** Ends the utterance: its last run is labelled for good. */
+  endUtterance(): SpeakerDecision {
+    if (this.pendingSamples > 0) this.addBlock(this.takeBlock(), true);
+    if (this.run) this.decide(true);
+    this.closeRun();
+    return this.current;
+  }
+
+  private takeBlock(): { samples: Float32Array; startSample: number } {
+    const take = Math.min(this.blockSamples, this.pendingSamples);
+    const samples = new Float32Array(take);
+    let filled = 0;
+    while (filled < take) {
+      const piece = this.pending[0]!;
+      const used = Math.min(piece.length, take - filled);
+      samples.set(piece.subarray(0, used), filled);
+      filled += used;
+      if (used === piece.length) this.pending.shift();
+      else this.pending[0] = piece.subarray(used);
+    }
+    const startSample = this.pendingStart;
+    this.pendingSamples -= take;
+    this.pendingStart += take;
+    return { samples, startSample };
+  }
+
+  private addBlock(
+    { samples, startSample }: { samples: Float32Array; startSample: number },
+    last = false,
+  ): SpeakerChange | undefined {
+    const block = {
+      startSample,
+      endSample: startSample + samples.length,
+      print: this.engine.voiceprint(samples),
+    };
+    if (block.print.speechSeconds === 0) return undefined;
+    this.blocks.push(block);
+    if (!this.run) this.decided = false;
+    this.run = this.run ? this.engine.merge(this.run, block.print) : block.print;
+    const change = last ? undefined : this.checkChange();
+    if (change) return change;
+    this.decide(false);
+    return undefined;
+  }
+
+  /** Labels the current run (see the module comment); `final`: the run has ended. */
+  private decide(final: boolean): void {
+    const run = this.run!;
+    if (this.founder) {
+      // The run made its speaker: it is that speaker, whose voiceprint grows with it.
+      this.founder.print = run;
+      this.decided = true;
+      return;
+    }
+    if (this.speakers.length === 0) {
+      // The session's first voice is speaker 1: there is no one else it could be.
+      this.found(run);
+      return;
+    }
+    const nearest = this.nearest(run);
+    this.matched = nearest.distance < this.threshold;
+    if (this.matched) {
+      this.label = nearest.speaker.label;
+      this.decided = final || run.speechSeconds >= SAME_SPEAKER_SECONDS;
+    } else if (
+      nearest.distance > this.newSpeakerAbove &&
+      run.speechSeconds >= NEW_SPEAKER_SECONDS &&
+      this.speakers.length < MAX_SPEAKERS
+    ) {
+      this.found(run);
+    } else if (final || run.speechSeconds >= TENTATIVE_SECONDS || this.label === undefined) {
+      this.label = nearest.speaker.label;
+      this.decided = final || run.speechSeconds >= NEW_SPEAKER_SECONDS;
+    }
+  }
+
+  private found(run: Voiceprint): void {
+    this.founder = { label: String(this.speakers.length + 1), print: run };
+    this.speakers.push(this.founder);
+    this.label = this.founder.label;
+    this.decided = true;
+  }
+
+  private nearest(print: Voiceprint): { speaker: Speaker; distance: number } {
+    let best = { speaker: this.speakers[0]!, distance: Infinity };
+    for (const speaker of this.speakers) {
+      const distance = this.engine.distance(print, speaker.print);
+      if (distance < best.distance) best = { speaker, distance };
+    }
+    return best;
+  }
+
+  /**
+   * Compares the run's last 2 s with the run before them; after two checks in a row that find
+   * another voice, splits the run where its two sides differ most.
+   */
+  private checkChange(): SpeakerChange | undefined {
+    const window = this.blocks.slice(-CHANGE_WINDOW_BLOCKS);
+    const preceding = this.blocks.slice(0, -CHANGE_WINDOW_BLOCKS);
+    if (window.length < CHANGE_WINDOW_BLOCKS || preceding.length === 0) return undefined;
+    const earlier = this.pool(preceding);
+    if (earlier.speechSeconds < CHANGE_CONTEXT_SECONDS) return undefined;
+    if (this.engine.distance(this.pool(window), earlier) < this.threshold) {
+      this.flagged = 0;
+      return undefined;
+    }
+    if (++this.flagged < CHANGE_CONFIRMATIONS) return undefined;
+
+    // The boundary: the block edge (leaving ≥ 1 s of speech on the new side) that best separates.
+    let split = this.blocks.length - CHANGE_WINDOW_BLOCKS;
+    let best = -Infinity;
+    for (
+      let at = Math.max(1, this.blocks.length - CHANGE_WINDOW_BLOCKS - 1);
+      at <= this.blocks.length - 2;
+      at++
+    ) {
+      const distance = this.engine.distance(
+        this.pool(this.blocks.slice(0, at)),
+        this.pool(this.blocks.slice(at)),
+      );
+      if (distance > best) [best, split] = [distance, at];
+    }
+    const tail = this.blocks.slice(split);
+    this.run = this.pool(this.blocks.slice(0, split));
+    this.decide(true);
+    const before = this.label!;
+    this.closeRun();
+    this.blocks = tail;
+    this.run = this.pool(tail);
+    this.decide(false);
+    return { ...this.current, atSample: tail[0]!.startSample, before };
+  }
+
+  private pool(blocks: readonly Block[]): Voiceprint {
+    return blocks.map((block) => block.print).reduce((a, b) => this.engine.merge(a, b));
+  }
+
+  /** The run ends: its speech joins its speaker's voiceprint (a founder's already is it). */
+  private closeRun(): void {
+    const run = this.run;
+    const speaker = this.speakers.find(({ label }) => label === this.label);
+    if (run && speaker && !this.founder && this.matched && run.speechSeconds >= LEARN_SECONDS)
+      speaker.print = this.engine.merge(speaker.print, run);
+    this.founder = undefined;
+    this.matched = false;
+    this.run = undefined;
+    this.blocks = [];
+    this.flagged = 0;
+    this.decided = true;
+  }
+}
