@@ -11,8 +11,12 @@ import { defaultVoice } from "./voices/library.js";
  * their engines from here, so an engine gets the same context whichever surface calls it.
  */
 
-/** A library voice, or `"clone"`: each speaker gets the library voice measured nearest to them. */
-export type VoiceChoice = Voice | "clone";
+/**
+ * A library voice, or one matched to each speaker (src/speakers/voices.ts): `"clone"` (rooms; a
+ * gender default until the match) or `{ auto }` (`voiceId=auto`; the `auto` voice until the match,
+ * and the matched voice is reported).
+ */
+export type VoiceChoice = Voice | "clone" | { readonly auto: Voice };
 
 /**
  * Per surface, the voice type used when the request names none: the real-time spec's `voiceType`
@@ -23,8 +27,8 @@ export const DEFAULT_VOICE_TYPES = { realtime: "male", rooms: "clone", dubbing: 
 
 /** The voice of a voice type: the library default of a gender, or clone. */
 export function voiceOf(type: "male" | "female"): Voice;
-export function voiceOf(type: "male" | "female" | "clone"): VoiceChoice;
-export function voiceOf(type: "male" | "female" | "clone"): VoiceChoice {
+export function voiceOf(type: "male" | "female" | "clone"): Voice | "clone";
+export function voiceOf(type: "male" | "female" | "clone"): Voice | "clone" {
   return type === "clone" ? "clone" : defaultVoice(type);
 }
 

@@ -1,6 +1,7 @@
 import type { Config } from "../config.js";
 import { idOf } from "../engine-config.js";
 import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
+import { createMfccSpeakerEngine } from "./mfcc-speaker/index.js";
 import { createSileroVadEngine } from "./silero-vad/index.js";
 import { abortError } from "./cancellation.js";
 import { streamSynthesis } from "./synthesis.js";
@@ -8,6 +9,7 @@ import type {
   AsrEngine,
   LanguageCode,
   MtEngine,
+  SpeakerEngine,
   SynthesisRequest,
   SynthesizedAudio,
   TranslateRequest,
@@ -49,6 +51,8 @@ export interface LanguagesReport {
 export class EngineRegistry {
   private constructor(
     readonly vad: VadEngine,
+    /** Tells speakers apart (src/speakers/): the embedded MFCC engine. */
+    readonly speakers: SpeakerEngine,
     private readonly asr: readonly AsrEngine[],
     private readonly mt: readonly MtEngine[],
     private readonly tts: readonly TtsEngine[],
@@ -84,12 +88,21 @@ export class EngineRegistry {
       build("mt", config.mt, restrictPairs),
       build("tts", config.tts, restrictLanguages),
     ]);
-    return new EngineRegistry(vad, asr, mt, tts, config.pivotLanguage, unavailable);
+    return new EngineRegistry(
+      vad,
+      createMfccSpeakerEngine(),
+      asr,
+      mt,
+      tts,
+      config.pivotLanguage,
+      unavailable,
+    );
   }
 
   /** For tests and embedders that construct engines themselves. */
   static fromEngines(engines: {
     vad: VadEngine;
+    speakers?: SpeakerEngine;
     asr: AsrEngine[];
     mt: MtEngine[];
     tts: TtsEngine[];
@@ -97,6 +110,7 @@ export class EngineRegistry {
   }): EngineRegistry {
     return new EngineRegistry(
       engines.vad,
+      engines.speakers ?? createMfccSpeakerEngine(),
       engines.asr,
       engines.mt,
       engines.tts,
@@ -243,6 +257,7 @@ export class EngineRegistry {
   private allEngines() {
     return [
       { kind: "vad", engine: this.vad },
+      { kind: "speakers", engine: this.speakers },
       ...this.asr.map((engine) => ({ kind: "asr", engine })),
       ...this.mt.map((engine) => ({ kind: "mt", engine })),
       ...this.tts.map((engine) => ({ kind: "tts", engine })),

@@ -1,5 +1,5 @@
 import type { EngineRegistry } from "../engines/registry.js";
-import type { LanguageCode, TtsEngine, Voice } from "../engines/types.js";
+import type { LanguageCode, TtsEngine } from "../engines/types.js";
 import {
   languagePlan,
   recognizerFor,
@@ -8,17 +8,18 @@ import {
   type Translator,
   type VoiceChoice,
 } from "../speech-plan.js";
+import { SpeakerTracker } from "../speakers/tracker.js";
+import { fixedVoice, MatchedVoices, type VoiceChooser } from "../speakers/voices.js";
 import { defaultVoice } from "../voices/library.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
-import { SpeakerProfiler, type VoiceFeatures } from "../voices/voice-features.js";
 import { renderSpeech } from "./speech-output.js";
 import type { FinalizeMode } from "./stabilizer.js";
 import { TranslationPipeline } from "./translation-pipeline.js";
 
 /**
- * Builds the translation pipeline of one live speaker, for WebSocket sessions and room translators:
- * engines, translation directions and context from the speech plan (src/speech-plan.ts), plus
- * voice matching for clone.
+ * Builds the translation pipeline of one live audio stream, for WebSocket sessions and room
+ * translators: engines, translation directions and context from the speech plan
+ * (src/speech-plan.ts), speaker labels and each speaker's voice from src/speakers/.
  */
 
 /** "auto" and two-way need a recogniser that identifies languages; the caller has checked the engines. */
@@ -26,20 +27,22 @@ export interface SpeakerPipelineOptions extends SessionLanguages {
   readonly finalizeMode: FinalizeMode;
   readonly context?: string;
   /**
-   * Voice of the translated speech: a library voice, `"clone"` (follow the speaker's own voice), or
-   * undefined for no audio output. The caller has checked that the engines serve the languages.
+   * Voice of the translated speech (see `VoiceChoice`), or undefined for no audio output. The
+   * caller has checked that the engines serve the languages.
    */
   readonly voice: VoiceChoice | undefined;
+  /** Tell the speakers apart and label transcripts with them (relay-2). */
+  readonly labelSpeakers?: boolean;
 }
 
-/** Until a speaker's voice is measured, clone sessions speak with the library default of this gender. */
+/** Until a speaker's voice is measured, clone rooms speak with the library default of this gender. */
 const CLONE_FALLBACK_GENDER = "male";
 /** Median F0 (Hz) below which a measured speaker gets the male default while the matcher warms up. */
 const MALE_F0_CEILING_HZ = 165;
 
 /**
- * Starts measuring the library voices for cloning between these languages (once per process), so
- * the first speaker of a room is matched as soon as their voice is measured.
+ * Starts measuring the library voices for matching between these languages (once per process),
+ * so the first speaker is matched as soon as their voice is measured.
  */
 export function prepareVoiceCloning(
   registry: EngineRegistry,
@@ -47,7 +50,7 @@ export function prepareVoiceCloning(
   targetLanguage: LanguageCode,
 ): void {
   const tts = registry.synthesizer(targetLanguage);
-  // Failure only means speakers keep their gender's default voice.
+  // Failure only means speakers keep their fallback voice.
   if (tts)
     voiceClonerFor(tts, sourceLanguage, targetLanguage)
       .prepare()
@@ -63,8 +66,7 @@ export function createSpeakerPipeline(
   const translators = new Map<LanguageCode, Translator>(
     plan.directions.map(({ to, labels }) => [to, translatorFor(registry, to, labels)]),
   );
-  const speakerProfiler = voice === "clone" ? new SpeakerProfiler() : undefined;
-  // The speaker's language is the clone matcher's rate reference: the named source, in a two-way
+  // The speaker's language is the voice matcher's rate reference: the named source, in a two-way
   // session the other side of the pair, and with "auto" (not known ahead) the target stands in.
   const speakerLanguageInto = (to: LanguageCode): LanguageCode =>
     plan.listen !== "auto"
@@ -72,13 +74,13 @@ export function createSpeakerPipeline(
       : options.twoWay
         ? (plan.candidates?.find((language) => language !== to) ?? to)
         : to;
-  const outputs = new Map(
-    voice === undefined
-      ? []
-      : plan.directions.map(
-          ({ to }) => [to, speechOutput(registry, speakerLanguageInto(to), to, voice)] as const,
-        ),
+  const synthesizers = new Map<LanguageCode, TtsEngine>(
+    voice === undefined ? [] : plan.directions.map(({ to }) => [to, registry.synthesizer(to)!]),
   );
+  const voices =
+    voice === undefined
+      ? undefined
+      : voiceChooser(registry, voice, (to) => speakerLanguageInto(to), [...synthesizers]);
   const translator = (language: LanguageCode) => translators.get(language)!;
 
   return new TranslationPipeline({
@@ -91,37 +93,40 @@ export function createSpeakerPipeline(
     speak:
       voice === undefined
         ? undefined
-        : (text, language, speaker, signal) => {
-            const { tts, voiceFor } = outputs.get(language)!;
-            return renderSpeech(tts, { text, language, voice: voiceFor(speaker) }, signal);
-          },
+        : (text, language, chosen, signal) =>
+            renderSpeech(synthesizers.get(language)!, { text, language, voice: chosen! }, signal),
     finalizeMode: options.finalizeMode,
     context: options.context,
-    speakerProfiler,
+    ...(options.labelSpeakers ? { speakers: new SpeakerTracker(registry.speakers) } : {}),
+    ...(voices ? { voices } : {}),
   });
 }
 
 /**
- * Speech in `target`: its synthesiser and each line's voice (the library voice, or for clone the one
- * measured nearest the speaker).
+ * The voice of each line: fixed, or matched to its speaker by the synthesiser's own measurements of
+ * the library (library measurements run in the background; matching never waits for them).
  */
-function speechOutput(
+function voiceChooser(
   registry: EngineRegistry,
-  speakerLanguage: LanguageCode,
-  target: LanguageCode,
   voice: VoiceChoice,
-): { tts: TtsEngine; voiceFor: (speaker: VoiceFeatures | undefined) => Voice } {
-  const tts = registry.synthesizer(target)!;
-  if (voice !== "clone") return { tts, voiceFor: () => voice };
-  const cloner = voiceClonerFor(tts, speakerLanguage, target);
-  // Library measurements run in the background; matching never waits for them.
-  prepareVoiceCloning(registry, speakerLanguage, target);
-  return {
-    tts,
-    voiceFor: (speaker) =>
-      (speaker && cloner.match(speaker)) ??
-      defaultVoice(
-        speaker ? (speaker.medianF0Hz < MALE_F0_CEILING_HZ ? "male" : "female") : CLONE_FALLBACK_GENDER,
-      ),
-  };
+  speakerLanguageInto: (to: LanguageCode) => LanguageCode,
+  synthesizers: readonly (readonly [LanguageCode, TtsEngine])[],
+): VoiceChooser {
+  if (voice !== "clone" && !("auto" in voice)) return fixedVoice(voice);
+  const cloners = new Map(
+    synthesizers.map(([to, tts]) => {
+      prepareVoiceCloning(registry, speakerLanguageInto(to), to);
+      return [to, voiceClonerFor(tts, speakerLanguageInto(to), to)] as const;
+    }),
+  );
+  return new MatchedVoices({
+    match: (speaker, to) => cloners.get(to)?.match(speaker),
+    fallback:
+      voice === "clone"
+        ? (speaker) =>
+            defaultVoice(
+              speaker ? (speaker.medianF0Hz < MALE_F0_CEILING_HZ ? "male" : "female") : CLONE_FALLBACK_GENDER,
+            )
+        : () => voice.auto,
+  });
 }

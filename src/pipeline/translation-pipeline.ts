@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { AutomaticGain } from "../audio/level.js";
 import { int16ToFloat32 } from "../audio/pcm.js";
-import type { AsrEngine, AsrStream, Hypothesis, LanguageCode, VadEngine } from "../engines/types.js";
-import type { SpeakerProfiler, VoiceFeatures } from "../voices/voice-features.js";
+import type { AsrEngine, AsrStream, Hypothesis, LanguageCode, VadEngine, Voice } from "../engines/types.js";
+import type { SpeakerChange, SpeakerTracker } from "../speakers/tracker.js";
+import type { VoiceChooser } from "../speakers/voices.js";
 import { Channel } from "./channel.js";
 import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter, type SegmenterOptions } from "./segmenter.js";
 import { joinWords, TranscriptStabilizer, type FinalizeMode, type StableWord } from "./stabilizer.js";
@@ -38,13 +39,13 @@ export type TranslateFn = (call: TargetedCall, signal: AbortSignal) => Promise<s
 export type TranslateStreamFn = (call: TargetedCall, signal: AbortSignal) => AsyncIterable<string>;
 /**
  * Renders one line of translated text (in `language`) as standalone output frames, yielded as they
- * are ready; `speaker` is the measured voice of the person speaking (when the session profiles
- * speakers), for voices that follow the speaker. `signal` fires when the pipeline is closed.
+ * are ready, in `voice` (the pipeline's `voices` chose it; undefined without them). `signal` fires
+ * when the pipeline is closed.
  */
 export type SpeakFn = (
   text: string,
   language: LanguageCode,
-  speaker: VoiceFeatures | undefined,
+  voice: Voice | undefined,
   signal: AbortSignal,
 ) => AsyncIterable<Float32Array>;
 
@@ -76,8 +77,13 @@ export interface PipelineOptions {
   readonly segmenter?: Partial<Omit<SegmenterOptions, "windowMs">>;
   /** Recent words (within this of the audio head) are not committed as finals yet. */
   readonly stabilizerHoldBackMs?: number;
-  /** Measures the speaker's voice from each utterance (after its finals are out, so it never delays them). */
-  readonly speakerProfiler?: SpeakerProfiler;
+  /**
+   * Tells the speakers apart (relay-2): transcripts carry their speaker's label, and an utterance
+   * is split where the voice changes inside it.
+   */
+  readonly speakers?: SpeakerTracker;
+  /** Chooses each line's voice, from the speech of its speaker where it follows the speaker. */
+  readonly voices?: VoiceChooser;
 }
 
 interface TranscriptFields {
@@ -90,11 +96,18 @@ interface TranscriptFields {
   readonly endMs: number;
   /** The language heard; undefined until an "auto" session's recogniser has identified it. */
   readonly language: LanguageCode | undefined;
+  /** The speaker's label, when the pipeline tells speakers apart. */
+  readonly speaker?: string;
 }
 
 export type PipelineEvent =
   | ({ readonly type: "original" } & TranscriptFields)
-  | ({ readonly type: "translated"; readonly originalText: string } & TranscriptFields)
+  | ({
+      readonly type: "translated";
+      readonly originalText: string;
+      /** The library voice the speaker's lines are spoken in, once matched to their voice. */
+      readonly voiceId?: number;
+    } & TranscriptFields)
   /** One frame of translated speech; `clipEnd` marks the last frame of a line's clip. */
   | { readonly type: "audio"; readonly samples: Float32Array; readonly clipEnd: boolean }
   /**
@@ -123,6 +136,8 @@ interface Segment {
   interimSeq: number;
   /** The segment's language (identified per utterance in "auto" sessions). */
   language: LanguageCode | undefined;
+  /** Its speaker's label (the latest decision while the tracker is still unsure). */
+  speaker: string | undefined;
 }
 
 interface TranslationJob {
@@ -135,6 +150,7 @@ interface TranslationJob {
   readonly endMs: number;
   readonly seq: number;
   readonly language: LanguageCode | undefined;
+  readonly speaker: string | undefined;
 }
 
 const SAMPLES_PER_MS = 16;
@@ -143,11 +159,17 @@ const ASR_BATCH_WINDOWS = 3;
 /** Interim translations from a stream are sent at most this often. */
 const STREAMED_INTERIM_INTERVAL_MS = 100;
 /**
- * Speech handed to the speaker profiler at a time (250 ms). Small, so the first decision lands as
- * soon as about 0.5 s of voiced speech has been heard (the profiler pools pieces until then), before
- * the first line is spoken; the profiler stops learning (and costing CPU) once it has locked.
+ * Speech handed to the voice chooser at a time (250 ms). Small, so the first voice decision lands as
+ * soon as about 0.5 s of the speaker's voiced speech has been heard (profiles pool pieces until
+ * then), before their first line is spoken.
  */
 const PROFILE_CHUNK_SAMPLES = 4_000;
+
+/** A VAD window of an utterance and its session position. */
+interface TimedWindow {
+  readonly startSample: number;
+  readonly pcm: Int16Array;
+}
 
 function concat(chunks: readonly Int16Array[]): Int16Array {
   const audio = new Int16Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
@@ -173,7 +195,7 @@ export class TranslationPipeline {
   private readonly speech = new Channel<{
     text: string;
     language: LanguageCode;
-    speaker: VoiceFeatures | undefined;
+    voice: Voice | undefined;
     segmentId: string;
   }>();
 
@@ -194,6 +216,8 @@ export class TranslationPipeline {
   private readonly history = new TranslationHistory();
   /** The language identified for the current utterance ("auto" sessions). */
   private heardLanguage: LanguageCode | undefined;
+  /** The speaker of the speech being recognised, as the tracker last decided. */
+  private speaking: string | undefined;
   private receivedSamples = 0;
   private processedSamples = 0;
   private backlogSamples = 0;
@@ -209,9 +233,13 @@ export class TranslationPipeline {
         stabilizer: TranscriptStabilizer;
         /** Audio not yet handed to the recogniser (written in batches: each call has a fixed cost). */
         unsent: Int16Array[];
-        /** Speech not yet handed to the speaker profiler. */
-        unprofiled: Int16Array[];
-        unprofiledSamples: number;
+        /**
+         * The utterance's audio, kept while the speaker tracker may split it (bounded by the
+         * segmenter's longest utterance).
+         */
+        audio: TimedWindow[];
+        /** Speech not yet handed to the voice chooser (its speaker is not decided yet, or it is short). */
+        unobserved: TimedWindow[];
       }
     | undefined;
   private segment: Segment | undefined;
@@ -379,32 +407,22 @@ export class TranslationPipeline {
       const preRoll = this.preRoll.splice(0);
       const startSample = windowStart - preRoll.length * this.windowSamples;
       this.heardLanguage = undefined;
-      const stream = await this.options.asr.createStream({
-        language: this.options.sourceLanguage,
-        context: this.context,
+      this.utterance = await this.openUtterance(startSample, []);
+      preRoll.forEach((pcm, i) => {
+        this.utterance!.unsent.push(pcm);
+        this.trackSpeech({ startSample: startSample + i * this.windowSamples, pcm });
       });
-      this.utterance = {
-        stream,
-        startSample,
-        sinceLastPartial: 0,
-        unsent: preRoll,
-        unprofiled: [],
-        unprofiledSamples: 0,
-        stabilizer: new TranscriptStabilizer(this.options.finalizeMode, {
-          holdBackMs: this.options.stabilizerHoldBackMs ?? 600,
-          punctuated: this.options.asr.capabilities.punctuation,
-        }),
-      };
       this.segment ??= this.newSegment(Math.floor(startSample / SAMPLES_PER_MS));
     }
 
     const utterance = this.utterance;
     utterance.unsent.push(window);
-    if (this.options.speakerProfiler && !this.options.speakerProfiler.locked) {
-      utterance.unprofiled.push(window);
-      utterance.unprofiledSamples += window.length;
-    }
+    const change = this.trackSpeech({ startSample: windowStart, pcm: window });
     if (utterance.unsent.length >= ASR_BATCH_WINDOWS) await flushToRecognizer(utterance);
+    if (change) {
+      await this.splitUtterance(change);
+      return;
+    }
     if (event === "end") {
       await this.finishUtterance(false);
       return;
@@ -426,19 +444,99 @@ export class TranslationPipeline {
       );
     }
     // After this window's transcripts are out, so measuring the voice never delays them.
-    if (utterance.unprofiledSamples >= PROFILE_CHUNK_SAMPLES) this.profileSpeaker(utterance);
+    if (this.options.speakers?.current.decided !== false) this.observeSpeech(PROFILE_CHUNK_SAMPLES);
+  }
+
+  /** A new utterance (or the part of one after a change of speaker) starting at `startSample`. */
+  private async openUtterance(
+    startSample: number,
+    audio: TimedWindow[],
+  ): Promise<NonNullable<TranslationPipeline["utterance"]>> {
+    const stream = await this.options.asr.createStream({
+      language: this.options.sourceLanguage,
+      context: this.context,
+    });
+    return {
+      stream,
+      startSample,
+      sinceLastPartial: 0,
+      unsent: audio.map((window) => window.pcm),
+      audio,
+      unobserved: this.options.voices ? [...audio] : [],
+      stabilizer: new TranscriptStabilizer(this.options.finalizeMode, {
+        holdBackMs: this.options.stabilizerHoldBackMs ?? 600,
+        punctuated: this.options.asr.capabilities.punctuation,
+      }),
+    };
+  }
+
+  /** Hands a window of the open utterance to the speaker tracker and keeps it for the voices. */
+  private trackSpeech(window: TimedWindow): SpeakerChange | undefined {
+    const utterance = this.utterance!;
+    if (this.options.voices) utterance.unobserved.push(window);
+    const tracker = this.options.speakers;
+    if (!tracker) return undefined;
+    utterance.audio.push(window);
+    const change = tracker.push(int16ToFloat32(window.pcm), window.startSample);
+    this.speaking = tracker.current.speaker;
+    return change;
+  }
+
+  /**
+   * Hands the open utterance's speech to the voice chooser, under the current speaker, once at
+   * least `minSamples` of it has gathered (speech before `beforeSample` only, when given).
+   */
+  private observeSpeech(minSamples: number, beforeSample = Infinity): void {
+    const utterance = this.utterance;
+    const voices = this.options.voices;
+    if (!utterance || !voices) return;
+    const taken = utterance.unobserved.filter((window) => window.startSample < beforeSample);
+    if (taken.reduce((sum, window) => sum + window.pcm.length, 0) < Math.max(1, minSamples)) return;
+    utterance.unobserved = utterance.unobserved.filter((window) => window.startSample >= beforeSample);
+    voices.observe(this.speaking, concat(taken.map((window) => window.pcm)));
+  }
+
+  /**
+   * The voice changed inside the utterance: what came before the change is finished as its own
+   * segment, under the earlier speaker, and the rest opens a new utterance and segment. With word
+   * timings the recogniser's words are cut at the change; without, the earlier part is recognised
+   * again on its own. The later part (the tracker's window, about 2 s) is recognised again.
+   */
+  private async splitUtterance(change: SpeakerChange): Promise<void> {
+    const utterance = this.utterance!;
+    const cutMs = (change.atSample - utterance.startSample) / SAMPLES_PER_MS;
+    let hypothesis: Hypothesis;
+    if (this.options.asr.capabilities.wordTimings) {
+      await flushToRecognizer(utterance);
+      const whole = await utterance.stream.finish();
+      const words = whole.words.filter((word) => word.startMs < cutMs);
+      hypothesis = { ...whole, text: words.map((word) => word.word).join(" "), words };
+    } else {
+      utterance.stream.abort();
+      const stream = await this.options.asr.createStream({
+        language: this.options.sourceLanguage,
+        context: this.context,
+      });
+      const head = utterance.audio.filter((window) => window.startSample < change.atSample);
+      await stream.write(concat(head.map((window) => window.pcm)));
+      hypothesis = await stream.finish();
+    }
+    this.speaking = change.before;
+    this.hear(hypothesis);
+    this.applyStabiliser(utterance.stabilizer.finish(toStableWords(hypothesis)), utterance.startSample, true);
+    this.closeSegment();
+    this.observeSpeech(0, change.atSample);
+
+    this.speaking = change.speaker;
+    const rest = utterance.audio.filter((window) => window.startSample >= change.atSample);
+    this.utterance = await this.openUtterance(change.atSample, rest);
+    this.segment = this.newSegment(Math.floor(change.atSample / SAMPLES_PER_MS));
   }
 
   /** Notes the language an "auto" recogniser identified, for the segment being built. */
   private hear(hypothesis: Hypothesis): void {
     if (this.options.sourceLanguage === "auto" && hypothesis.language)
       this.heardLanguage = hypothesis.language;
-  }
-
-  private profileSpeaker(utterance: { unprofiled: Int16Array[]; unprofiledSamples: number }): void {
-    const speech = concat(utterance.unprofiled.splice(0));
-    utterance.unprofiledSamples = 0;
-    this.options.speakerProfiler?.observe(speech);
   }
 
   /**
@@ -457,8 +555,9 @@ export class TranslationPipeline {
       this.preRoll.length = 0;
     }
     const utterance = this.utterance;
-    this.utterance = undefined;
     if (utterance) {
+      // The utterance's finals carry the tracker's decision for its last run.
+      if (this.options.speakers) this.speaking = this.options.speakers.endUtterance().speaker;
       await flushToRecognizer(utterance);
       const hypothesis = await utterance.stream.finish();
       this.hear(hypothesis);
@@ -467,8 +566,14 @@ export class TranslationPipeline {
         utterance.startSample,
         true,
       );
-      if (utterance.unprofiledSamples > 0) this.profileSpeaker(utterance);
+      this.observeSpeech(0);
     }
+    this.utterance = undefined;
+    this.closeSegment();
+  }
+
+  /** Closes the open segment: interim text no final covers gets one. */
+  private closeSegment(): void {
     const segment = this.segment;
     this.segment = undefined;
     // Interim text that no final covers must be closed by a final, even an empty one. When the
@@ -502,6 +607,7 @@ export class TranslationPipeline {
     segment.lastShown = text;
     segment.shownPending = update.pending;
     segment.language = this.languageOf(segment);
+    segment.speaker = this.speaking;
     const endMs = endOf(update.pending);
     this.events.push({
       type: "original",
@@ -511,6 +617,7 @@ export class TranslationPipeline {
       startMs: segment.startMs,
       endMs,
       language: segment.language,
+      ...this.speakerOf(segment),
     });
     this.translations.push({
       kind: "interim",
@@ -520,6 +627,7 @@ export class TranslationPipeline {
       endMs,
       seq: ++segment.interimSeq,
       language: segment.language,
+      speaker: segment.speaker,
     });
   }
 
@@ -529,6 +637,7 @@ export class TranslationPipeline {
     segment.lastShown = originalText;
     segment.shownPending = [];
     segment.language = this.languageOf(segment);
+    segment.speaker = this.speaking;
     this.events.push({
       type: "original",
       segmentId: segment.id,
@@ -537,6 +646,7 @@ export class TranslationPipeline {
       startMs: segment.startMs,
       endMs,
       language: segment.language,
+      ...this.speakerOf(segment),
     });
     const sourceText = joinWords(words);
     this.translations.push({
@@ -547,6 +657,7 @@ export class TranslationPipeline {
       endMs,
       seq: segment.interimSeq,
       language: segment.language,
+      speaker: segment.speaker,
     });
   }
 
@@ -560,7 +671,13 @@ export class TranslationPipeline {
       shownPending: [],
       interimSeq: 0,
       language: undefined,
+      speaker: this.speaking,
     };
+  }
+
+  /** The `speaker` field of a segment's transcripts: only when the pipeline tells speakers apart. */
+  private speakerOf(segment: { speaker: string | undefined }): { speaker?: string } {
+    return this.options.speakers && segment.speaker !== undefined ? { speaker: segment.speaker } : {};
   }
 
   private languageOf(segment: Segment): LanguageCode | undefined {
@@ -605,6 +722,8 @@ export class TranslationPipeline {
       translatedSpan = spanInSegment(segment, job.sourceText, translatedSpan);
       if (job.kind === "final" && translatedSpan !== "") previous.push(translatedSpan);
       const text = [...previous, job.kind === "interim" ? translatedSpan : ""].filter(Boolean).join(" ");
+      // The voice is chosen as the line is shown, so its `voiceId` is the voice that speaks it.
+      const voice = to !== undefined ? this.options.voices?.voiceFor(job.speaker, to) : undefined;
       this.events.push({
         type: "translated",
         segmentId: segment.id,
@@ -614,14 +733,11 @@ export class TranslationPipeline {
         startMs: segment.startMs,
         endMs: job.endMs,
         language: job.language,
+        ...this.speakerOf(job),
+        ...(voice?.matched ? { voiceId: voice.voice.id } : {}),
       });
       if (job.kind === "final" && translatedSpan !== "" && this.options.speak && to !== undefined)
-        this.speech.push({
-          text: translatedSpan,
-          language: to,
-          speaker: this.options.speakerProfiler?.profile,
-          segmentId: segment.id,
-        });
+        this.speech.push({ text: translatedSpan, language: to, voice: voice?.voice, segmentId: segment.id });
     }
     this.speech.close();
   }
@@ -661,6 +777,7 @@ export class TranslationPipeline {
           startMs: segment.startMs,
           endMs: job.endMs,
           language: from,
+          ...this.speakerOf(job),
         });
       }
       latest = partial;
@@ -676,12 +793,12 @@ export class TranslationPipeline {
    * its clip with the frames it produced, then reports the failure.
    */
   private async synthesisStage(): Promise<void> {
-    for await (const { text, language, speaker, segmentId } of this.speech) {
+    for await (const { text, language, voice, segmentId } of this.speech) {
       if (this.closed) continue;
       let held: Float32Array | undefined;
       let failure: Error | undefined;
       try {
-        for await (const samples of this.options.speak!(text, language, speaker, this.cancellation.signal)) {
+        for await (const samples of this.options.speak!(text, language, voice, this.cancellation.signal)) {
           if (held) this.events.push({ type: "audio", samples: held, clipEnd: false });
           held = samples;
         }

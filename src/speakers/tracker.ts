@@ -42,8 +42,8 @@ const LEARN_SECONDS = 0.5;
 export const MAX_SPEAKERS = 16;
 
 export interface SpeakerDecision {
-  /** The run's label: "1", "2", …; undefined only before the session's first 0.5 s of speech. */
-  readonly speaker: string | undefined;
+  /** The run's label: "1", "2", … */
+  readonly speaker: string;
   /** False while the label may still change. */
   readonly decided: boolean;
 }
@@ -91,9 +91,12 @@ export class SpeakerTracker {
     this.newSpeakerAbove = engine.capabilities.newSpeakerAbove;
   }
 
-  /** The label of the current (or last) run. */
+  /**
+   * The label of the current (or last) run. Before any speech has been analysed it is "1": the
+   * session's first voice is speaker 1 whoever it is.
+   */
   get current(): SpeakerDecision {
-    return { speaker: this.label, decided: this.decided };
+    return { speaker: this.label ?? "1", decided: this.decided };
   }
 
   /** Labels handed out so far. */

@@ -9,6 +9,8 @@ export interface TranscriptLanguages {
   readonly targetLanguage: LanguageCode;
   /** Whether `start_ms` / `end_ms` are sent (relay-2 sessions and rooms). */
   readonly timings: boolean;
+  /** Whether a matched voice is reported as `voiceId` (sessions with `voiceId=auto`). */
+  readonly voiceIds?: boolean;
 }
 
 /**
@@ -33,5 +35,10 @@ export function transcriptMessage(
     detected_language: event.language ?? null,
     timestamp: Date.now() / 1000,
     ...(session.timings ? { start_ms: event.startMs, end_ms: event.endMs } : {}),
+    // relay-2 only (the pipeline labels speakers only there); omitted while unknown.
+    ...(event.speaker !== undefined ? { speaker: event.speaker } : {}),
+    ...(session.voiceIds && event.type === "translated" && event.voiceId !== undefined
+      ? { voiceId: String(event.voiceId) }
+      : {}),
   };
 }

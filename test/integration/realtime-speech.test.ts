@@ -224,6 +224,7 @@ describe.skipIf(SPEECH_MISSING)("speech-to-speech session", () => {
       expect(m.start_ms as number).toBeGreaterThanOrEqual(900); // speech starts after the second of silence (less pre-roll)
       expect(m.end_ms as number).toBeGreaterThan(m.start_ms as number);
       expect(m.end_ms as number).toBeLessThanOrEqual(totalMs + 50);
+      expect(m.speaker).toBe("1"); // one voice: speaker 1 from the first word
     }
     relay2.close();
 
@@ -346,7 +347,11 @@ describe("session-start rejections: ready, then an error frame, then close 1000"
       { sourceLanguage: "auto", modelName: "relay-2", languageHints: "en,english" },
       /languageHints="english" is not a language code/,
     ],
-    ["relay-2 auto voice (later release)", { voiceId: "auto", modelName: "relay-2" }, /not available yet/],
+    [
+      "auto voice in a tts session (no speakers to match)",
+      { voiceId: "auto", modelName: "relay-2", mode: "tts" },
+      /voiceId=auto matches voices to speakers, and mode=tts has none/,
+    ],
     [
       "two-way without both languages named",
       { twoWay: "true", targetLanguage: "es" },

@@ -55,7 +55,10 @@ export interface SessionPlan {
   /** `sourceLanguage` and `targetLanguage` are a pair: each utterance goes into the other one. */
   readonly twoWay: boolean;
   readonly audioOutputEnabled: boolean;
+  /** The named voice, or with `voiceId=auto` the `voiceType` default that speakers start with. */
   readonly voice: Voice;
+  /** `voiceId=auto`: each speaker's voice is matched to theirs (src/speakers/voices.ts). */
+  readonly matchVoices: boolean;
   readonly finalizeMode: FinalizeMode;
   readonly context: string;
   readonly sourceLanguageLabel?: string;
@@ -210,9 +213,8 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
   if (sourceIsAuto && modelName === "relay-1") reject("sourceLanguage=auto needs modelName=relay-2");
   if (sourceIsAuto && twoWay)
     reject("sourceLanguage=auto cannot be combined with twoWay=true; name both languages");
-  // relay-2 features scheduled for a later release are refused clearly rather than silently ignored.
-  if (m.voiceId === "auto")
-    reject("voiceId=auto is not available yet on this server; pass a numeric voiceId");
+  if (m.voiceId === "auto" && mode === "tts")
+    reject("voiceId=auto matches voices to speakers, and mode=tts has none; pass a numeric voiceId");
   if (twoWay && (m.sourceLanguage === undefined || m.targetLanguage === undefined))
     reject("twoWay=true needs both sourceLanguage and targetLanguage: the two languages of the conversation");
 
@@ -227,7 +229,8 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
     reject(
       `twoWay=true needs two different languages; sourceLanguage and targetLanguage are both "${targetLanguage}"`,
     );
-  const voice = m.voiceId !== undefined ? resolveVoice(m.voiceId) : voiceOf(voiceType);
+  const matchVoices = m.voiceId === "auto";
+  const voice = m.voiceId !== undefined && !matchVoices ? resolveVoice(m.voiceId) : voiceOf(voiceType);
 
   // Checked in this order: the error frame names the first problem.
   const speech = mode === "s2tt";
@@ -258,6 +261,7 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
     twoWay,
     audioOutputEnabled,
     voice,
+    matchVoices,
     // Two-way sessions always finalise per sentence (the spec).
     finalizeMode: twoWay ? "sentence" : finalizeMode,
     context,

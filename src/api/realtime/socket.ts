@@ -162,7 +162,8 @@ class SpeechSession implements ModeHandler {
       context: plan.context,
       sourceLanguageLabel: plan.sourceLanguageLabel,
       targetLanguageLabel: plan.targetLanguageLabel,
-      voice: plan.audioOutputEnabled ? plan.voice : undefined,
+      voice: plan.audioOutputEnabled ? (plan.matchVoices ? { auto: plan.voice } : plan.voice) : undefined,
+      labelSpeakers: plan.modelName === "relay-2",
     });
     void this.forwardEvents();
   }
@@ -222,6 +223,7 @@ class SpeechSession implements ModeHandler {
         sourceLanguage: plan.sourceLanguage,
         targetLanguage: plan.targetLanguage,
         timings: plan.modelName === "relay-2",
+        voiceIds: plan.matchVoices,
       }),
     );
   }

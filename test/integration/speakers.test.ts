@@ -1,0 +1,198 @@
+/**
+ * relay-2 speakers through the real server and the real embedded engines (Silero VAD, PocketSphinx,
+ * Apertium, eSpeak NG, the MFCC speaker engine): a two-person conversation built from real speech
+ * (test/support/conversations.ts) gets one label per person, and `voiceId=auto` gives each person a
+ * library voice of their gender, with the spec's timing rules.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSession, RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
+import { findVoice } from "../../src/voices/library.js";
+import { voiceClonerFor } from "../../src/voices/voice-clone.js";
+import { buildConversation, SPEAKERS, type Conversation } from "../support/conversations.js";
+import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { sharedMissing } from "../support/shared.js";
+
+const SPEECH_MISSING =
+  sharedMissing("data/speech/ljspeech/wavs") || sharedMissing("data/speech/librivox-pocketsphinx");
+let server: TestServer;
+let conversation: Conversation;
+
+beforeAll(async () => {
+  server = await startServer();
+  if (SPEECH_MISSING) return;
+  // A woman and a man, three turns each.
+  conversation = await buildConversation("lj", "librivox", { seed: 1, maxTurns: 3 });
+  // The library's measurements for matching (a few seconds, once per process) are made up front,
+  // so the voice decisions below depend only on the speakers' speech.
+  await voiceClonerFor(server.services.registry.synthesizer("es")!, "en", "es").prepare();
+}, 120_000);
+afterAll(async () => {
+  await server?.close();
+});
+
+async function open(params: Record<string, string>): Promise<RealtimeSocket> {
+  const session = await createSession(server.baseUrl, API_KEY, params);
+  const socket = await RealtimeSocket.connect(session.ws_url);
+  await socket.waitFor((m) => m.type === "ready");
+  return socket;
+}
+
+const transcripts = (socket: RealtimeSocket) => socket.messages.filter((m) => m.type.endsWith("_transcript"));
+const finals = (socket: RealtimeSocket, type: string) =>
+  socket.messages.filter((m) => m.type === type && m.is_final === true);
+
+/** Streams the conversation, finalizes, and waits for the last segment's translated final. */
+async function play(socket: RealtimeSocket, pcm: Int16Array): Promise<void> {
+  await socket.stream(pcm, { chunkMs: 20, speed: 3 });
+  socket.finalize();
+  // Sessions that report positions: the final of the conversation's last turn, then its translation.
+  const last = await socket.waitFor(
+    (m) =>
+      m.type === "original_transcript" &&
+      m.is_final === true &&
+      (m.end_ms === undefined || (m.end_ms as number) > pcm.length / 16 - 4000),
+    60_000,
+  );
+  await socket.waitFor(
+    (m) =>
+      m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
+    60_000,
+  );
+}
+
+/** The person speaking most of a transcript's span, from the conversation's truth. */
+function personOf(message: ServerMessage): string | undefined {
+  const [start, end] = [(message.start_ms as number) * 16, (message.end_ms as number) * 16];
+  let best: { speaker: string; overlap: number } | undefined;
+  for (const turn of conversation.turns) {
+    const overlap = Math.min(end, turn.endSample) - Math.max(start, turn.startSample);
+    if (overlap > 0 && (!best || overlap > best.overlap)) best = { speaker: turn.speaker, overlap };
+  }
+  return best?.speaker;
+}
+
+describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
+  it("labels every transcript, one label per person, the same person keeping theirs", async () => {
+    const socket = await open({
+      modelName: "relay-2",
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      finalizeMode: "sentence",
+      audioOutputEnabled: "false",
+    });
+    await play(socket, conversation.pcm);
+    socket.close();
+
+    const all = transcripts(socket);
+    expect(all.length).toBeGreaterThan(10);
+    for (const message of all) expect(message.speaker).toMatch(/^[1-9][0-9]*$/);
+
+    // Every final with words: which label, which person.
+    const labelled = finals(socket, "original_transcript")
+      .filter((m) => (m.text as string) !== "")
+      .map((m) => ({
+        label: m.speaker as string,
+        person: personOf(m),
+        ms: (m.end_ms as number) - (m.start_ms as number),
+      }));
+    const labels = new Set(labelled.map((l) => l.label));
+    expect(labels.size).toBe(2);
+    // Each label stands for one person, and each person has one label: at least 90 % of the
+    // speech time of each label's finals belongs to its person.
+    const people = new Map<string, string>();
+    for (const label of labels) {
+      const own = labelled.filter((l) => l.label === label);
+      const byPerson = new Map<string, number>();
+      for (const l of own) byPerson.set(l.person!, (byPerson.get(l.person!) ?? 0) + l.ms);
+      const [person, ms] = [...byPerson].sort((a, b) => b[1] - a[1])[0]!;
+      expect(ms / own.reduce((sum, l) => sum + l.ms, 0)).toBeGreaterThanOrEqual(0.9);
+      people.set(label, person);
+    }
+    expect(new Set(people.values()).size).toBe(2);
+
+    // A translation carries the label of its original.
+    const originalLabel = new Map(
+      finals(socket, "original_transcript").map((m) => [m.correlation_id as string, m.speaker]),
+    );
+    for (const translation of finals(socket, "translated_transcript"))
+      expect(translation.speaker).toBe(originalLabel.get(translation.correlation_id as string));
+  });
+
+  it("relay-1 never sends speaker or voiceId", async () => {
+    const socket = await open({
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      audioOutputEnabled: "false",
+      finalizeMode: "sentence",
+    });
+    await play(socket, conversation.pcm.subarray(0, conversation.turns[1]!.endSample));
+    await socket.settle(1000);
+    socket.close();
+    for (const message of transcripts(socket)) {
+      expect(message).not.toHaveProperty("speaker");
+      expect(message).not.toHaveProperty("voiceId");
+    }
+  });
+});
+
+describe.skipIf(SPEECH_MISSING)("relay-2 voiceId=auto", () => {
+  it("gives each person a library voice of their gender, reported once matched and kept once locked", async () => {
+    // A first line of 0.3 s: too little of the speaker's speech for a decision.
+    const opening = conversation.pcm.subarray(
+      conversation.turns[0]!.startSample,
+      conversation.turns[0]!.startSample + 4_800,
+    );
+    const socket = await open({
+      modelName: "relay-2",
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      voiceId: "auto",
+      voiceType: "male",
+      finalizeMode: "sentence",
+    });
+    await socket.stream(new Int16Array(8_000), { speed: 4 });
+    await socket.stream(opening, { speed: 1 });
+    socket.finalize();
+    const first = await socket.waitFor(
+      (m) => m.type === "original_transcript" && m.is_final === true,
+      30_000,
+    );
+    const firstTranslation = await socket.waitFor(
+      (m) =>
+        m.type === "translated_transcript" &&
+        m.is_final === true &&
+        m.correlation_id === first.correlation_id,
+      30_000,
+    );
+    // Before the first decision: the voiceType default speaks, and no voiceId is reported.
+    expect(firstTranslation).not.toHaveProperty("voiceId");
+
+    await play(socket, conversation.pcm);
+    socket.close();
+
+    const translations = finals(socket, "translated_transcript").filter((m) => (m.text as string) !== "");
+    const bySpeaker = new Map<string, ServerMessage[]>();
+    for (const m of translations)
+      bySpeaker.set(m.speaker as string, [...(bySpeaker.get(m.speaker as string) ?? []), m]);
+    expect(bySpeaker.size).toBe(2);
+    for (const lines of bySpeaker.values()) {
+      const person = personOf(lines.at(-1)!)!;
+      const voiced = lines.filter((m) => m.voiceId !== undefined);
+      expect(voiced.length).toBeGreaterThan(0);
+      for (const m of voiced) {
+        const voice = findVoice(Number(m.voiceId))!;
+        expect(voice).toBeDefined();
+        expect(voice.gender).toBe(SPEAKERS[person as keyof typeof SPEAKERS].gender);
+        expect(voice.strongAccent).toBe(false);
+      }
+      // Once a speaker has been heard for a few seconds their voice is locked: the lines of their
+      // last turn all carry the same voiceId as the line before it.
+      const lastTurnStart = conversation.turns.filter((t) => t.speaker === person).at(-1)!.startSample / 16;
+      const late = voiced.filter((m) => (m.start_ms as number) >= lastTurnStart - 1000);
+      const before = voiced.filter((m) => (m.start_ms as number) < lastTurnStart - 1000).at(-1);
+      expect(new Set([...late, ...(before ? [before] : [])].map((m) => m.voiceId)).size).toBe(1);
+    }
+    // Speech came out for the lines.
+    expect(socket.audioFrames.length).toBeGreaterThan(20);
+  });
+});
