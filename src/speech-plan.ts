@@ -2,7 +2,7 @@ import { translateAlong, type EngineRegistry } from "./engines/registry.js";
 import type { AsrEngine, Hypothesis, LanguageCode, MtEngine, Voice } from "./engines/types.js";
 import type { Requirement } from "./languages.js";
 import type { TranslationCall } from "./pipeline/translation-pipeline.js";
-import { defaultVoice } from "./voices/library.js";
+import { defaultVoice, findVoice } from "./voices/library.js";
 
 /**
  * The one speech plan of every surface (real-time sessions, rooms, dubbing): which recognizer
@@ -20,10 +20,17 @@ export type VoiceChoice = Voice | "clone" | { readonly auto: Voice };
 
 /**
  * Per surface, the voice type used when the request names none: the real-time spec's `voiceType`
- * default (male) and the rooms spec's `voice_type` default (clone). Dubbing has no voice
- * parameter; until its speakers are matched voice by voice it speaks the female default.
+ * default (male) and the rooms spec's `voice_type` default (clone). Dubbing's `voice` (beyond the
+ * spec) defaults to "auto": each speaker in the voice matched to theirs.
  */
-export const DEFAULT_VOICE_TYPES = { realtime: "male", rooms: "clone", dubbing: "female" } as const;
+export const DEFAULT_VOICE_TYPES = { realtime: "male", rooms: "clone", dubbing: "auto" } as const;
+
+/** A dubbing job's `voice`: "auto", a gender's default voice or a library id; undefined if none. */
+export function dubbingVoice(value: string): Voice | "auto" | undefined {
+  if (value === "auto") return "auto";
+  if (value === "female" || value === "male") return defaultVoice(value);
+  return /^\d+$/u.test(value) ? findVoice(Number(value)) : undefined;
+}
 
 /** The voice of a voice type: the library default of a gender, or clone. */
 export function voiceOf(type: "male" | "female"): Voice;

@@ -27,6 +27,8 @@ const CONTENT_TYPES: Record<string, string> = {
 export interface DubCommandOptions {
   readonly to: string;
   readonly from: string;
+  /** "auto", "female", "male" or a voice id; the server's default ("auto") when absent. */
+  readonly voice?: string;
   readonly out: string;
   readonly json: boolean;
 }
@@ -210,7 +212,7 @@ export async function uploadFile(
 /** `POST /api/dubbing/jobs`, repeated on transient failures under one Idempotency-Key. */
 export async function createJob(
   connection: Connection,
-  request: { sourceUrl: string; targetLang: string; sourceLang: string },
+  request: { sourceUrl: string; targetLang: string; sourceLang: string; voice?: string },
 ): Promise<JobStatus> {
   const idempotencyKey = randomUUID();
   for (let attempt = 1; ; attempt++) {
@@ -219,7 +221,12 @@ export async function createJob(
         connection,
         "POST",
         "/api/dubbing/jobs",
-        { source_url: request.sourceUrl, target_lang: request.targetLang, source_lang: request.sourceLang },
+        {
+          source_url: request.sourceUrl,
+          target_lang: request.targetLang,
+          source_lang: request.sourceLang,
+          ...(request.voice !== undefined ? { voice: request.voice } : {}),
+        },
         { "idempotency-key": idempotencyKey },
       );
       return parseJob(body);
@@ -363,6 +370,7 @@ export async function dub(
     sourceUrl,
     targetLang: options.to,
     sourceLang: options.from,
+    ...(options.voice !== undefined ? { voice: options.voice } : {}),
   });
   const jobId = created.job_id;
   view.note(`job ${jobId} created`);

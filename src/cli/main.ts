@@ -80,6 +80,10 @@ withServer(
     .argument("<file-or-url>", "media to dub: mp4 mov mkv wav mp3 flac ogg m4a, or an http(s) URL")
     .requiredOption("--to <lang>", "language to dub into (en es fr de it pt ru ja ko zh)")
     .option("--from <lang>", "spoken language, or auto", "auto")
+    .option(
+      "--voice <voice>",
+      "auto (each speaker in a voice matched to theirs), female, male, or a voice ID (see `relay voices`)",
+    )
     .requiredOption("--out <file>", "where to save the result (MP4; MP3 when the input has no video)")
     .option("--json", "print the finished job's status as one JSON line", false),
   true,

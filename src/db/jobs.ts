@@ -149,6 +149,7 @@ export function createJobsRepository(
           source_url: job.sourceUrl,
           source_lang: job.sourceLang,
           target_lang: job.targetLang,
+          voice: job.voice ?? "auto",
           progress: null,
           error: null,
           error_message: null,

@@ -133,6 +133,18 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable("jobs").dropColumn("reserved_micro_usd").execute();
     },
   },
+  "0003_job_voices": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // The voice a job is dubbed in: "auto" (each speaker matched), "female", "male" or a library
+      // id. Jobs created before it were dubbed in the female default.
+      await db.schema.alterTable("jobs").addColumn("voice", "text").execute();
+      await sql`update jobs set voice = 'female'`.execute(db);
+    },
+
+    async down(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable("jobs").dropColumn("voice").execute();
+    },
+  },
 };
 
 /** The failure codes of the spec, as 0001-era rows prefix their `error` with. */

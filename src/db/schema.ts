@@ -56,6 +56,8 @@ export interface JobsTable {
   source_url: string;
   source_lang: string;
   target_lang: string;
+  /** `JobVoice`: "auto", "female", "male" or a library voice id. */
+  voice: string;
   /** JSON `JobProgress`. */
   progress: string | null;
   /** One of the spec's failure codes; the human-readable reason is `error_message`. */
@@ -112,6 +114,7 @@ export function toJobRecord(row: Selectable<JobsTable>): JobRecord {
     sourceUrl: row.source_url,
     sourceLang: row.source_lang,
     targetLang: row.target_lang,
+    voice: row.voice,
     progress: row.progress === null ? null : (JSON.parse(row.progress) as JobProgress),
     error: row.error,
     errorMessage: row.error_message,

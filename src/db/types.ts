@@ -27,6 +27,8 @@ export interface JobSegment {
   readonly speaker?: string;
   readonly text: string;
   readonly translatedText: string;
+  /** The library voice that dubbed it. */
+  readonly voiceId?: number;
 }
 
 export interface JobRecord {
@@ -36,6 +38,8 @@ export interface JobRecord {
   readonly sourceUrl: string;
   readonly sourceLang: string;
   readonly targetLang: string;
+  /** The voice it is dubbed in: "auto" (each speaker's matched voice), "female", "male" or a library id. */
+  readonly voice: string;
   readonly progress: JobProgress | null;
   readonly error: JobErrorCode | null;
   readonly errorMessage: string | null;
@@ -59,6 +63,8 @@ export interface NewJob {
   readonly sourceUrl: string;
   readonly sourceLang: string;
   readonly targetLang: string;
+  /** Default "auto". */
+  readonly voice?: string;
   readonly idempotencyKey?: string;
   /**
    * When the input's duration is known at creation (an upload probed then): the job is created

@@ -1,7 +1,8 @@
 /**
  * The dubbing pipeline: media file in, dubbed media file and segments out.
  *
- *   probing → segmenting (extract 16 kHz mono PCM, Silero VAD + SpeechSegmenter) → recognizing →
+ *   probing → segmenting (extract 16 kHz mono PCM, Silero VAD + SpeechSegmenter, then the speakers:
+ *   spans split where the voice changes, each labelled with its speaker) → recognizing →
  *   translating → synthesizing → fitting (time-stretch each clip into its slot of the 48 kHz dubbed
  *   track) → mixing (ducked original + dubbed track, encoded) → muxing (video copied or encoded to H.264)
  *
@@ -12,11 +13,14 @@
  * translation, synthesis, dub-track, mixing, muxing), with progress rules in progress.ts.
  */
 import { availableParallelism } from "node:os";
-import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
 import path from "node:path";
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode, Voice } from "../engines/types.js";
-import { DEFAULT_VOICE_TYPES, translatorFor, voiceOf } from "../speech-plan.js";
+import type { VoiceFeatures } from "../voices/voice-features.js";
+import { translatorFor } from "../speech-plan.js";
+import { genderDefault, MatchedVoices } from "../speakers/voices.js";
+import { voiceClonerFor } from "../voices/voice-clone.js";
 import { buildDubTrack } from "./dub-track.js";
 import { UnsupportedLanguageError } from "./errors.js";
 import { probe } from "./ffmpeg.js";
@@ -26,6 +30,7 @@ import { writeOutput } from "./muxing.js";
 import { ProgressReporter, type DubStage } from "./progress.js";
 import { recognizeAll } from "./recognition.js";
 import { sourceCandidates } from "./source-language.js";
+import { followSpeakers } from "./speakers.js";
 import { segmentSpeech } from "./speech-audio.js";
 import { synthesizeAll } from "./synthesis.js";
 import type { ClipPlacement } from "./timeline.js";
@@ -38,8 +43,11 @@ export interface DubOptions {
   readonly registry: EngineRegistry;
   readonly sourceLang: LanguageCode | "auto";
   readonly targetLang: LanguageCode;
-  /** Default: the library's default female voice. */
-  readonly voice?: Voice;
+  /**
+   * "auto" (default): each speaker is dubbed in the library voice matched to theirs; or one library
+   * voice for every line.
+   */
+  readonly voice?: Voice | "auto";
   /** Each stage reports fractions 0..1, non-decreasing, ending with 1. */
   readonly onProgress?: (stage: DubStage, fraction: number) => void;
   /** Called once the source language is settled (resolved, when `sourceLang` is "auto"). */
@@ -61,6 +69,9 @@ export interface DubResult {
   readonly timeline: (ClipPlacement | null)[];
 }
 
+/** Share of "segmenting" before the speakers are followed (extraction and VAD). */
+const SPEECH_SHARE = 0.9;
+
 export async function dubMedia(options: DubOptions): Promise<DubResult> {
   const { registry, targetLang, signal } = options;
   const progress = new ProgressReporter(options.onProgress);
@@ -72,7 +83,16 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
   const synthesizer = registry.synthesizer(targetLang);
   if (!synthesizer) throw new UnsupportedLanguageError(`no voice output for "${targetLang}"`);
   const candidates = sourceCandidates(registry, options.sourceLang, targetLang);
-  const voice = options.voice ?? voiceOf(DEFAULT_VOICE_TYPES.dubbing);
+  const voice = options.voice ?? "auto";
+  // Each speaker's speech is measured as the speakers are followed (before the language is known).
+  let match: ((speaker: VoiceFeatures) => Voice | undefined) | undefined;
+  const voices =
+    voice === "auto"
+      ? new MatchedVoices({
+          match: (speaker) => match?.(speaker),
+          fallback: (speaker) => genderDefault(speaker),
+        })
+      : undefined;
 
   // a. probe
   progress.report("probing", 0);
@@ -89,14 +109,23 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
       original: path.join(work, "speech-16k.raw"),
       levelled: path.join(work, "speech-16k-levelled.raw"),
     };
-    const spans = await segmentSpeech({
+    const speechSpans = await segmentSpeech({
       inputPath: options.inputPath,
       info,
       vad: registry.vad,
       audio,
-      onProgress: (fraction) => progress.report("segmenting", fraction),
+      onProgress: (fraction) => progress.report("segmenting", SPEECH_SHARE * fraction),
       ...withSignal,
     });
+    const levelled = await open(audio.levelled, "r");
+    const spans = await followSpeakers({
+      engine: registry.speakers,
+      audio: levelled,
+      spans: speechSpans,
+      ...(voices ? { voices } : {}),
+      onProgress: (fraction) => progress.report("segmenting", SPEECH_SHARE + (1 - SPEECH_SHARE) * fraction),
+      ...withSignal,
+    }).finally(() => levelled.close());
     progress.report("segmenting", 1);
 
     // d. recognize (choosing the language first when asked to)
@@ -125,9 +154,21 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
 
     // f. synthesise every line; clips wait on disk so memory does not grow with the input's length.
     progress.report("synthesizing", 0);
-    const clips = await synthesizeAll(synthesizer, segments, {
+    if (voices) {
+      // The library is measured once per process (a few seconds); a job can wait for it. If it
+      // cannot be measured, speakers keep a default voice of their gender.
+      const cloner = voiceClonerFor(synthesizer, language, targetLang);
+      await cloner.prepare().catch(() => undefined);
+      match = (speaker) => cloner.match(speaker);
+    }
+    // Every speaker's speech was measured before the first line: all their lines get one voice.
+    const lineVoices = segments.map((segment) =>
+      voices ? voices.voiceFor(segment.speaker, targetLang).voice : (voice as Voice),
+    );
+    const dubbed = segments.map((segment, i) => ({ ...segment, voiceId: lineVoices[i]!.id }));
+    const clips = await synthesizeAll(synthesizer, dubbed, {
       language: targetLang,
-      voice,
+      voices: lineVoices,
       workDir: work,
       concurrency,
       onProgress: (fraction) => progress.report("synthesizing", fraction),
@@ -188,7 +229,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
       outputKind,
       inputDurationSec: info.durationSec,
       detectedSourceLang: language,
-      segments,
+      segments: dubbed,
       timeline,
     };
   } finally {

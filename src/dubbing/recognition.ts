@@ -17,9 +17,13 @@ import { recognizerFor } from "../speech-plan.js";
 /** Audio written to the recogniser per call (1 s). */
 const ASR_CHUNK = 16_000;
 
+/** A span to recognise, with the label of its speaker when the speakers were followed. */
+export type SpeechSpan = Span & { readonly speaker?: string };
+
 export interface Recognized {
   readonly startSec: number;
   readonly endSec: number;
+  readonly speaker?: string;
   readonly text: string;
   /** The language the recogniser heard, when it identifies languages (asked with "auto"). */
   readonly language?: LanguageCode;
@@ -31,7 +35,7 @@ export async function recognizeAll(
   registry: EngineRegistry,
   candidates: readonly LanguageCode[],
   audio: SpeechAudio,
-  spans: readonly Span[],
+  spans: readonly SpeechSpan[],
   options: {
     concurrency: number;
     targetLang: LanguageCode;
@@ -94,7 +98,7 @@ async function recognizeSpan(
   asr: AsrEngine,
   language: LanguageCode | "auto",
   pcm: { readonly levelled: FileHandle; readonly original: FileHandle },
-  span: Span,
+  span: SpeechSpan,
 ): Promise<Recognized> {
   if (asr.capabilities.sampleRate !== SPEECH_RATE) {
     throw new Error(`${asr.info.id} reads ${asr.capabilities.sampleRate} Hz audio; dubbing feeds 16 kHz`);
@@ -126,6 +130,7 @@ async function recognizeSpan(
   return {
     startSec,
     endSec,
+    ...(span.speaker !== undefined ? { speaker: span.speaker } : {}),
     text,
     ...(hypothesis.language ? { language: hypothesis.language } : {}),
     energy: energyOf(await readPcm16(pcm.original, startSample, endSample), 1 / 32768),

@@ -28,7 +28,8 @@ export async function synthesizeAll(
   segments: readonly DubSegment[],
   options: {
     language: LanguageCode;
-    voice: Voice;
+    /** The voice of each line, parallel to `segments` (each speaker's own, when matched). */
+    voices: readonly Voice[];
     workDir: string;
     concurrency: number;
     onProgress: (fraction: number) => void;
@@ -44,7 +45,7 @@ export async function synthesizeAll(
         synthesizer,
         segment.translatedText,
         options.language,
-        options.voice,
+        options.voices[i]!,
         options.workDir,
         i,
       );

@@ -10,8 +10,12 @@ import type { Recognized } from "./recognition.js";
 export interface DubSegment {
   readonly startSec: number;
   readonly endSec: number;
+  /** Its speaker's label ("1", "2", …), the same for all of one person's lines. */
+  readonly speaker?: string;
   readonly text: string;
   readonly translatedText: string;
+  /** The library voice that dubs it (set once voices are chosen). */
+  readonly voiceId?: number;
 }
 
 /**
@@ -35,6 +39,7 @@ export async function translateAll(
     segments.push({
       startSec: roundMs(line.startSec),
       endSec: roundMs(line.endSec),
+      ...(line.speaker !== undefined ? { speaker: line.speaker } : {}),
       text: line.text,
       translatedText,
     });

@@ -6,6 +6,7 @@ import type { Config } from "../config.js";
 import type { Database, JobErrorCode, JobProgress, JobRecord } from "../db/types.js";
 import type { EngineRegistry } from "../engines/registry.js";
 import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "../storage/types.js";
+import { dubbingVoice } from "../speech-plan.js";
 import {
   dubMedia,
   MediaTooShortError,
@@ -215,6 +216,8 @@ export class DubbingWorker {
         registry: this.options.registry,
         sourceLang: job.sourceLang,
         targetLang: job.targetLang,
+        // Checked when the job was created; a library id that no longer exists falls back to "auto".
+        voice: dubbingVoice(job.voice) ?? "auto",
         signal: abort.signal,
         onProgress: (stage, fraction) => record(report("processing", stage, fraction)),
         // "auto" is stored as the language it resolved to, so the status says what was dubbed from.

@@ -9,8 +9,7 @@ import {
   type VoiceChoice,
 } from "../speech-plan.js";
 import { SpeakerTracker } from "../speakers/tracker.js";
-import { fixedVoice, MatchedVoices, type VoiceChooser } from "../speakers/voices.js";
-import { defaultVoice } from "../voices/library.js";
+import { fixedVoice, genderDefault, MatchedVoices, type VoiceChooser } from "../speakers/voices.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { renderSpeech } from "./speech-output.js";
 import type { FinalizeMode } from "./stabilizer.js";
@@ -37,8 +36,6 @@ export interface SpeakerPipelineOptions extends SessionLanguages {
 
 /** Until a speaker's voice is measured, clone rooms speak with the library default of this gender. */
 const CLONE_FALLBACK_GENDER = "male";
-/** Median F0 (Hz) below which a measured speaker gets the male default while the matcher warms up. */
-const MALE_F0_CEILING_HZ = 165;
 
 /**
  * Starts measuring the library voices for matching between these languages (once per process),
@@ -122,11 +119,6 @@ function voiceChooser(
   return new MatchedVoices({
     match: (speaker, to) => cloners.get(to)?.match(speaker),
     fallback:
-      voice === "clone"
-        ? (speaker) =>
-            defaultVoice(
-              speaker ? (speaker.medianF0Hz < MALE_F0_CEILING_HZ ? "male" : "female") : CLONE_FALLBACK_GENDER,
-            )
-        : () => voice.auto,
+      voice === "clone" ? (speaker) => genderDefault(speaker, CLONE_FALLBACK_GENDER) : () => voice.auto,
   });
 }

@@ -12,6 +12,7 @@
  *     lines keep the fallback.
  */
 import type { LanguageCode, Voice } from "../engines/types.js";
+import { defaultVoice } from "../voices/library.js";
 import { SpeakerProfiler, type VoiceFeatures } from "../voices/voice-features.js";
 import { MAX_SPEAKERS } from "./tracker.js";
 
@@ -26,6 +27,20 @@ export interface VoiceChooser {
   observe(speaker: string | undefined, pcm: Int16Array): void;
   /** The voice of the speaker's next line in `language`. */
   voiceFor(speaker: string | undefined, language: LanguageCode): SpeakerVoice;
+}
+
+/** Median F0 (Hz) below which a measured speaker gets the male default until matched. */
+const MALE_F0_CEILING_HZ = 165;
+
+/**
+ * The library default of the speaker's likely gender while no match is possible: by pitch once
+ * measured, else `otherwise`.
+ */
+export function genderDefault(
+  speaker: VoiceFeatures | undefined,
+  otherwise: Voice["gender"] = "female",
+): Voice {
+  return defaultVoice(speaker ? (speaker.medianF0Hz < MALE_F0_CEILING_HZ ? "male" : "female") : otherwise);
 }
 
 /** Every line in one library voice. */

@@ -176,7 +176,11 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
         const again = await openDatabase(backend.url);
         await again.close();
         const rows = await backend.raw.query("SELECT name FROM kysely_migration");
-        expect(rows.map((row) => row.name)).toEqual(["0001_dubbing", "0002_holds_and_error_messages"]);
+        expect(rows.map((row) => row.name)).toEqual([
+          "0001_dubbing",
+          "0002_holds_and_error_messages",
+          "0003_job_voices",
+        ]);
         // The instances opened earlier still work after the re-open.
         expect(await db.accounts.findByKey("nobody")).toBeUndefined();
       });
@@ -229,6 +233,34 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
             "insufficient balance: dubbing 7.2 s costs 0.07 USD; the balance is 0.05 USD",
           ]);
           expect(await read("j4")).toEqual(["processing_failed", "something unforeseen"]);
+        } finally {
+          await migrated.close();
+        }
+      });
+
+      it("0003 records the voice of earlier jobs as female (they were dubbed in it); new jobs default to auto", async () => {
+        const url = await backend.fresh();
+        const old = await databaseAt(url, "0002_holds_and_error_messages");
+        try {
+          await sql`insert into accounts (id, created_at) values ('acct_old', 1)`.execute(old);
+          await sql`insert into jobs (id, account_id, status, source_url, source_lang, target_lang,
+            attempts, created_at, updated_at) values ('j1', 'acct_old', 'completed', 'u', 'en', 'es', 1, 1, 1)`.execute(
+            old,
+          );
+        } finally {
+          await old.destroy();
+        }
+        const migrated = await openDatabase(url);
+        try {
+          expect((await migrated.jobs.get("acct_old", "j1"))?.voice).toBe("female");
+          const { job } = await migrated.jobs.create({
+            id: "j2",
+            accountId: "acct_old",
+            sourceUrl: "u",
+            sourceLang: "en",
+            targetLang: "es",
+          });
+          expect(job.voice).toBe("auto");
         } finally {
           await migrated.close();
         }

@@ -53,3 +53,23 @@ describe("toWebVtt", () => {
     expect(vtt).toBe("WEBVTT\n\n00:00:00.000 --> 00:00:01.000\na &lt;b&gt; &amp; c --&gt; d\n");
   });
 });
+
+describe("speakers in subtitles", () => {
+  const spoken = [
+    { startSec: 0, endSec: 1, speaker: "1", text: "hello", translatedText: "hola" },
+    { startSec: 1.5, endSec: 2, speaker: "2", text: "hi <there>", translatedText: "" },
+    { startSec: 3, endSec: 4, text: "unknown", translatedText: "" },
+  ];
+
+  it("names each cue's speaker only when asked: WebVTT voice spans, SubRip prefixes", () => {
+    expect(toWebVtt(spoken, "original", { speakers: true })).toBe(
+      "WEBVTT\n\n00:00:00.000 --> 00:00:01.000\n<v 1>hello</v>\n\n" +
+        "00:00:01.500 --> 00:00:02.000\n<v 2>hi &lt;there&gt;</v>\n\n00:00:03.000 --> 00:00:04.000\nunknown\n",
+    );
+    expect(toSrt(spoken, "translated", { speakers: true })).toBe(
+      "1\n00:00:00,000 --> 00:00:01,000\n1: hola\n",
+    );
+    expect(toWebVtt(spoken, "original")).not.toContain("<v ");
+    expect(toSrt(spoken, "original")).not.toContain("1: ");
+  });
+});

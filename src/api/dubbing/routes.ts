@@ -20,6 +20,7 @@ import {
   type Requirement,
   type Unservable,
 } from "../../languages.js";
+import { DEFAULT_VOICE_TYPES, dubbingVoice } from "../../speech-plan.js";
 import type { ObjectStore } from "../../storage/types.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import { ApiError, type ValidationErrorMapping } from "../errors.js";
@@ -96,6 +97,15 @@ const jobRequest = z.object(
       .refine((u) => /^https?:\/\//iu.test(u), "must be an http(s) URL"),
     target_lang: dubbingLanguage(),
     source_lang: dubbingLanguage(["auto"]).optional(),
+    // Beyond the spec: "auto" (each speaker dubbed in the voice matched to theirs), "female",
+    // "male", or a library voice id (GET /v1/voices).
+    voice: z
+      .union([z.string(), z.number().int()])
+      .transform(String)
+      .refine((value) => dubbingVoice(value) !== undefined, {
+        message: 'must be "auto", "female", "male" or a voice id from GET /v1/voices',
+      })
+      .optional(),
   },
   JSON_OBJECT,
 );
@@ -118,6 +128,8 @@ const jobListQuery = z.object({
 const subtitlesQuery = z.object({
   track: z.enum(["original", "translated"]),
   format: z.enum(["srt", "vtt"]),
+  /** Name each cue's speaker (WebVTT voice spans; "1: " before SubRip lines). */
+  speakers: z.enum(["true", "false"]).default("false"),
 });
 
 export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteOptions): Promise<void> {
@@ -195,6 +207,7 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
         sourceUrl,
         sourceLang,
         targetLang: body.target_lang,
+        voice: body.voice ?? DEFAULT_VOICE_TYPES.dubbing,
         idempotencyKey,
         ...(upload && (await reservationFor(upload))),
       });
@@ -306,13 +319,16 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
       output_expires_at: output?.expiresAt.toISOString() ?? null,
       created_at: job.createdAt.toISOString(),
       updated_at: job.updatedAt.toISOString(),
-      // Beyond the spec: what was heard and said, and where the subtitles are.
+      // Beyond the spec: the voice asked for, what was heard and said (and by whom), and where the
+      // subtitles are.
+      voice: job.voice,
       segments: job.segments?.map((s) => ({
         start: s.startSec,
         end: s.endSec,
         ...(s.speaker ? { speaker: s.speaker } : {}),
         text: s.text,
         translated_text: s.translatedText,
+        ...(s.voiceId !== undefined ? { voice_id: s.voiceId } : {}),
       })),
       subtitles: job.segments
         ? Object.fromEntries(
@@ -355,8 +371,9 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
       const job = request.dubbingJob!;
       if (!job.segments) throw new ApiError(404, "not_found", `job ${job.id} has no segments yet`);
       const { track, format } = request.query;
+      const options = { speakers: request.query.speakers === "true" };
       reply.type(format === "srt" ? "application/x-subrip; charset=utf-8" : "text/vtt; charset=utf-8");
-      return format === "srt" ? toSrt(job.segments, track) : toWebVtt(job.segments, track);
+      return format === "srt" ? toSrt(job.segments, track, options) : toWebVtt(job.segments, track, options);
     },
   );
 
