@@ -9,14 +9,27 @@
  *     as wrong);
  *   - new labels for known speakers: labels beyond the two people, per conversation and per turn.
  *
+ * Then each person's voice match (`voiceId=auto`, dubbing's `voice=auto`): their turns fed in order
+ * to the voice chooser with eSpeak NG's library measurements (English speech, Spanish voice), the
+ * speech it took for the first match, and the voice (and its gender) once locked.
+ *
  *   npm run bench:speakers
  */
 import { int16ToFloat32 } from "../src/audio/pcm.js";
+import { createEspeakEngine } from "../src/engines/espeak-ng/index.js";
 import { createMfccSpeakerEngine } from "../src/engines/mfcc-speaker/index.js";
 import { createSileroVadEngine } from "../src/engines/silero-vad/index.js";
 import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter } from "../src/pipeline/segmenter.js";
 import { SpeakerTracker } from "../src/speakers/tracker.js";
-import { buildConversation, CONVERSATION_PAIRS, type Conversation } from "../test/support/conversations.js";
+import { genderDefault, MatchedVoices } from "../src/speakers/voices.js";
+import { voiceClonerFor } from "../src/voices/voice-clone.js";
+import {
+  buildConversation,
+  CONVERSATION_PAIRS,
+  SPEAKERS,
+  type Conversation,
+  type SpeakerName,
+} from "../test/support/conversations.js";
 
 const WINDOW = 512;
 
@@ -46,7 +59,10 @@ async function label(pcm: Int16Array): Promise<(string | undefined)[]> {
     if (event === "start") inUtterance = true;
     if (!inUtterance) continue;
     run.push(w);
+    const started = performance.now();
     const change = tracker.push(window, w * WINDOW);
+    trackerMs += performance.now() - started;
+    trackedSeconds += WINDOW / 16_000;
     if (change) {
       const first = Math.floor(change.atSample / WINDOW);
       const before = run.filter((i) => i < first);
@@ -57,7 +73,9 @@ async function label(pcm: Int16Array): Promise<(string | undefined)[]> {
       run = after;
     }
     if (event === "end") {
+      const started = performance.now();
       close(tracker.endUtterance().speaker);
+      trackerMs += performance.now() - started;
       inUtterance = false;
     }
   }
@@ -105,6 +123,8 @@ function score(conversation: Conversation, labels: readonly (string | undefined)
   };
 }
 
+let trackerMs = 0;
+let trackedSeconds = 0;
 const vadEngine = createSileroVadEngine();
 const speakerEngine = createMfccSpeakerEngine();
 
@@ -137,3 +157,47 @@ for (const kind of ["man and woman", "two men", "two women"] as const) {
     `| ${kind} | ${own.length} | ${((100 * correct) / speech).toFixed(1)} % | ${extra} in ${turns} turns (${((100 * extra) / turns).toFixed(1)} %) |`,
   );
 }
+
+console.log(
+  `\nspeaker tracker CPU: ${(trackerMs / trackedSeconds).toFixed(2)} ms per second of speech (${trackedSeconds.toFixed(0)} s tracked)`,
+);
+
+// ---------------------------------------------------------------- voices
+
+const tts = await createEspeakEngine();
+const cloner = voiceClonerFor(tts, "en", "es");
+await cloner.prepare();
+console.log(
+  "\n| person | gender | their audio until the first match | first match | locked voice | right gender |",
+);
+console.log("| --- | --- | --- | --- | --- | --- |");
+for (const person of Object.keys(SPEAKERS) as SpeakerName[]) {
+  // The person's turns, in conversation order, from a conversation they open.
+  const pair =
+    CONVERSATION_PAIRS.find(([a]) => a === person) ?? CONVERSATION_PAIRS.find(([, b]) => b === person)!;
+  const conversation = await buildConversation(pair[0], pair[1], { seed: 1 });
+  const voices = new MatchedVoices({
+    match: (speaker) => cloner.match(speaker),
+    fallback: (f) => genderDefault(f),
+  });
+  let heard = 0;
+  let first: string | undefined;
+  let firstAt = 0;
+  for (const turn of conversation.turns.filter((t) => t.speaker === person)) {
+    // In 250 ms pieces, as a live session hands them over.
+    for (let at = turn.startSample; at < turn.endSample; at += 4_000) {
+      voices.observe(person, conversation.pcm.subarray(at, Math.min(turn.endSample, at + 4_000)));
+      heard += Math.min(4_000, turn.endSample - at) / 16_000;
+      const chosen = voices.voiceFor(person, "es");
+      if (chosen.matched && first === undefined) {
+        first = `${chosen.voice.name} (${chosen.voice.gender})`;
+        firstAt = heard;
+      }
+    }
+  }
+  const locked = voices.voiceFor(person, "es").voice;
+  console.log(
+    `| ${SPEAKERS[person].title} | ${SPEAKERS[person].gender} | ${firstAt.toFixed(2)} s | ${first} | ${locked.name} (${locked.gender}, id ${locked.id}) | ${locked.gender === SPEAKERS[person].gender ? "yes" : "NO"} |`,
+  );
+}
+await tts.close();
