@@ -517,18 +517,29 @@ export class TranslationPipeline {
         language: this.options.sourceLanguage,
         context: this.context,
       });
-      const head = utterance.audio.filter((window) => window.startSample < change.atSample);
-      await stream.write(concat(head.map((window) => window.pcm)));
+      const head = utterance.audio
+        .filter((window) => window.startSample < change.atSample)
+        .map((window) => window.pcm.subarray(0, change.atSample - window.startSample));
+      await stream.write(concat(head));
       hypothesis = await stream.finish();
     }
     this.speaking = change.before;
     this.hear(hypothesis);
     this.applyStabiliser(utterance.stabilizer.finish(toStableWords(hypothesis)), utterance.startSample, true);
+    // Words an interim showed past the change are the next speaker's: they are not committed here.
+    if (this.segment) this.segment.shownPending = [];
     this.closeSegment();
     this.observeSpeech(0, change.atSample);
 
     this.speaking = change.speaker;
-    const rest = utterance.audio.filter((window) => window.startSample >= change.atSample);
+    // From the change on, including the part of the window it falls in.
+    const rest = utterance.audio
+      .filter((window) => window.startSample + window.pcm.length > change.atSample)
+      .map((window) =>
+        window.startSample >= change.atSample
+          ? window
+          : { startSample: change.atSample, pcm: window.pcm.subarray(change.atSample - window.startSample) },
+      );
     this.utterance = await this.openUtterance(change.atSample, rest);
     this.segment = this.newSegment(Math.floor(change.atSample / SAMPLES_PER_MS));
   }

@@ -9,9 +9,11 @@
  *
  *   - A run is labelled with the nearest known speaker once it holds 0.5 s of speech, tentatively:
  *     the label may still change. It is decided when its distance to that speaker falls below the
- *     engine's `sameSpeakerBelow`, or, past 2 s of speech and far from everyone, as a new speaker.
+ *     engine's `sameSpeakerBelow` for 1.5 s of speech, or, past 1.5 s of speech and further than
+ *     `newSpeakerAbove` from everyone, as a new speaker. A run decided for a known speaker stays
+ *     theirs (another voice after it is a change, below).
  *     Short utterances that never get there keep the nearest speaker: a new person is never made
- *     out of less than 2 s of speech (one- or two-word replies would split one person in two).
+ *     out of less than 1.5 s of speech (one- or two-word replies would split one person in two).
  *   - Inside a long run, the last 2 s are compared with the run before them every 0.5 s. When two
  *     checks in a row find another voice, the run is split at the block boundary where the two
  *     sides differ most and the rest becomes a new run: a change of speaker without a pause.
@@ -79,6 +81,8 @@ export class SpeakerTracker {
   private flagged = 0;
   /** The current run is near its speaker (not merely the nearest): only then does it teach the speaker. */
   private matched = false;
+  /** After a change of voice inside an utterance: the speaker the new run cannot be. */
+  private excluded: string | undefined;
   /** The speaker the current run made (its voiceprint is the run's), if it made one. */
   private founder: Speaker | undefined;
   private readonly blockSamples: number;
@@ -177,6 +181,14 @@ export class SpeakerTracker {
       return;
     }
     const nearest = this.nearest(run);
+    if (!nearest) {
+      // After a change of voice with only the earlier speaker known: someone new.
+      if (this.speakers.length < MAX_SPEAKERS) return this.found(run);
+      return;
+    }
+    // A run decided for a known speaker stays theirs (a new voice inside it is a change of speaker,
+    // found by checkChange); until then it may move to another speaker or found one.
+    if (this.decided && this.matched) return;
     this.matched = nearest.distance < this.threshold;
     if (this.matched) {
       this.label = nearest.speaker.label;
@@ -187,9 +199,14 @@ export class SpeakerTracker {
       this.speakers.length < MAX_SPEAKERS
     ) {
       this.found(run);
-    } else if (final || run.speechSeconds >= TENTATIVE_SECONDS || this.label === undefined) {
+    } else if (
+      final ||
+      run.speechSeconds >= TENTATIVE_SECONDS ||
+      this.label === undefined ||
+      this.label === this.excluded
+    ) {
       this.label = nearest.speaker.label;
-      this.decided = final || run.speechSeconds >= NEW_SPEAKER_SECONDS;
+      this.decided = final;
     }
   }
 
@@ -200,11 +217,13 @@ export class SpeakerTracker {
     this.decided = true;
   }
 
-  private nearest(print: Voiceprint): { speaker: Speaker; distance: number } {
-    let best = { speaker: this.speakers[0]!, distance: Infinity };
+  /** The nearest known speaker, other than the one the voice just changed from. */
+  private nearest(print: Voiceprint): { speaker: Speaker; distance: number } | undefined {
+    let best: { speaker: Speaker; distance: number } | undefined;
     for (const speaker of this.speakers) {
+      if (speaker.label === this.excluded) continue;
       const distance = this.engine.distance(print, speaker.print);
-      if (distance < best.distance) best = { speaker, distance };
+      if (!best || distance < best.distance) best = { speaker, distance };
     }
     return best;
   }
@@ -246,6 +265,8 @@ export class SpeakerTracker {
     this.closeRun();
     this.blocks = tail;
     this.run = this.pool(tail);
+    this.decided = false;
+    this.excluded = before;
     this.decide(false);
     return { ...this.current, atSample: tail[0]!.startSample, before };
   }
@@ -261,6 +282,7 @@ export class SpeakerTracker {
     if (run && speaker && !this.founder && this.matched && run.speechSeconds >= LEARN_SECONDS)
       speaker.print = this.engine.merge(speaker.print, run);
     this.founder = undefined;
+    this.excluded = undefined;
     this.matched = false;
     this.run = undefined;
     this.blocks = [];

@@ -1,0 +1,418 @@
+import { describe, expect, it } from "vitest";
+import type {
+  AsrEngine,
+  AsrStream,
+  Hypothesis,
+  SpeakerEngine,
+  VadEngine,
+  Voice,
+  Voiceprint,
+} from "../../src/engines/types.js";
+import {
+  TranslationPipeline,
+  type PipelineEvent,
+  type PipelineOptions,
+} from "../../src/pipeline/translation-pipeline.js";
+import { SpeakerTracker } from "../../src/speakers/tracker.js";
+import type { VoiceChooser } from "../../src/speakers/voices.js";
+import { defaultVoice, VOICES } from "../../src/voices/library.js";
+
+/**
+ * Engine doubles, as in translation-pipeline.test.ts. The audio is made of constant-level stretches,
+ * and the level is the voice: each person speaks at their own level (loud enough that the pipeline's
+ * automatic gain leaves it unchanged), digital silence is a pause.
+ */
+const RATE = 16_000;
+const VOICE_A = 6_000;
+const VOICE_B = 12_000;
+const WORD_OF: Record<number, string> = { [VOICE_A]: "ay", [VOICE_B]: "bee" };
+
+const voice = (level: number, ms: number) => new Int16Array((ms * RATE) / 1000).fill(level);
+const silence = (ms: number) => new Int16Array((ms * RATE) / 1000);
+function join(...parts: Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+const energyVad: VadEngine = {
+  info: { id: "energy-double", version: "test" },
+  capabilities: { sampleRate: RATE, windowSamples: 512 },
+  createStream: () => ({ probability: async (w) => (w.some((s) => s !== 0) ? 0.9 : 0.01) }),
+  close: async () => {},
+};
+
+/** Voiceprint of the level double: the sum of |sample| over the non-zero samples. */
+interface LevelPrint extends Voiceprint {
+  readonly samples: number;
+  readonly sum: number;
+}
+
+/** Tells the voices apart by their level: one step of 0.01 full scale is a distance of 1. */
+const levelSpeakerEngine: SpeakerEngine = {
+  info: { id: "level-double", version: "test" },
+  capabilities: { sampleRate: RATE, sameSpeakerBelow: 0.5, newSpeakerAbove: 1.5 },
+  voiceprint(samples) {
+    let count = 0;
+    let sum = 0;
+    for (const sample of samples) {
+      if (sample === 0) continue;
+      count++;
+      sum += Math.abs(sample);
+    }
+    return { samples: count, sum, speechSeconds: count / RATE } satisfies LevelPrint;
+  },
+  merge(a, b) {
+    const [x, y] = [a as LevelPrint, b as LevelPrint];
+    return {
+      samples: x.samples + y.samples,
+      sum: x.sum + y.sum,
+      speechSeconds: (x.samples + y.samples) / RATE,
+    };
+  },
+  distance(a, b) {
+    const [x, y] = [a as LevelPrint, b as LevelPrint];
+    return Math.abs(x.sum / x.samples - y.sum / y.samples) * 100;
+  },
+  close: async () => {},
+};
+
+const WORD_SAMPLES = 4_000;
+
+/**
+ * A recogniser that hears one word per 250 ms of audio written to its stream: "ay" or "bee" after
+ * the level most of its samples have (no word for silence). With `wordTimings`, each word spans its
+ * 250 ms. It records every stream's audio.
+ */
+function levelAsr(
+  wordTimings: boolean,
+  partialResults = true,
+): AsrEngine & { streams: { audio: Int16Array[]; aborted: boolean; finished: boolean }[] } {
+  const streams: { audio: Int16Array[]; aborted: boolean; finished: boolean }[] = [];
+  const hear = (audio: Int16Array[], all: boolean): Hypothesis => {
+    const pcm = join(...audio);
+    const words: { word: string; startMs: number; endMs: number }[] = [];
+    for (let at = 0; at < pcm.length; at += WORD_SAMPLES) {
+      const chunk = pcm.subarray(at, at + WORD_SAMPLES);
+      if (chunk.length < WORD_SAMPLES && !all) break;
+      const counts = new Map<number, number>();
+      for (const sample of chunk) if (sample !== 0) counts.set(sample, (counts.get(sample) ?? 0) + 1);
+      const [level, count] = [...counts].sort((x, y) => y[1] - x[1])[0] ?? [0, 0];
+      if (count < WORD_SAMPLES / 4) continue;
+      const word = WORD_OF[level] ?? "?";
+      words.push({ word, startMs: at / 16, endMs: (at + WORD_SAMPLES) / 16 });
+    }
+    return { text: words.map((w) => w.word).join(" "), words: wordTimings ? words : [] };
+  };
+  return {
+    streams,
+    info: { id: "level-asr-double", version: "test" },
+    capabilities: { languages: ["en"], sampleRate: RATE, partialResults, wordTimings, punctuation: false },
+    async createStream(): Promise<AsrStream> {
+      const stream = { audio: [] as Int16Array[], aborted: false, finished: false };
+      streams.push(stream);
+      return {
+        write: async (pcm) => void stream.audio.push(pcm.slice()),
+        partial: async () => hear(stream.audio, false),
+        finish: async () => {
+          stream.finished = true;
+          return hear(stream.audio, true);
+        },
+        abort: () => void (stream.aborted = true),
+      };
+    },
+    close: async () => {},
+  };
+}
+
+function pipelineWith(overrides: Partial<PipelineOptions> & { asr: AsrEngine }): TranslationPipeline {
+  return new TranslationPipeline({
+    vad: energyVad,
+    sourceLanguage: "en",
+    targetFor: () => "es",
+    translate: async ({ text }) => text.toUpperCase(),
+    speak: async function* (text) {
+      yield new Float32Array(1920).fill(text.length / 100);
+    },
+    finalizeMode: "stable",
+    finalizeWaitMs: 5,
+    ...overrides,
+  });
+}
+
+/** Feeds the audio, ends the input and returns every event. */
+async function run(pipeline: TranslationPipeline, ...audio: Int16Array[]): Promise<PipelineEvent[]> {
+  for (const pcm of audio) pipeline.pushAudio(pcm);
+  const ending = pipeline.end();
+  const events: PipelineEvent[] = [];
+  for await (const event of pipeline.events) events.push(event);
+  await ending;
+  return events;
+}
+
+type Transcript = Extract<PipelineEvent, { type: "original" | "translated" }>;
+const transcripts = (events: PipelineEvent[]) =>
+  events.filter((e): e is Transcript => e.type === "original" || e.type === "translated");
+function finals<T extends "original" | "translated">(events: PipelineEvent[], type: T) {
+  return events.filter((e): e is Extract<PipelineEvent, { type: T }> => e.type === type && e.isFinal);
+}
+
+const segmentsOf = (events: PipelineEvent[]) => [...new Set(transcripts(events).map((e) => e.segmentId))];
+const wordsOf = (text: string) => new Set(text.split(" ").filter(Boolean));
+
+/** A speaks 3 s, then B 3 s without a pause: one utterance for the VAD, a change of voice at 3 s. */
+const A_THEN_B = [voice(VOICE_A, 3000), voice(VOICE_B, 3000), silence(800)];
+const CHANGE_SAMPLE = 3 * RATE;
+
+describe("TranslationPipeline with speakers (engine doubles)", () => {
+  it("labels every transcript with its speaker when it tells speakers apart, and none when it does not", async () => {
+    const conversation = [voice(VOICE_A, 2000), silence(800), voice(VOICE_B, 2500), silence(800)];
+    const labelled = await run(
+      pipelineWith({ asr: levelAsr(true), speakers: new SpeakerTracker(levelSpeakerEngine) }),
+      ...conversation,
+    );
+    const plain = await run(pipelineWith({ asr: levelAsr(true) }), ...conversation);
+
+    for (const events of [labelled, plain]) {
+      expect(segmentsOf(events)).toHaveLength(2);
+      for (const type of ["original", "translated"] as const)
+        expect(finals(events, type).length).toBeGreaterThan(1);
+    }
+    for (const event of transcripts(labelled)) expect(event.speaker).toMatch(/^[12]$/u);
+    for (const event of transcripts(plain)) expect(event).not.toHaveProperty("speaker");
+    // each utterance's last final carries its speaker's decided label
+    const [first, second] = segmentsOf(labelled);
+    for (const type of ["original", "translated"] as const) {
+      const lines = finals(labelled, type);
+      expect(lines.findLast((e) => e.segmentId === first)).toMatchObject({
+        speaker: "1",
+        text: expect.stringMatching(/^(ay|AY)( |$)/u),
+      });
+      expect(lines.findLast((e) => e.segmentId === second)).toMatchObject({ speaker: "2" });
+      // the first speaker was alone until the second spoke: none of their lines is labelled otherwise
+      expect(
+        transcripts(labelled)
+          .filter((e) => e.segmentId === first)
+          .every((e) => e.speaker === "1"),
+      ).toBe(true);
+    }
+  });
+
+  describe.each([
+    { timings: true, name: "with word timings: the words are cut at the change" },
+    { timings: false, name: "without word timings: the earlier part is recognised again" },
+  ])("a change of voice inside an utterance splits it ($name)", ({ timings }) => {
+    it("into two segments, the first labelled with the first speaker and the second with the second", async () => {
+      const asr = levelAsr(timings);
+      const events = await run(
+        pipelineWith({ asr, speakers: new SpeakerTracker(levelSpeakerEngine) }),
+        ...A_THEN_B,
+      );
+      const [first, second, ...more] = segmentsOf(events);
+      expect(more).toEqual([]);
+      for (const type of ["original", "translated"] as const) {
+        const own = (id: string | undefined) =>
+          transcripts(events).filter((e) => e.type === type && e.segmentId === id);
+        expect(own(first).length).toBeGreaterThan(0);
+        for (const event of own(first)) expect(event).toMatchObject({ speaker: "1", startMs: 0 });
+        // the second part starts where the voice changed; its last final has the second speaker's label
+        for (const event of own(second)) expect(event.startMs).toBe(CHANGE_SAMPLE / 16);
+        expect(own(second).findLast((e) => e.isFinal)).toMatchObject({ speaker: "2" });
+      }
+      // the second segment holds only the second voice's words
+      expect(wordsOf(finals(events, "original").findLast((e) => e.segmentId === second)!.text)).toEqual(
+        new Set(["bee"]),
+      );
+
+      if (timings) {
+        // the utterance's recognition was finished and cut; the rest went to a new stream
+        expect(asr.streams.map((s) => [s.finished, s.aborted])).toEqual([
+          [true, false],
+          [true, false],
+        ]);
+      } else {
+        // the first stream was dropped, and the earlier part recognised again on its own
+        expect(asr.streams.map((s) => [s.finished, s.aborted])).toEqual([
+          [false, true],
+          [true, false],
+          [true, false],
+        ]);
+        const head = join(...asr.streams[1]!.audio);
+        expect(head.length).toBeGreaterThanOrEqual(CHANGE_SAMPLE);
+        expect(head.length).toBeLessThan(CHANGE_SAMPLE + energyVad.capabilities.windowSamples);
+        expect(head.subarray(0, CHANGE_SAMPLE).every((sample) => sample === VOICE_A)).toBe(true);
+      }
+      // the second part is recognised from the change on (less the VAD window the change fell in)
+      const rest = join(...asr.streams.at(-1)!.audio);
+      expect(rest.filter((sample) => sample === VOICE_A)).toHaveLength(0);
+      expect(rest.filter((sample) => sample === VOICE_B).length).toBeGreaterThan(
+        3 * RATE - energyVad.capabilities.windowSamples,
+      );
+    });
+
+    it("with each part's words in its own segment (a recogniser without partial results)", async () => {
+      const asr = levelAsr(timings, false);
+      const events = await run(
+        pipelineWith({ asr, speakers: new SpeakerTracker(levelSpeakerEngine) }),
+        ...A_THEN_B,
+      );
+      const [first, second] = segmentsOf(events);
+      const text = (id: string | undefined) =>
+        finals(events, "original").findLast((e) => e.segmentId === id)?.text;
+      expect(text(first)).toBe(Array(12).fill("ay").join(" "));
+      expect(text(second)).toBe(Array(12).fill("bee").join(" "));
+      expect(finals(events, "translated").map((e) => [e.segmentId, e.speaker, e.text])).toEqual([
+        [first, "1", Array(12).fill("AY").join(" ")],
+        [second, "2", Array(12).fill("BEE").join(" ")],
+      ]);
+    });
+
+    it("and labels each part with its own speaker when a known speaker answers a new one", async () => {
+      const asr = levelAsr(timings, false);
+      const events = await run(
+        pipelineWith({ asr, speakers: new SpeakerTracker(levelSpeakerEngine) }),
+        voice(VOICE_B, 2000),
+        silence(800),
+        ...A_THEN_B,
+      );
+      const segments = segmentsOf(events);
+      expect(segments).toHaveLength(3);
+      // without partial results every transcript is a final, each labelled with its part's speaker;
+      // the cut falls on the tracker's 0.5 s grid (from the utterance's start, pre-roll included),
+      // so the second part may end with up to two words (0.5 s) of the voice after the change
+      const expected = [
+        { speaker: "1", words: /^bee( bee)*$/u },
+        { speaker: "2", words: /^ay( ay){9,}( bee){0,2}$/u },
+        { speaker: "1", words: /^bee( bee){5,}$/u },
+      ];
+      segments.forEach((id, i) => {
+        const own = transcripts(events).filter((e) => e.segmentId === id);
+        expect(own.length).toBeGreaterThan(0);
+        for (const event of own) {
+          expect(event.speaker).toBe(expected[i]!.speaker);
+          expect(event.text.toLowerCase()).toMatch(expected[i]!.words);
+        }
+      });
+    });
+  });
+
+  // After the words are cut at the change, the words the last interim showed past the change are
+  // the next speaker's: they must not end the earlier segment (nor be spoken twice).
+  it("no word after the change ends up in the earlier speaker's segment", async () => {
+    const events = await run(
+      pipelineWith({ asr: levelAsr(true), speakers: new SpeakerTracker(levelSpeakerEngine) }),
+      ...A_THEN_B,
+    );
+    const [first, second] = segmentsOf(events);
+    const last = (type: "original" | "translated", id: string | undefined) =>
+      finals(events, type).findLast((e) => e.segmentId === id)!.text;
+    expect(last("original", first)).toBe(Array(12).fill("ay").join(" "));
+    // (the translation of a later span in a segment starts in lower case: "AY AY aY …")
+    expect(last("translated", first).toUpperCase()).toBe(Array(12).fill("AY").join(" "));
+    expect(last("original", second)).toBe(Array(12).fill("bee").join(" "));
+  });
+
+  it("voiceId is reported once the chooser has matched the speaker's voice, and that voice speaks", async () => {
+    const fallback = defaultVoice("male");
+    const matchedVoice = VOICES.find((v) => v.gender === "female" && v.id !== defaultVoice("female").id)!;
+    let matched = false;
+    const asked: [string | undefined, string][] = [];
+    const observed: [string | undefined, Int16Array][] = [];
+    const voices: VoiceChooser = {
+      observe: (speaker, pcm) => void observed.push([speaker, pcm]),
+      voiceFor(speaker, language) {
+        asked.push([speaker, language]);
+        return matched ? { voice: matchedVoice, matched: true } : { voice: fallback, matched: false };
+      },
+    };
+    const spoken: { text: string; voice: Voice | undefined }[] = [];
+    const pipeline = pipelineWith({
+      asr: levelAsr(true),
+      speakers: new SpeakerTracker(levelSpeakerEngine),
+      voices,
+      speak: async function* (text, _language, voice) {
+        spoken.push({ text, voice });
+        yield new Float32Array(1920);
+      },
+    });
+
+    // The first utterance, until its last line has been translated and spoken.
+    pipeline.pushAudio(join(voice(VOICE_A, 1500), silence(800)));
+    const before: PipelineEvent[] = [];
+    for await (const event of pipeline.events) {
+      before.push(event);
+      const lines = finals(before, "translated");
+      if (
+        lines.at(-1)?.originalText === "ay ay ay ay ay ay" &&
+        before.filter((e) => e.type === "audio").length === lines.length
+      )
+        break;
+    }
+    const spokenBefore = spoken.length;
+    // Now the chooser has matched the speaker's voice.
+    matched = true;
+    const after = await run(pipeline, voice(VOICE_A, 1500), silence(800));
+
+    const translatedBefore = before.filter((e) => e.type === "translated");
+    const translatedAfter = after.filter((e) => e.type === "translated");
+    expect(translatedBefore.length).toBeGreaterThan(0);
+    expect(translatedAfter.length).toBeGreaterThan(0);
+    for (const event of translatedBefore) expect(event).not.toHaveProperty("voiceId");
+    for (const event of translatedAfter)
+      expect(event).toMatchObject({ voiceId: matchedVoice.id, speaker: "1" });
+    // the original transcripts never carry a voice
+    for (const event of [...before, ...after].filter((e) => e.type === "original"))
+      expect(event).not.toHaveProperty("voiceId");
+    // every line is spoken in the voice the chooser gave: the fallback before, the reported one after
+    expect(spokenBefore).toBe(finals(before, "translated").length);
+    expect(spoken.length - spokenBefore).toBe(finals(after, "translated").length);
+    for (const { voice: used } of spoken.slice(0, spokenBefore)) expect(used).toBe(fallback);
+    for (const { voice: used } of spoken.slice(spokenBefore)) expect(used).toBe(matchedVoice);
+    // the chooser is asked for the speaker's voice in the target language, and hears the speaker
+    expect(new Set(asked.map((a) => a.join(" ")))).toEqual(new Set(["1 es"]));
+    expect(observed.length).toBeGreaterThan(0);
+    for (const [speaker, pcm] of observed) {
+      expect(speaker).toBe("1");
+      expect(pcm.every((sample) => sample === VOICE_A || sample === 0)).toBe(true);
+    }
+  });
+
+  it("without speakers the chooser is asked for the only speaker (undefined)", async () => {
+    const asked: (string | undefined)[] = [];
+    const observedBy: (string | undefined)[] = [];
+    const chosen = VOICES[3]!;
+    const spoken: (Voice | undefined)[] = [];
+    const events = await run(
+      pipelineWith({
+        asr: levelAsr(true),
+        voices: {
+          observe: (speaker) => void observedBy.push(speaker),
+          voiceFor: (speaker) => {
+            asked.push(speaker);
+            return { voice: chosen, matched: true };
+          },
+        },
+        speak: async function* (_text, _language, voice) {
+          spoken.push(voice);
+          yield new Float32Array(1920);
+        },
+      }),
+      voice(VOICE_A, 1500),
+      silence(800),
+    );
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every((speaker) => speaker === undefined)).toBe(true);
+    expect(observedBy.length).toBeGreaterThan(0);
+    expect(observedBy.every((speaker) => speaker === undefined)).toBe(true);
+    for (const event of events.filter((e) => e.type === "translated")) {
+      expect(event).toMatchObject({ voiceId: chosen.id });
+      expect(event).not.toHaveProperty("speaker");
+    }
+    expect(spoken.length).toBeGreaterThan(0);
+    expect(spoken.every((v) => v === chosen)).toBe(true);
+  });
+});

@@ -1,0 +1,297 @@
+import { describe, expect, it } from "vitest";
+import { int16ToFloat32 } from "../../src/audio/pcm.js";
+import { createMfccSpeakerEngine } from "../../src/engines/mfcc-speaker/index.js";
+import type { SpeakerEngine, Voiceprint } from "../../src/engines/types.js";
+import { MAX_SPEAKERS, SpeakerTracker, type SpeakerChange } from "../../src/speakers/tracker.js";
+import { buildConversation, type SpeakerName, type Turn } from "../support/conversations.js";
+import { sharedMissing } from "../support/shared.js";
+
+const RATE = 16_000;
+const WINDOW = 512;
+
+/** Voiceprint of the code double: the sum of |sample| over the non-zero samples. */
+interface CodePrint extends Voiceprint {
+  readonly samples: number;
+  readonly sum: number;
+}
+
+/**
+ * A speaker engine double. The audio encodes who speaks: a person with voice code c speaks at the
+ * constant level c / 100 (digital silence is no speech), and the distance of two voiceprints is the
+ * difference of their mean codes. Codes differing by 2 or more are different people (distance above
+ * `newSpeakerAbove`); one code is one person (distance 0).
+ */
+const codeEngine: SpeakerEngine = {
+  info: { id: "code-double", version: "test" },
+  capabilities: { sampleRate: RATE, sameSpeakerBelow: 0.5, newSpeakerAbove: 1.5 },
+  voiceprint(samples) {
+    let count = 0;
+    let sum = 0;
+    for (const sample of samples) {
+      if (sample === 0) continue;
+      count++;
+      sum += Math.abs(sample);
+    }
+    return { samples: count, sum, speechSeconds: count / RATE } satisfies CodePrint;
+  },
+  merge(a, b) {
+    const [x, y] = [a as CodePrint, b as CodePrint];
+    return {
+      samples: x.samples + y.samples,
+      sum: x.sum + y.sum,
+      speechSeconds: (x.samples + y.samples) / RATE,
+    };
+  },
+  distance(a, b) {
+    const [x, y] = [a as CodePrint, b as CodePrint];
+    return Math.abs(x.sum / x.samples - y.sum / y.samples) * 100;
+  },
+  close: async () => {},
+};
+
+/** `seconds` of the person with voice `code`. */
+const voice = (code: number, seconds: number) =>
+  new Float32Array(Math.round(seconds * RATE)).fill(code / 100);
+
+function join(...parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    out.set(part, at);
+    at += part.length;
+  }
+  return out;
+}
+
+/** A tracker fed as the pipeline feeds it: 512-sample windows, at their session positions. */
+class Session {
+  readonly tracker: SpeakerTracker;
+  position = 0;
+  readonly changes: SpeakerChange[] = [];
+
+  constructor(engine: SpeakerEngine = codeEngine) {
+    this.tracker = new SpeakerTracker(engine);
+  }
+
+  /** Pushes speech of the current utterance; returns the changes it reported. */
+  push(samples: Float32Array): SpeakerChange[] {
+    const changes: SpeakerChange[] = [];
+    for (let at = 0; at < samples.length; at += WINDOW) {
+      const change = this.tracker.push(samples.subarray(at, at + WINDOW), this.position + at);
+      if (change) changes.push(change);
+    }
+    this.position += samples.length;
+    this.changes.push(...changes);
+    return changes;
+  }
+
+  /** One whole utterance; returns its final label. */
+  utterance(samples: Float32Array): string {
+    this.push(samples);
+    return this.tracker.endUtterance().speaker;
+  }
+}
+
+describe("SpeakerTracker (speaker engine double)", () => {
+  it("the session's first voice is speaker 1 at once", () => {
+    const session = new Session();
+    expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
+    expect(session.tracker.count).toBe(0);
+    session.push(voice(30, 0.5));
+    expect(session.tracker.current).toEqual({ speaker: "1", decided: true });
+    expect(session.tracker.count).toBe(1);
+    expect(session.tracker.endUtterance()).toEqual({ speaker: "1", decided: true });
+  });
+
+  it("digital silence is no voice: it makes no speaker", () => {
+    const session = new Session();
+    session.push(new Float32Array(3 * RATE));
+    expect(session.tracker.count).toBe(0);
+    expect(session.tracker.endUtterance()).toEqual({ speaker: "1", decided: true });
+    expect(session.tracker.count).toBe(0);
+  });
+
+  it("a second voice becomes speaker 2 only from 1.5 s of its speech, tentatively the nearest before", () => {
+    const session = new Session();
+    expect(session.utterance(voice(10, 2))).toBe("1");
+    session.push(voice(30, 0.5));
+    expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
+    session.push(voice(30, 1.5 - 0.5 - 1 / RATE));
+    expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
+    expect(session.tracker.count).toBe(1);
+    session.push(voice(30, 1 / RATE));
+    expect(session.tracker.current).toEqual({ speaker: "2", decided: true });
+    expect(session.tracker.count).toBe(2);
+    session.push(voice(30, 2));
+    expect(session.tracker.endUtterance()).toEqual({ speaker: "2", decided: true });
+    expect(session.changes).toEqual([]);
+  });
+
+  it("utterances of an unknown voice shorter than 1.5 s take the nearest label and never make a speaker", () => {
+    const session = new Session();
+    expect(session.utterance(voice(10, 2))).toBe("1");
+    expect(session.utterance(voice(30, 2))).toBe("2");
+    // nearer speaker 1 (code 10) or speaker 2 (code 30)
+    expect(session.utterance(voice(16, 1.4))).toBe("1");
+    expect(session.utterance(voice(26, 1.4))).toBe("2");
+    expect(session.tracker.current.decided).toBe(true);
+    // many short replies of the same new voice still make no speaker of it
+    for (let i = 0; i < 10; i++) expect(session.utterance(voice(60, i % 2 ? 1 : 0.3))).toBe("2");
+    expect(session.tracker.count).toBe(2);
+    // …while 1.5 s of it does
+    expect(session.utterance(voice(60, 1.5))).toBe("3");
+    expect(session.tracker.count).toBe(3);
+  });
+
+  it("a known speaker coming back gets their own label, decided from 1.5 s of their speech", () => {
+    const session = new Session();
+    expect(session.utterance(voice(10, 2))).toBe("1");
+    expect(session.utterance(voice(30, 2))).toBe("2");
+    expect(session.utterance(voice(50, 2))).toBe("3");
+    session.push(voice(10, 0.5));
+    expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
+    session.push(voice(10, 1));
+    expect(session.tracker.current).toEqual({ speaker: "1", decided: true });
+    expect(session.tracker.endUtterance().speaker).toBe("1");
+    // short or long, every return finds its speaker
+    expect(session.utterance(voice(30, 0.6))).toBe("2");
+    expect(session.utterance(voice(50, 4))).toBe("3");
+    expect(session.utterance(voice(30, 3))).toBe("2");
+    expect(session.tracker.count).toBe(3);
+    expect(session.changes).toEqual([]);
+  });
+
+  it.each([
+    { name: "on a block edge", a: 3 },
+    { name: "inside a block", a: 3.3 },
+  ])("a change of voice inside an utterance ($name) is reported where it happened", ({ a }) => {
+    const session = new Session();
+    // the utterance starts at session position 1 s (after a pause the tracker is not given)
+    session.position = RATE;
+    const boundary = session.position + a * RATE;
+    const changes = session.push(join(voice(10, a), voice(40, 1.5)));
+    expect(changes).toHaveLength(1);
+    const [change] = changes as [SpeakerChange];
+    // within the tracker's 0.5 s blocks
+    expect(Math.abs(change.atSample - boundary)).toBeLessThanOrEqual(0.5 * RATE);
+    expect(change.before).toBe("1");
+    // the only known speaker is the one the voice changed from: the new voice is someone new at once
+    expect(change).toMatchObject({ speaker: "2", decided: true });
+    session.push(voice(40, 1.5));
+    expect(session.tracker.current).toEqual({ speaker: "2", decided: true });
+    expect(session.tracker.endUtterance().speaker).toBe("2");
+    expect(session.changes).toHaveLength(1);
+    expect(session.tracker.count).toBe(2);
+    // the two runs taught their own speakers
+    expect(session.utterance(voice(10, 0.6))).toBe("1");
+    expect(session.utterance(voice(40, 0.6))).toBe("2");
+  });
+
+  it("a known speaker answering a new one without a pause is reported with both labels", () => {
+    const session = new Session();
+    expect(session.utterance(voice(40, 2))).toBe("1");
+    const boundary = session.position + 3 * RATE;
+    // a new voice speaks 3 s (speaker 2 from 1.5 s), then speaker 1 answers
+    const changes = session.push(join(voice(10, 3), voice(40, 2)));
+    expect(changes).toHaveLength(1);
+    const [change] = changes as [SpeakerChange];
+    expect(Math.abs(change.atSample - boundary)).toBeLessThanOrEqual(0.5 * RATE);
+    expect(change).toMatchObject({ before: "2", speaker: "1" });
+    expect(session.tracker.endUtterance()).toEqual({ speaker: "1", decided: true });
+    expect(session.tracker.count).toBe(2);
+    // the new speaker's voiceprint holds only their own speech
+    expect(session.utterance(voice(10, 0.6))).toBe("2");
+    expect(session.utterance(voice(40, 0.6))).toBe("1");
+  });
+
+  // A run decided for a known speaker stays theirs while the next voice pulls its voiceprint away:
+  // the change is found by the change check, and neither speaker gets a duplicate label.
+  it("a change between known speakers inside an utterance keeps both their labels", () => {
+    const session = new Session();
+    expect(session.utterance(voice(10, 2))).toBe("1");
+    expect(session.utterance(voice(40, 2))).toBe("2");
+    const boundary = session.position + 3 * RATE;
+    // speaker 2 goes on, then speaker 1 answers without a pause
+    const speech = join(voice(40, 3), voice(10, 2));
+    const decided: string[] = [];
+    for (let at = 0; at < speech.length; at += RATE / 2) {
+      session.push(speech.subarray(at, at + RATE / 2));
+      const { speaker, decided: sure } = session.tracker.current;
+      if (session.changes.length === 0 && sure) decided.push(speaker);
+    }
+    // until the change, the run is speaker 2's, and once decided it stays so
+    expect(new Set(decided)).toEqual(new Set(["2"]));
+    expect(session.changes).toHaveLength(1);
+    expect(Math.abs(session.changes[0]!.atSample - boundary)).toBeLessThanOrEqual(0.5 * RATE);
+    expect(session.changes[0]).toMatchObject({ before: "2", speaker: "1" });
+    expect(session.tracker.endUtterance().speaker).toBe("1");
+    expect(session.tracker.count).toBe(2);
+  });
+
+  it(`never hands out more than MAX_SPEAKERS (${MAX_SPEAKERS}) labels, even to 40 voices`, () => {
+    const session = new Session();
+    const codes = Array.from({ length: 40 }, (_, i) => 10 + 2 * i);
+    const labels = codes.map((code) => session.utterance(voice(code, 2)));
+    expect(session.tracker.count).toBe(MAX_SPEAKERS);
+    expect(labels.slice(0, MAX_SPEAKERS)).toEqual(
+      Array.from({ length: MAX_SPEAKERS }, (_, i) => String(i + 1)),
+    );
+    const allowed = new Set(Array.from({ length: MAX_SPEAKERS }, (_, i) => String(i + 1)));
+    for (const label of labels) expect(allowed.has(label)).toBe(true);
+    // past the bound a new voice takes the nearest speaker: the highest codes are nearest the last one
+    expect(labels.slice(MAX_SPEAKERS)).toEqual(Array(40 - MAX_SPEAKERS).fill(String(MAX_SPEAKERS)));
+    // and the speakers who have labels keep them
+    expect(session.utterance(voice(codes[0]!, 1))).toBe("1");
+    expect(session.utterance(voice(codes[7]!, 1))).toBe("8");
+    expect(session.tracker.count).toBe(MAX_SPEAKERS);
+  });
+});
+
+const SPEECH_MISSING =
+  sharedMissing("data/speech/ljspeech/wavs") ||
+  sharedMissing("data/speech/librivox-pocketsphinx") ||
+  sharedMissing("data/speech/misc/jfk.wav");
+
+describe.skipIf(SPEECH_MISSING)("SpeakerTracker (MFCC speaker engine, real speech)", () => {
+  const engine = createMfccSpeakerEngine();
+  const pairs: [SpeakerName, SpeakerName][] = [
+    ["lj", "librivox"],
+    ["librivox", "jfk"],
+  ];
+
+  it.each(pairs)("labels %s and %s one to one, turn by turn", async (a, b) => {
+    const conversation = await buildConversation(a, b, { seed: 1, maxTurns: 3 });
+    expect(conversation.turns).toHaveLength(6);
+    const session = new Session(engine);
+    const labelOf = new Map<string, string>();
+    for (const turn of conversation.turns) {
+      session.position = turn.startSample;
+      const label = session.utterance(
+        int16ToFloat32(conversation.pcm.subarray(turn.startSample, turn.endSample)),
+      );
+      if (!labelOf.has(turn.speaker)) labelOf.set(turn.speaker, label);
+      expect(label, `turn of ${turn.speaker} at ${turn.startSample / RATE} s`).toBe(
+        labelOf.get(turn.speaker),
+      );
+    }
+    expect(labelOf.size).toBe(2);
+    expect(new Set(labelOf.values())).toEqual(new Set(["1", "2"]));
+    expect(session.tracker.count).toBe(2);
+    expect(session.changes).toEqual([]);
+  });
+
+  it.each(pairs)("finds the change from %s to %s when the two speak without a pause", async (a, b) => {
+    const conversation = await buildConversation(a, b, { seed: 1, maxTurns: 3 });
+    const [first, second] = [conversation.turns[0]!, conversation.turns[1]!];
+    const pcm = (turn: Turn) => int16ToFloat32(conversation.pcm.subarray(turn.startSample, turn.endSample));
+    const session = new Session(engine);
+    session.position = first.startSample;
+    const boundary = first.endSample;
+    const changes = session.push(join(pcm(first), pcm(second)));
+    expect(changes).toHaveLength(1);
+    expect(Math.abs(changes[0]!.atSample - boundary)).toBeLessThanOrEqual(1.5 * RATE);
+    expect(changes[0]!.before).toBe("1");
+    expect(session.tracker.endUtterance().speaker).toBe("2");
+    expect(session.tracker.count).toBe(2);
+  });
+});
