@@ -34,6 +34,8 @@ export interface LiveOptions {
 const FINALIZE_WAIT_MS = 300;
 /** Silence from the server after which what it was sending is taken to be complete. */
 const QUIET_MS = 1000;
+/** …and how long before concluding that the input held no speech at all. */
+const SILENT_QUIET_MS = 5000;
 /** Silence from the server while results are still missing, after which we give up. */
 const IDLE_TIMEOUT_MS = 30_000;
 
@@ -108,7 +110,10 @@ async function waitForResults(
 ): Promise<void> {
   await sleep(FINALIZE_WAIT_MS);
   for (;;) {
-    await socket.settle(QUIET_MS, timeoutMs);
+    // Before the first transcript the server may still be catching up with audio sent faster than
+    // real time (a busy server, --speed max): a short quiet spell does not mean it heard nothing.
+    const heardAny = socket.received.some((r) => r.message?.type === "original_transcript");
+    await socket.settle(heardAny ? QUIET_MS : SILENT_QUIET_MS, timeoutMs);
     const { received } = socket;
     // After an error frame some results may never come (e.g. a failed translation): stop once quiet.
     const sawError = received.some((r) => r.message?.type === "error");

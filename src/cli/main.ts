@@ -50,8 +50,13 @@ withServer(
     .option("--to <lang>", "language to translate into", "es")
     .option("--out <wav>", "where to write the translated speech (float32, 24 kHz)")
     .option("--speed <x>", "pace × real time; 0 or max: as fast as possible", parseSpeed, 1)
-    .option("--voice <id>", "voice ID (see `relay voices`)")
-    .addOption(new Option("--model <name>", "model").choices(["relay-1", "relay-2"]))
+    .option("--voice <id>", "voice ID (see `relay voices`), or auto with --model relay-2")
+    .addOption(
+      new Option("--model <name>", "model (relay-2 labels speakers: `[en] 2: …`)").choices([
+        "relay-1",
+        "relay-2",
+      ]),
+    )
     .addOption(new Option("--finalize-mode <mode>", "when finals are sent").choices(["stable", "sentence"]))
     .option("--no-audio", "transcripts only: no translated speech, no --out")
     .option("--json", "print every server message as one JSON line", false),

@@ -38,7 +38,9 @@ export class TranscriptView {
           : undefined;
     if (!kind) return;
     const language = kind === "original" ? message.source_language : message.target_language;
-    const line = `[${String(language)}] ${String(message.text ?? "")}`;
+    // relay-2 names the speaker: "[en] 2: …".
+    const speaker = typeof message.speaker === "string" ? `${message.speaker}: ` : "";
+    const line = `[${String(language)}] ${speaker}${String(message.text ?? "")}`;
     if (message.is_final === true) {
       this.interim[kind] = "";
       this.above(line);

@@ -57,6 +57,26 @@ describe.skipIf(SPEECH_MISSING)("relay live", () => {
     expect(speech.samples.length / speech.sampleRate).toBeGreaterThan(0.5);
   });
 
+  it("--model relay-2 --voice auto names the speaker of each line", async () => {
+    const result = await relay(
+      "live",
+      "--in",
+      goForward,
+      "--model",
+      "relay-2",
+      "--voice",
+      "auto",
+      "--speed",
+      "0",
+      "--out",
+      path.join(tmp, "auto.wav"),
+    );
+    expect(result.stderr).not.toMatch(/^relay:/mu);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("[en] 1: go forward ten meters");
+    expect(result.stdout).toMatch(/^\[es\] 1: \S+/mu);
+  });
+
   it("--json prints every server message as one JSON line; --no-audio writes no file", async () => {
     const result = await relay(
       "live",
