@@ -1,5 +1,6 @@
 import rateLimit from "@fastify/rate-limit";
 import websocket from "@fastify/websocket";
+import { randomUUID } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { dubbingRoutes } from "./api/dubbing/routes.js";
@@ -14,9 +15,13 @@ import type { Config } from "./config.js";
 import { EmbeddedRoomServer } from "./rooms/embedded/room-server.js";
 import { createRoomBackend } from "./rooms/index.js";
 import { Rooms } from "./rooms/rooms.js";
+import { Metrics } from "./metrics.js";
 import { localStorageRoutes } from "./storage/local.js";
 import type { Services } from "./services.js";
 import { SERVICE_VERSION } from "./version.js";
+
+/** An `x-request-id` the service adopts: letters, digits and `._:-`, at most 128 characters. */
+const REQUEST_ID = /^[\w.:-]{1,128}$/u;
 
 /** Largest WebSocket message accepted; bigger ones close the socket with 1009. */
 export const MAX_MESSAGE_BYTES = 64 * 1024;
@@ -27,6 +32,7 @@ export interface App {
   readonly http: FastifyInstance;
   readonly sessions: RealtimeSessions;
   readonly rooms: Rooms;
+  readonly metrics: Metrics;
   /**
    * Closes every session with 1001 and every room, then the server; engines, database and store
    * stay with their owner.
@@ -40,12 +46,25 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     logger: { level: config.logLevel },
     bodyLimit: 1 << 20,
     forceCloseConnections: true,
+    // A caller's (or load balancer's) `x-request-id` is kept when it is a plain token, so one id
+    // follows a request through the fleet's logs; otherwise the service makes one. Either way it is
+    // echoed on the response and names the request in every log line.
+    requestIdHeader: false,
+    genReqId: (request) => {
+      const given = request.headers["x-request-id"];
+      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    requestIdLogLabel: "request_id",
     ...frameworkErrorOptions,
+  });
+  http.addHook("onRequest", async (request, reply) => {
+    reply.header("x-request-id", request.id);
   });
   registerErrorHandling(http);
   // Route schemas are zod schemas: requests are validated (and defaults applied) before a handler runs.
   http.setValidatorCompiler(validatorCompiler);
   http.setSerializerCompiler(serializerCompiler);
+  let draining = false;
   const sessions = new RealtimeSessions(
     config.maxSessions,
     new SessionTokens(config.sessionSecret),
@@ -80,6 +99,16 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     emptyPerAccount: config.rooms.emptyPerAccount,
     departureTimeoutMs: config.rooms.departureTimeoutMs,
   });
+  const metrics = new Metrics({
+    sessions,
+    rooms,
+    jobsByStatus: () => db.jobs.countByStatus(),
+  });
+  http.addHook("onResponse", async (request, reply) => {
+    // The route pattern, not the URL: ids in paths would make a series per request.
+    const route = request.routeOptions.url ?? "unmatched";
+    metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
+  });
   if (rooms.backend instanceof EmbeddedRoomServer) await http.register(rooms.backend.routes);
   await http.register(roomRoutes, { rooms, accounts, registry, publicBaseUrl, rateLimit: limitPerAccount });
   await http.register(realtimeRoutes, {
@@ -89,6 +118,10 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     publicBaseUrl: config.publicBaseUrl,
     workerId: config.workerId,
     modelVersionId: (modelName) => `${modelName}/${SERVICE_VERSION}/${engines}`,
+    observer: {
+      closed: (code) => metrics.sessionsClosed.inc({ code: String(code) }),
+      pipeline: metrics.pipeline,
+    },
   });
   await http.register(dubbingRoutes, {
     db,
@@ -103,6 +136,24 @@ export async function buildApp(config: Config, services: Services): Promise<App>
   });
   if (store.kind === "local")
     await http.register(localStorageRoutes, { store, maxBytes: config.dubbing.maxFileBytes });
+  http.get("/metrics", async (_request, reply) => {
+    reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+  // Liveness: the process answers (its event loop runs). Restart it when this fails.
+  http.get("/livez", async () => ({ status: "ok", worker_id: config.workerId }));
+  // Readiness: send it traffic. Not while draining for shutdown, with engines that failed to load,
+  // or without its database.
+  http.get("/readyz", async (_request, reply) => {
+    const problems: string[] = [];
+    if (draining) problems.push("shutting down");
+    for (const { id, reason } of registry.unavailable) problems.push(`engine ${id} unavailable: ${reason}`);
+    await db.jobs.countByStatus().catch((error: unknown) => {
+      problems.push(`database unreachable: ${(error as Error).message}`);
+    });
+    reply.code(problems.length === 0 ? 200 : 503);
+    return { status: problems.length === 0 ? "ready" : "not_ready", worker_id: config.workerId, problems };
+  });
   http.get("/healthz", async () => ({
     status: registry.unavailable.length === 0 ? "ok" : "degraded",
     version: SERVICE_VERSION,
@@ -117,7 +168,9 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     http,
     sessions,
     rooms,
+    metrics,
     async shutdown() {
+      draining = true;
       sessions.drain();
       await rooms.close();
       await http.close();

@@ -11,7 +11,15 @@ import {
   type Schema,
 } from "./schema.js";
 import { run, type TransactionRunner, type TxBody } from "./transactions.js";
-import type { JobProgress, JobRecord, JobsRepository, JobUpdate, NewJob, ReserveResult } from "./types.js";
+import type {
+  JobProgress,
+  JobRecord,
+  JobStatus,
+  JobsRepository,
+  JobUpdate,
+  NewJob,
+  ReserveResult,
+} from "./types.js";
 
 type JobsExpressions = ExpressionBuilder<Schema, "jobs">;
 
@@ -226,6 +234,24 @@ export function createJobsRepository(
           .executeTakeFirstOrThrow(),
       ]);
       return { jobs: rows.map(toJobRecord), total: Number(count.total) };
+    },
+
+    async countByStatus() {
+      const rows = await db
+        .selectFrom("jobs")
+        .select(["status", (eb) => eb.fn.countAll<number | string>().as("count")])
+        .groupBy("status")
+        .execute();
+      const counts: Record<JobStatus, number> = {
+        pending: 0,
+        downloading: 0,
+        processing: 0,
+        uploading: 0,
+        completed: 0,
+        failed: 0,
+      };
+      for (const row of rows) counts[row.status] = Number(row.count);
+      return counts;
     },
 
     async claim(workerId, leaseMs) {

@@ -131,6 +131,8 @@ export interface JobsRepository {
   get(accountId: string, jobId: string): Promise<JobRecord | undefined>;
   /** Newest first. */
   list(accountId: string, limit: number, offset: number): Promise<{ jobs: JobRecord[]; total: number }>;
+  /** Jobs of every account per status (metrics; `pending` is the queue depth). */
+  countByStatus(): Promise<Record<JobStatus, number>>;
   /**
    * Atomically takes the oldest job that is pending, or running with an expired lease (its worker
    * died), for `workerId` until now + `leaseMs`; increments `attempts`. Safe with many workers.

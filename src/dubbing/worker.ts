@@ -48,6 +48,15 @@ export interface WorkerOptions {
   readonly leaseMs?: number;
   readonly pollMs?: number;
   readonly log: FastifyBaseLogger;
+  readonly observer?: WorkerObserver;
+}
+
+/** Where workers report their jobs (the service's metrics). */
+export interface WorkerObserver {
+  /** A job spent `seconds` in `stage` (one of the progress stages). */
+  stage(stage: string, seconds: number): void;
+  /** A job run ended: completed, failed, handed back (released) or left to its lease (abandoned). */
+  finished(outcome: "completed" | "failed" | "released" | "abandoned"): void;
 }
 
 /** A failure with one of the spec's error codes and a reason the customer can read. */
@@ -174,8 +183,17 @@ export class DubbingWorker {
     }, leaseMs / 3);
     let workDir: string | undefined;
     let percent = job.progress?.percent ?? 0;
+    // The stage running and since when, for the stage durations the observer gets.
+    let stageNow: { stage: string; since: number } | undefined;
+    const enterStage = (stage: string | undefined) => {
+      if (stageNow?.stage === stage) return;
+      const now = performance.now();
+      if (stageNow) this.options.observer?.stage(stageNow.stage, (now - stageNow.since) / 1000);
+      stageNow = stage === undefined ? undefined : { stage, since: now };
+    };
     const report = async (status: JobRecord["status"], stage: string, fraction: number) => {
       abort.signal.throwIfAborted();
+      enterStage(stage);
       percent = Math.max(percent, Math.round(percentOf(stage, Math.min(1, Math.max(0, fraction)))));
       const progress: JobProgress = { stage, stageName: STAGE_NAMES[stage] ?? stage, percent };
       if (!(await db.jobs.update(job.id, workerId, { status, progress })))
@@ -246,9 +264,11 @@ export class DubbingWorker {
       });
       if (!completed) throw new Abandoned(`lease on job ${job.id} lost before completion`);
       log.info({ job: job.id, cost }, "dubbing job completed");
+      this.options.observer?.finished("completed");
     } catch (error) {
       await this.endAttempt(job, abort.signal.reason instanceof Abandoned ? abort.signal.reason : error);
     } finally {
+      enterStage(undefined);
       this.current = undefined;
       clearInterval(heartbeat);
       if (workDir) await rm(workDir, { recursive: true, force: true });
@@ -281,12 +301,15 @@ export class DubbingWorker {
         return false;
       });
       if (released) log.info({ job: job.id }, "dubbing job handed back (worker stopping)");
+      this.options.observer?.finished("released");
       return;
     }
     if (error instanceof Abandoned) {
       log.warn({ job: job.id, reason: error.message }, "dubbing job left to its lease");
+      this.options.observer?.finished("abandoned");
       return;
     }
+    this.options.observer?.finished("failed");
     const failure = failureOf(error);
     if (failure) log.info({ job: job.id, code: failure.code, reason: failure.message }, "dubbing job failed");
     else log.error({ err: error, job: job.id }, "dubbing job failed");
@@ -337,7 +360,7 @@ export function startDubbingWorkers(
   config: Config,
   services: Services,
   log: FastifyBaseLogger,
-  tuning: { pollMs?: number } = {},
+  tuning: { pollMs?: number; observer?: WorkerObserver } = {},
 ): { stop(): Promise<void> } {
   const workers = Array.from(
     { length: config.dubbing.workers },

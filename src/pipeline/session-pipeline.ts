@@ -13,7 +13,7 @@ import { fixedVoice, genderDefault, MatchedVoices, type VoiceChooser } from "../
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { renderSpeech } from "./speech-output.js";
 import type { FinalizeMode } from "./stabilizer.js";
-import { TranslationPipeline } from "./translation-pipeline.js";
+import { TranslationPipeline, type PipelineObserver } from "./translation-pipeline.js";
 
 /**
  * Builds the translation pipeline of one live audio stream, for WebSocket sessions and room
@@ -32,6 +32,8 @@ export interface SpeakerPipelineOptions extends SessionLanguages {
   readonly voice: VoiceChoice | undefined;
   /** Tell the speakers apart and label transcripts with them (relay-2). */
   readonly labelSpeakers?: boolean;
+  /** Where the pipeline reports its timings (the service's metrics). */
+  readonly observer?: PipelineObserver;
 }
 
 /** Until a speaker's voice is measured, clone rooms speak with the library default of this gender. */
@@ -96,6 +98,15 @@ export function createSpeakerPipeline(
     context: options.context,
     ...(options.labelSpeakers ? { speakers: new SpeakerTracker(registry.speakers) } : {}),
     ...(voices ? { voices } : {}),
+    ...(options.observer ? { observer: options.observer } : {}),
+    engineIds: {
+      translate: (from, to) =>
+        registry
+          .translationRoutes(from, to)[0]
+          ?.hops.map((hop) => hop.engine.info.id)
+          .join("+") ?? "none",
+      synthesize: (language) => synthesizers.get(language)?.info.id ?? "none",
+    },
   });
 }
 

@@ -49,6 +49,27 @@ export type SpeakFn = (
   signal: AbortSignal,
 ) => AsyncIterable<Float32Array>;
 
+/** Latencies a pipeline reports (see `PipelineObserver`). */
+export type PipelineStage = "first_interim" | "final_transcript" | "translation" | "first_audio";
+
+/** Where a pipeline reports its timings (the service's metrics); every call is cheap and synchronous. */
+export interface PipelineObserver {
+  /**
+   * first_interim: speech onset → the utterance's first interim; final_transcript: end of the
+   * utterance → its final; translation: a final → its translation; first_audio: a translation →
+   * its first speech frame.
+   */
+  latency(stage: PipelineStage, seconds: number): void;
+  engineCall(
+    kind: "recognize" | "translate" | "synthesize",
+    engine: string,
+    seconds: number,
+    ok: boolean,
+  ): void;
+  /** Seconds of input audio dropped because recognition fell behind. */
+  inputDropped(seconds: number): void;
+}
+
 export interface PipelineOptions {
   readonly vad: VadEngine;
   readonly asr: AsrEngine;
@@ -84,6 +105,12 @@ export interface PipelineOptions {
   readonly speakers?: SpeakerTracker;
   /** Chooses each line's voice, from the speech of its speaker where it follows the speaker. */
   readonly voices?: VoiceChooser;
+  readonly observer?: PipelineObserver;
+  /** Which engine serves a call, for the observer. */
+  readonly engineIds?: {
+    translate(from: LanguageCode, to: LanguageCode): string;
+    synthesize(language: LanguageCode): string;
+  };
 }
 
 interface TranscriptFields {
@@ -151,6 +178,8 @@ interface TranslationJob {
   readonly seq: number;
   readonly language: LanguageCode | undefined;
   readonly speaker: string | undefined;
+  /** When the job was queued (performance.now()), for the translation latency. */
+  readonly queuedAt: number;
 }
 
 const SAMPLES_PER_MS = 16;
@@ -197,6 +226,7 @@ export class TranslationPipeline {
     language: LanguageCode;
     voice: Voice | undefined;
     segmentId: string;
+    queuedAt: number;
   }>();
 
   /** Brings quiet microphones up to a level the VAD and the recogniser hear (see src/audio/level.ts). */
@@ -240,6 +270,8 @@ export class TranslationPipeline {
         audio: TimedWindow[];
         /** Speech not yet handed to the voice chooser (its speaker is not decided yet, or it is short). */
         unobserved: TimedWindow[];
+        /** When its onset was heard (performance.now()); undefined once its first interim is out. */
+        awaitingInterimSince: number | undefined;
       }
     | undefined;
   private segment: Segment | undefined;
@@ -275,6 +307,7 @@ export class TranslationPipeline {
     clearTimeout(this.silenceTimer);
     this.receivedSamples += pcm.length;
     if (this.backlogSamples + pcm.length > this.maxBacklogSamples) {
+      this.options.observer?.inputDropped(pcm.length / (SAMPLES_PER_MS * 1000));
       if (!this.backlogWarned) {
         this.backlogWarned = true;
         this.reportError("the server is falling behind this session's audio; audio is being dropped");
@@ -463,6 +496,7 @@ export class TranslationPipeline {
       unsent: audio.map((window) => window.pcm),
       audio,
       unobserved: this.options.voices ? [...audio] : [],
+      awaitingInterimSince: performance.now(),
       stabilizer: new TranscriptStabilizer(this.options.finalizeMode, {
         holdBackMs: this.options.stabilizerHoldBackMs ?? 600,
         punctuated: this.options.asr.capabilities.punctuation,
@@ -569,14 +603,33 @@ export class TranslationPipeline {
     if (utterance) {
       // The utterance's finals carry the tracker's decision for its last run.
       if (this.options.speakers) this.speaking = this.options.speakers.endUtterance().speaker;
+      const endedAt = performance.now();
       await flushToRecognizer(utterance);
-      const hypothesis = await utterance.stream.finish();
+      let hypothesis: Hypothesis;
+      try {
+        hypothesis = await utterance.stream.finish();
+      } catch (error) {
+        this.options.observer?.engineCall(
+          "recognize",
+          this.options.asr.info.id,
+          (performance.now() - endedAt) / 1000,
+          false,
+        );
+        throw error;
+      }
+      this.options.observer?.engineCall(
+        "recognize",
+        this.options.asr.info.id,
+        (performance.now() - endedAt) / 1000,
+        true,
+      );
       this.hear(hypothesis);
       this.applyStabiliser(
         utterance.stabilizer.finish(toStableWords(hypothesis)),
         utterance.startSample,
         true,
       );
+      this.options.observer?.latency("final_transcript", (performance.now() - endedAt) / 1000);
       this.observeSpeech(0);
     }
     this.utterance = undefined;
@@ -620,6 +673,13 @@ export class TranslationPipeline {
     segment.language = this.languageOf(segment);
     segment.speaker = this.speaking;
     const endMs = endOf(update.pending);
+    if (this.utterance?.awaitingInterimSince !== undefined) {
+      this.options.observer?.latency(
+        "first_interim",
+        (performance.now() - this.utterance.awaitingInterimSince) / 1000,
+      );
+      this.utterance.awaitingInterimSince = undefined;
+    }
     this.events.push({
       type: "original",
       segmentId: segment.id,
@@ -639,6 +699,7 @@ export class TranslationPipeline {
       seq: ++segment.interimSeq,
       language: segment.language,
       speaker: segment.speaker,
+      queuedAt: performance.now(),
     });
   }
 
@@ -669,6 +730,7 @@ export class TranslationPipeline {
       seq: segment.interimSeq,
       language: segment.language,
       speaker: segment.speaker,
+      queuedAt: performance.now(),
     });
   }
 
@@ -715,15 +777,25 @@ export class TranslationPipeline {
         continue;
       }
       const to = this.options.targetFor(job.language);
+      const calling = job.sourceText !== "" && to !== undefined;
+      const startedAt = performance.now();
+      const reportCall = (ok: boolean) => {
+        if (calling && this.options.engineIds)
+          this.options.observer?.engineCall(
+            "translate",
+            this.options.engineIds.translate(job.language!, to!),
+            (performance.now() - startedAt) / 1000,
+            ok,
+          );
+      };
       let translatedSpan: string;
       try {
-        translatedSpan =
-          job.sourceText === "" || to === undefined
-            ? job.sourceText
-            : await this.translate(job, job.language, to);
+        translatedSpan = calling ? await this.translate(job, job.language!, to) : job.sourceText;
+        reportCall(true);
       } catch (error) {
         // A call cancelled by `close()` did not fail.
         if (this.closed) continue;
+        reportCall(false);
         // The segment is named so the client can tell which line lost (part of) its translation.
         this.reportError(`translation failed: ${(error as Error).message}`, segment.id);
         continue;
@@ -747,8 +819,16 @@ export class TranslationPipeline {
         ...this.speakerOf(job),
         ...(voice?.matched ? { voiceId: voice.voice.id } : {}),
       });
+      if (job.kind === "final")
+        this.options.observer?.latency("translation", (performance.now() - job.queuedAt) / 1000);
       if (job.kind === "final" && translatedSpan !== "" && this.options.speak && to !== undefined)
-        this.speech.push({ text: translatedSpan, language: to, voice: voice?.voice, segmentId: segment.id });
+        this.speech.push({
+          text: translatedSpan,
+          language: to,
+          voice: voice?.voice,
+          segmentId: segment.id,
+          queuedAt: performance.now(),
+        });
     }
     this.speech.close();
   }
@@ -804,17 +884,33 @@ export class TranslationPipeline {
    * its clip with the frames it produced, then reports the failure.
    */
   private async synthesisStage(): Promise<void> {
-    for await (const { text, language, voice, segmentId } of this.speech) {
+    for await (const { text, language, voice, segmentId, queuedAt } of this.speech) {
       if (this.closed) continue;
       let held: Float32Array | undefined;
       let failure: Error | undefined;
+      const startedAt = performance.now();
+      const synthesized = (ok: boolean) => {
+        if (this.options.engineIds)
+          this.options.observer?.engineCall(
+            "synthesize",
+            this.options.engineIds.synthesize(language),
+            (performance.now() - startedAt) / 1000,
+            ok,
+          );
+      };
       try {
         for await (const samples of this.options.speak!(text, language, voice, this.cancellation.signal)) {
           if (held) this.events.push({ type: "audio", samples: held, clipEnd: false });
+          else {
+            // The first frame: the synthesiser has answered.
+            synthesized(true);
+            this.options.observer?.latency("first_audio", (performance.now() - queuedAt) / 1000);
+          }
           held = samples;
         }
       } catch (error) {
         failure = error as Error;
+        if (!held && !this.closed) synthesized(false);
       }
       if (held) this.events.push({ type: "audio", samples: held, clipEnd: true });
       // A synthesis cancelled by `close()` did not fail.

@@ -134,6 +134,11 @@ export class RoomTranslator {
             clip = undefined;
           }
         } else if (event.type === "error") {
+          // Logged as well as published: an operator sees engines failing under rooms.
+          this.options.log[event.fatal ? "error" : "warn"](
+            { participant: identity, segment: event.segmentId },
+            `pipeline: ${event.message}`,
+          );
           await this.publish(errorFrame(event.message, { participant: identity }));
           if (event.fatal && this.speakers.get(identity) === pipeline) {
             this.speakers.delete(identity);

@@ -84,6 +84,14 @@ describe.skipIf(FIXTURE_MISSING)("engine routing from ENGINES_FILE", () => {
       expect(health.unavailable_engines).toEqual([
         { id: "whisper-cpp", reason: expect.stringMatching(/relay models pull small-q5_1/) },
       ]);
+      // Alive, but not ready: a load balancer should send it no traffic until it is fixed.
+      expect((await fetch(new URL("/livez", server.baseUrl))).status).toBe(200);
+      const ready = await fetch(new URL("/readyz", server.baseUrl));
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({
+        status: "not_ready",
+        problems: [expect.stringMatching(/^engine whisper-cpp unavailable: .*relay models pull small-q5_1/)],
+      });
       // English still works through PocketSphinx; auto-detection is refused with the reason.
       await createSession(server.baseUrl, API_KEY, { sourceLanguage: "en" });
       const auto = await createSession(server.baseUrl, API_KEY, {

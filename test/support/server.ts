@@ -27,7 +27,10 @@ export async function startServer(
   const baseUrl = `http://127.0.0.1:${port}`;
   const handle = await openTestApp(baseUrl, env, options);
   await handle.app.http.listen({ port, host: "127.0.0.1" });
-  const workers = startDubbingWorkers(handle.config, handle.services, handle.app.http.log, { pollMs: 200 });
+  const workers = startDubbingWorkers(handle.config, handle.services, handle.app.http.log, {
+    pollMs: 200,
+    observer: handle.app.metrics.dubbing,
+  });
   return {
     ...handle,
     baseUrl,

@@ -5,7 +5,7 @@ import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import { listVoices } from "../../voices/library.js";
 import { ApiError, errorBody, type ValidationErrorMapping } from "../errors.js";
-import { serveSessionSocket } from "./socket.js";
+import { serveSessionSocket, type SessionObserver } from "./socket.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import {
   SESSION_PARAMETERS,
@@ -22,6 +22,7 @@ export interface RealtimeRouteOptions {
   readonly publicBaseUrl: string | undefined;
   readonly workerId: string;
   readonly modelVersionId: (modelName: string) => string;
+  readonly observer?: SessionObserver;
 }
 
 export const SESSION_SOCKET_PATH = "/v1/ws";
@@ -89,6 +90,7 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
         sessions,
         workerId: options.workerId,
         log: request.log,
+        ...(options.observer ? { observer: options.observer } : {}),
       });
     },
   );

@@ -4,7 +4,11 @@ import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
 import { createSpeakerPipeline } from "../../pipeline/session-pipeline.js";
 import { renderSpeech, type SpeechRequest } from "../../pipeline/speech-output.js";
-import type { PipelineEvent, TranslationPipeline } from "../../pipeline/translation-pipeline.js";
+import type {
+  PipelineEvent,
+  PipelineObserver,
+  TranslationPipeline,
+} from "../../pipeline/translation-pipeline.js";
 import { Pcm16Input, SocketWire, toBuffer } from "../../wire/socket-wire.js";
 import { transcriptMessage } from "../../wire/transcript-message.js";
 import {
@@ -28,6 +32,13 @@ export interface SocketDeps {
   readonly sessions: RealtimeSessions;
   readonly workerId: string;
   readonly log: FastifyBaseLogger;
+  /** The service's metrics: how sessions end, and the pipeline's timings. */
+  readonly observer?: SessionObserver;
+}
+
+export interface SessionObserver {
+  closed(code: number): void;
+  readonly pipeline: PipelineObserver;
 }
 
 /** Largest text a `speak` may carry. */
@@ -40,8 +51,11 @@ export const MAX_PENDING_SPEAKS = 64;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-export function serveSessionSocket(socket: WebSocket, pending: PendingSession, deps: SocketDeps): void {
+export function serveSessionSocket(socket: WebSocket, pending: PendingSession, socketDeps: SocketDeps): void {
+  // Every log line of the session names it.
+  const deps = { ...socketDeps, log: socketDeps.log.child({ session: pending.sessionId }) };
   const { sessions, registry, log } = deps;
+  socket.once("close", (code: number) => deps.observer?.closed(code));
   let ended = false;
   const wire = new SocketWire(socket, () => sessions.audioDropped());
   const live = { close: (code: number, reason: string) => wire.close(code, reason) };
@@ -95,7 +109,7 @@ export function serveSessionSocket(socket: WebSocket, pending: PendingSession, d
       }
       handler.onMessage(type, message as Record<string, unknown>);
     } catch (error) {
-      log.error({ err: error, session: pending.sessionId }, "session failed");
+      log.error({ err: error }, "session failed");
       wire.close(4500, "internal error");
     }
   });
@@ -147,11 +161,14 @@ class SpeechSession implements ModeHandler {
   private readonly pipeline: TranslationPipeline;
   private readonly input: Pcm16Input;
 
+  private readonly log: FastifyBaseLogger;
+
   constructor(
     private readonly plan: SessionPlan,
     deps: SocketDeps,
     private readonly wire: SocketWire,
   ) {
+    this.log = deps.log;
     this.input = new Pcm16Input((warning) => wire.error(warning));
     this.pipeline = createSpeakerPipeline(deps.registry, {
       sourceLanguage: plan.sourceLanguage,
@@ -164,6 +181,7 @@ class SpeechSession implements ModeHandler {
       targetLanguageLabel: plan.targetLanguageLabel,
       voice: plan.audioOutputEnabled ? (plan.matchVoices ? { auto: plan.voice } : plan.voice) : undefined,
       labelSpeakers: plan.modelName === "relay-2",
+      ...(deps.observer ? { observer: deps.observer.pipeline } : {}),
     });
     void this.forwardEvents();
   }
@@ -213,6 +231,8 @@ class SpeechSession implements ModeHandler {
   private forward(event: PipelineEvent): void {
     if (event.type === "audio") return this.wire.audio(event.samples);
     if (event.type === "error") {
+      // Logged as well as sent: an operator sees engines failing under sessions.
+      this.log[event.fatal ? "error" : "warn"]({ segment: event.segmentId }, `pipeline: ${event.message}`);
       this.wire.error(event.message, event.segmentId);
       if (event.fatal) this.wire.close(4500, "internal error");
       return;
