@@ -1,7 +1,7 @@
 import rateLimit from "@fastify/rate-limit";
 import websocket from "@fastify/websocket";
 import { randomUUID } from "node:crypto";
-import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { dubbingRoutes } from "./api/dubbing/routes.js";
 import { frameworkErrorOptions, registerErrorHandling } from "./api/errors.js";
@@ -54,7 +54,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
       const given = request.headers["x-request-id"];
       return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
     },
-    requestIdLogLabel: "request_id",
+    logController: new LogController({ requestIdLogLabel: "request_id" }),
     ...frameworkErrorOptions,
   });
   http.addHook("onRequest", async (request, reply) => {
@@ -103,6 +103,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     sessions,
     rooms,
     jobsByStatus: () => db.jobs.countByStatus(),
+    circuits: () => registry.circuits(),
   });
   http.addHook("onResponse", async (request, reply) => {
     // The route pattern, not the URL: ids in paths would make a series per request.

@@ -21,6 +21,8 @@ export interface MetricSources {
     readonly droppedAudioFrames: number;
   };
   readonly rooms: { readonly count: number };
+  /** Remote engines' circuit breakers. */
+  readonly circuits: () => readonly { kind: string; id: string; circuit: "closed" | "open" | "half-open" }[];
   /** Dubbing jobs per status (read at scrape time; a failed read leaves the gauge unset). */
   readonly jobsByStatus: () => Promise<Readonly<Record<string, number>>>;
 }
@@ -112,6 +114,18 @@ export class Metrics {
       collect() {
         this.reset();
         this.inc(sources.sessions.droppedAudioFrames);
+      },
+    });
+    new Gauge({
+      name: "relay_engine_circuit",
+      help: "Remote engines' circuit breakers: 1 for the state each is in (open: its calls fail at once).",
+      labelNames: ["kind", "engine", "state"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { kind, id, circuit } of sources.circuits())
+          for (const state of ["closed", "open", "half-open"])
+            this.set({ kind, engine: id, state }, state === circuit ? 1 : 0);
       },
     });
     new Gauge({

@@ -241,6 +241,13 @@ export class EngineRegistry {
     };
   }
 
+  /** The circuit breakers of the remote engines (for metrics). */
+  circuits(): { kind: string; id: string; circuit: NonNullable<VadEngine["circuit"]> }[] {
+    return this.allEngines().flatMap(({ kind, engine }) =>
+      engine.circuit === undefined ? [] : [{ kind, id: engine.info.id, circuit: engine.circuit }],
+    );
+  }
+
   /** Every engine serving, with its version and how it runs. */
   engines(): LanguagesReport["engines"] {
     return this.allEngines().map(({ kind, engine }) => ({ kind, ...engine.info }));

@@ -24,6 +24,8 @@ export interface EngineInfo {
 
 interface Engine {
   readonly info: EngineInfo;
+  /** Remote engines: their circuit breaker ("open": calls fail at once, the server failed too often). */
+  readonly circuit?: "closed" | "open" | "half-open";
   /** Releases processes, native handles and model memory. */
   close(): Promise<void>;
 }

@@ -318,6 +318,15 @@ describe.skipIf(SPEECH_MISSING)("real-time sessions translated by LibreTranslate
   });
 });
 
+/** The state /metrics gives LibreTranslate's circuit breaker. */
+async function circuitState(server: { baseUrl: string }): Promise<string | undefined> {
+  const text = await (await fetch(new URL("/metrics", server.baseUrl))).text();
+  const match = /^relay_engine_circuit\{kind="mt",engine="libretranslate",state="([a-z-]+)"\} 1$/mu.exec(
+    text,
+  );
+  return match?.[1];
+}
+
 describe.skipIf(SPEECH_MISSING)("LibreTranslate failing under a session", () => {
   it("opens the circuit after consecutive failures (error frames, no crash), then closes it after a trial call", async () => {
     lt.reset();
@@ -338,6 +347,7 @@ describe.skipIf(SPEECH_MISSING)("LibreTranslate failing under a session", () => 
           ),
         );
         expect(opened()).toBe(true);
+        expect(await circuitState(server)).toBe("open");
         // Two calls failed; nothing reached the server while the circuit was open.
         expect(lt.count("translate")).toBe(2);
         expect(answered(500)).toBe(2);
@@ -348,6 +358,7 @@ describe.skipIf(SPEECH_MISSING)("LibreTranslate failing under a session", () => 
         const after = await utter(socket);
         expect(after.translated).toMatchObject({ text: `[de] ${SPOKEN}` });
         expect(after.errors).toEqual([]);
+        expect(await circuitState(server)).toBe("closed");
         expect(socket.closeCode).toBeUndefined();
         socket.close();
       },

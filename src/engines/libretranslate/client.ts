@@ -13,7 +13,7 @@ import {
   serverMessage,
   truncate,
 } from "../remote/errors.js";
-import { RemoteGuard, type ResilienceOptions } from "../remote/guard.js";
+import { RemoteGuard, type CircuitStatus, type ResilienceOptions } from "../remote/guard.js";
 import { retryAfterMs, withRetries } from "../remote/retry.js";
 import { languageList, type LanguageList } from "./languages.js";
 
@@ -35,6 +35,10 @@ export class LibreTranslateClient {
   private readonly root: URL;
   private readonly apiKey: string | undefined;
   private readonly guard: RemoteGuard;
+
+  get circuit(): CircuitStatus {
+    return this.guard.circuit;
+  }
 
   constructor(options: LibreTranslateOptions) {
     let url: URL;

@@ -7,11 +7,16 @@
  */
 import type { EngineInfo, MtCapabilities, MtEngine, TranslateRequest } from "../types.js";
 import { LibreTranslateClient, type LibreTranslateOptions } from "./client.js";
+import type { CircuitStatus } from "../remote/guard.js";
 import { serverLanguages, type ServerLanguages } from "./languages.js";
 
 export type { LibreTranslateOptions } from "./client.js";
 
 class LibreTranslateEngine implements MtEngine {
+  get circuit(): CircuitStatus {
+    return this.client.circuit;
+  }
+
   readonly info: EngineInfo;
   readonly capabilities: MtCapabilities;
 

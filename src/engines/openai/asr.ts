@@ -28,6 +28,7 @@ import type {
   WordTiming,
 } from "../types.js";
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
+import type { CircuitStatus } from "../remote/guard.js";
 import { configuredLanguages, languageCodeOf } from "./languages.js";
 
 export interface OpenAiAsrOptions extends RemoteEngineOptions {
@@ -268,6 +269,10 @@ class OpenAiAsrStream implements AsrStream {
 }
 
 class OpenAiAsrEngine implements AsrEngine {
+  get circuit(): CircuitStatus {
+    return this.remote.circuit;
+  }
+
   readonly info: EngineInfo;
   readonly capabilities: AsrCapabilities;
   private closed = false;

@@ -17,6 +17,7 @@ import type {
   TranslationPair,
 } from "../types.js";
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
+import type { CircuitStatus } from "../remote/guard.js";
 import { configuredLanguages, languageName } from "./languages.js";
 
 export interface OpenAiMtOptions extends RemoteEngineOptions {
@@ -161,6 +162,10 @@ export function cleanPartialTranslation(
 }
 
 class OpenAiMtEngine implements MtEngine {
+  get circuit(): CircuitStatus {
+    return this.remote.circuit;
+  }
+
   readonly info: EngineInfo;
   readonly capabilities: MtCapabilities;
 

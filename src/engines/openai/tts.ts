@@ -21,6 +21,7 @@ import type {
   Voice,
 } from "../types.js";
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
+import type { CircuitStatus } from "../remote/guard.js";
 import { configuredLanguages } from "./languages.js";
 
 export interface OpenAiTtsVoices {
@@ -64,6 +65,10 @@ export function serverVoice(
 }
 
 class OpenAiTtsEngine implements TtsEngine {
+  get circuit(): CircuitStatus {
+    return this.remote.circuit;
+  }
+
   readonly info: EngineInfo;
   readonly capabilities: TtsCapabilities;
 
