@@ -75,7 +75,12 @@ export async function buildApp(config: Config, services: Services): Promise<App>
   const publicBaseUrl = (request: FastifyRequest) =>
     config.publicBaseUrl ?? `${request.protocol}://${request.host}`;
 
-  await http.register(rateLimit, { global: false });
+  // With Redis the counters are the fleet's, so a key's budget is the same whichever process
+  // counts a request; without it they are this process's.
+  await http.register(rateLimit, {
+    global: false,
+    ...(services.redis ? { redis: services.redis, nameSpace: `${config.redis!.keyPrefix}rate:` } : {}),
+  });
   await http.register(websocket, {
     // UTF-8 is validated per message by the session (an error frame, not a dropped connection).
     options: { maxPayload: MAX_MESSAGE_BYTES, skipUTF8Validation: true },

@@ -77,6 +77,11 @@ const envSchema = z.object({
     .default(500 * 1024 * 1024),
   SOURCE_URL_ALLOW_PRIVATE: z.enum(["true", "false", "1", "0"]).default("false"),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(10),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//u, "must be a redis:// or rediss:// URL")
+    .optional(),
+  REDIS_KEY_PREFIX: z.string().min(1).max(100).default("relay:"),
 
   LIVEKIT_URL: z
     .string()
@@ -145,6 +150,11 @@ export interface Config {
   readonly workerId: string;
   /** `sqlite:<file>` (default: `<DATA_DIR>/relay.db`) or `postgres://…`. */
   readonly databaseUrl: string;
+  /**
+   * Redis shared by the processes of a fleet (`REDIS_URL`); its keys start with `keyPrefix`. Holds
+   * the request-rate counters, so every process counts against the same per-account budget.
+   */
+  readonly redis: { readonly url: string; readonly keyPrefix: string } | undefined;
   readonly storage:
     | { readonly kind: "local"; readonly dir: string; readonly secret: string | undefined }
     | {
@@ -276,6 +286,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       workDir: path.join(dataDir, "work"),
     },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
+    redis: e.REDIS_URL ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX } : undefined,
     rooms: {
       backend: e.LIVEKIT_URL
         ? {

@@ -5,6 +5,7 @@ import type { Config } from "./config.js";
 import { openDatabase } from "./db/index.js";
 import type { Database } from "./db/types.js";
 import { EngineRegistry } from "./engines/registry.js";
+import { Redis } from "ioredis";
 import { createObjectStore } from "./storage/index.js";
 import type { ObjectStore } from "./storage/types.js";
 
@@ -13,6 +14,8 @@ export interface Services {
   readonly registry: EngineRegistry;
   readonly db: Database;
   readonly store: ObjectStore;
+  /** The fleet's shared Redis, when configured (`REDIS_URL`). */
+  readonly redis: Redis | undefined;
 }
 
 /**
@@ -27,9 +30,10 @@ export async function openServices(
   } = {},
 ): Promise<Services & { close(): Promise<void> }> {
   await mkdir(config.dataDir, { recursive: true });
-  const [registry, db] = await Promise.all([
+  const [registry, db, redis] = await Promise.all([
     options.registry ?? EngineRegistry.create(config.engines),
     openDatabase(config.databaseUrl),
+    config.redis ? openRedis(config.redis.url) : undefined,
   ]);
   for (const { key, balanceUsd, entitlements } of config.apiKeys) {
     await db.accounts.ensureKey(key, { balanceUsd, entitlements });
@@ -51,10 +55,33 @@ export async function openServices(
     registry,
     db,
     store,
+    redis,
     async close() {
-      await Promise.allSettled([options.registry ? undefined : registry.close(), db.close(), store.close()]);
+      await Promise.allSettled([
+        options.registry ? undefined : registry.close(),
+        db.close(),
+        store.close(),
+        redis?.quit(),
+      ]);
     },
   };
+}
+
+/**
+ * Connects to Redis and checks it answers, so a wrong `REDIS_URL` stops the start with the reason
+ * instead of failing requests later. Commands wait for a lost connection to come back (ioredis's
+ * offline queue) rather than failing at once.
+ */
+async function openRedis(url: string): Promise<Redis> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 2, connectTimeout: 5_000 });
+  try {
+    await redis.connect();
+    await redis.ping();
+  } catch (error) {
+    redis.disconnect();
+    throw new Error(`cannot use REDIS_URL: ${(error as Error).message}`, { cause: error });
+  }
+  return redis;
 }
 
 /**
