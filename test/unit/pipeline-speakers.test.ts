@@ -1,19 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type {
-  AsrEngine,
-  AsrStream,
-  Hypothesis,
-  SpeakerEngine,
-  VadEngine,
-  Voice,
-  Voiceprint,
-} from "../../src/engines/types.js";
+import type { AsrEngine, AsrStream, Hypothesis, VadEngine, Voice } from "../../src/engines/types.js";
 import {
   TranslationPipeline,
   type PipelineEvent,
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
 import { SpeakerTracker } from "../../src/speakers/tracker.js";
+import { levelSpeakerEngine } from "../support/speaker-engine-double.js";
 import type { VoiceChooser } from "../../src/speakers/voices.js";
 import { defaultVoice, VOICES } from "../../src/voices/library.js";
 
@@ -43,41 +36,6 @@ const energyVad: VadEngine = {
   info: { id: "energy-double", version: "test" },
   capabilities: { sampleRate: RATE, windowSamples: 512 },
   createStream: () => ({ probability: async (w) => (w.some((s) => s !== 0) ? 0.9 : 0.01) }),
-  close: async () => {},
-};
-
-/** Voiceprint of the level double: the sum of |sample| over the non-zero samples. */
-interface LevelPrint extends Voiceprint {
-  readonly samples: number;
-  readonly sum: number;
-}
-
-/** Tells the voices apart by their level: one step of 0.01 full scale is a distance of 1. */
-const levelSpeakerEngine: SpeakerEngine = {
-  info: { id: "level-double", version: "test" },
-  capabilities: { sampleRate: RATE, sameSpeakerBelow: 0.5, newSpeakerAbove: 1.5 },
-  voiceprint(samples) {
-    let count = 0;
-    let sum = 0;
-    for (const sample of samples) {
-      if (sample === 0) continue;
-      count++;
-      sum += Math.abs(sample);
-    }
-    return { samples: count, sum, speechSeconds: count / RATE } satisfies LevelPrint;
-  },
-  merge(a, b) {
-    const [x, y] = [a as LevelPrint, b as LevelPrint];
-    return {
-      samples: x.samples + y.samples,
-      sum: x.sum + y.sum,
-      speechSeconds: (x.samples + y.samples) / RATE,
-    };
-  },
-  distance(a, b) {
-    const [x, y] = [a as LevelPrint, b as LevelPrint];
-    return Math.abs(x.sum / x.samples - y.sum / y.samples) * 100;
-  },
   close: async () => {},
 };
 

@@ -1,53 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { int16ToFloat32 } from "../../src/audio/pcm.js";
 import { createMfccSpeakerEngine } from "../../src/engines/mfcc-speaker/index.js";
-import type { SpeakerEngine, Voiceprint } from "../../src/engines/types.js";
+import type { SpeakerEngine } from "../../src/engines/types.js";
 import { MAX_SPEAKERS, SpeakerTracker, type SpeakerChange } from "../../src/speakers/tracker.js";
 import { buildConversation, type SpeakerName, type Turn } from "../support/conversations.js";
 import { sharedMissing } from "../support/shared.js";
+import { levelSpeakerEngine } from "../support/speaker-engine-double.js";
 
 const RATE = 16_000;
 const WINDOW = 512;
-
-/** Voiceprint of the code double: the sum of |sample| over the non-zero samples. */
-interface CodePrint extends Voiceprint {
-  readonly samples: number;
-  readonly sum: number;
-}
-
-/**
- * A speaker engine double. The audio encodes who speaks: a person with voice code c speaks at the
- * constant level c / 100 (digital silence is no speech), and the distance of two voiceprints is the
- * difference of their mean codes. Codes differing by 2 or more are different people (distance above
- * `newSpeakerAbove`); one code is one person (distance 0).
- */
-const codeEngine: SpeakerEngine = {
-  info: { id: "code-double", version: "test" },
-  capabilities: { sampleRate: RATE, sameSpeakerBelow: 0.5, newSpeakerAbove: 1.5 },
-  voiceprint(samples) {
-    let count = 0;
-    let sum = 0;
-    for (const sample of samples) {
-      if (sample === 0) continue;
-      count++;
-      sum += Math.abs(sample);
-    }
-    return { samples: count, sum, speechSeconds: count / RATE } satisfies CodePrint;
-  },
-  merge(a, b) {
-    const [x, y] = [a as CodePrint, b as CodePrint];
-    return {
-      samples: x.samples + y.samples,
-      sum: x.sum + y.sum,
-      speechSeconds: (x.samples + y.samples) / RATE,
-    };
-  },
-  distance(a, b) {
-    const [x, y] = [a as CodePrint, b as CodePrint];
-    return Math.abs(x.sum / x.samples - y.sum / y.samples) * 100;
-  },
-  close: async () => {},
-};
 
 /** `seconds` of the person with voice `code`. */
 const voice = (code: number, seconds: number) =>
@@ -69,7 +30,7 @@ class Session {
   position = 0;
   readonly changes: SpeakerChange[] = [];
 
-  constructor(engine: SpeakerEngine = codeEngine) {
+  constructor(engine: SpeakerEngine = levelSpeakerEngine) {
     this.tracker = new SpeakerTracker(engine);
   }
 
