@@ -2,7 +2,7 @@ import { translateAlong, type EngineRegistry } from "./engines/registry.js";
 import type { AsrEngine, Hypothesis, LanguageCode, MtEngine, Voice } from "./engines/types.js";
 import type { Requirement } from "./languages.js";
 import type { TranslationCall } from "./pipeline/translation-pipeline.js";
-import { defaultVoice, findVoice } from "./voices/library.js";
+import { defaultVoice, voiceById } from "./voices/library.js";
 
 /**
  * The one speech plan of every surface (real-time sessions, rooms, dubbing): which recognizer
@@ -29,7 +29,7 @@ export const DEFAULT_VOICE_TYPES = { realtime: "male", rooms: "clone", dubbing: 
 export function dubbingVoice(value: string): Voice | "auto" | undefined {
   if (value === "auto") return "auto";
   if (value === "female" || value === "male") return defaultVoice(value);
-  return /^\d+$/u.test(value) ? findVoice(Number(value)) : undefined;
+  return voiceById(value);
 }
 
 /** The voice of a voice type: the library default of a gender, or clone. */

@@ -121,6 +121,12 @@ export function findVoice(id: number): Voice | undefined {
   return BY_ID.get(id);
 }
 
+/** The voice a request names by id (a number, or its decimal digits), if it exists. */
+export function voiceById(value: string | number): Voice | undefined {
+  const id = typeof value === "number" ? value : /^\d+$/u.test(value) ? Number(value) : Number.NaN;
+  return Number.isSafeInteger(id) ? findVoice(id) : undefined;
+}
+
 /** The voice chosen when a client names only a gender: the first non-accented voice of that gender. */
 export function defaultVoice(gender: VoiceGender): Voice {
   const voice = VOICES.find((v) => v.gender === gender && !v.strongAccent);

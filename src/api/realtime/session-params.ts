@@ -3,7 +3,7 @@ import type { LanguageCode, Voice } from "../../engines/types.js";
 import type { FinalizeMode } from "../../pipeline/stabilizer.js";
 import { parseLanguageTag, unservable, type Requirement, type Unservable } from "../../languages.js";
 import { DEFAULT_VOICE_TYPES, languagePlan, requirementsOf, voiceOf } from "../../speech-plan.js";
-import { findVoice } from "../../voices/library.js";
+import { voiceById } from "../../voices/library.js";
 
 /**
  * Session metadata (every query parameter of `GET /v1/session`) → a validated session plan.
@@ -109,8 +109,7 @@ export function checkContext(value: string): string {
 }
 
 export function resolveVoice(value: string | number): Voice {
-  const id = typeof value === "number" ? value : /^\d+$/u.test(value) ? Number(value) : Number.NaN;
-  const voice = Number.isSafeInteger(id) ? findVoice(id) : undefined;
+  const voice = voiceById(value);
   if (!voice) return reject(`voiceId "${value}" does not exist; GET /v1/voices lists the valid ids`);
   return voice;
 }
