@@ -15,7 +15,10 @@ import type { Config } from "./config.js";
 import { EmbeddedRoomServer } from "./rooms/embedded/room-server.js";
 import { createRoomBackend } from "./rooms/index.js";
 import { Rooms } from "./rooms/rooms.js";
+import { FleetMembership } from "./fleet/membership.js";
+import { RoomDirectory } from "./fleet/room-directory.js";
 import { Metrics } from "./metrics.js";
+import { MemoryPendingSessions, RedisPendingSessions } from "./sessions/pending.js";
 import { localStorageRoutes } from "./storage/local.js";
 import type { Services } from "./services.js";
 import { SERVICE_VERSION } from "./version.js";
@@ -26,13 +29,12 @@ const REQUEST_ID = /^[\w.:-]{1,128}$/u;
 /** Largest WebSocket message accepted; bigger ones close the socket with 1009. */
 export const MAX_MESSAGE_BYTES = 64 * 1024;
 
-/** Re-exported while src/dubbing/worker.ts still imports it from here; its home is src/services.ts. */
-
 export interface App {
   readonly http: FastifyInstance;
   readonly sessions: RealtimeSessions;
   readonly rooms: Rooms;
   readonly metrics: Metrics;
+  readonly fleet: FleetMembership;
   /**
    * Closes every session with 1001 and every room, then the server; engines, database and store
    * stay with their owner.
@@ -65,11 +67,26 @@ export async function buildApp(config: Config, services: Services): Promise<App>
   http.setValidatorCompiler(validatorCompiler);
   http.setSerializerCompiler(serializerCompiler);
   let draining = false;
+  const { redis } = services;
+  const keyPrefix = config.redis?.keyPrefix ?? "";
   const sessions = new RealtimeSessions(
     config.maxSessions,
     new SessionTokens(config.sessionSecret),
-    config.unclaimedSessions,
+    redis
+      ? new RedisPendingSessions(redis, keyPrefix, config.unclaimedSessions)
+      : new MemoryPendingSessions(config.unclaimedSessions),
+    () => fleet.hasRoom(),
   );
+  // Joining refuses a setup the other processes on this database cannot work with.
+  const fleet = await FleetMembership.join({
+    db,
+    workerId: config.workerId,
+    address: config.advertiseUrl,
+    setup: services.sharedSetup,
+    load: () => ({ live: sessions.liveCount, capacity: sessions.capacity, draining: sessions.isDraining }),
+    log: http.log,
+  });
+  const roomDirectory = redis ? new RoomDirectory(redis, keyPrefix) : undefined;
   const accounts = new Accounts(db.accounts);
   const engines = registry.engineSummary();
   const publicBaseUrl = (request: FastifyRequest) =>
@@ -79,7 +96,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
   // counts a request; without it they are this process's.
   await http.register(rateLimit, {
     global: false,
-    ...(services.redis ? { redis: services.redis, nameSpace: `${config.redis!.keyPrefix}rate:` } : {}),
+    ...(redis ? { redis, nameSpace: `${keyPrefix}rate:` } : {}),
   });
   await http.register(websocket, {
     // UTF-8 is validated per message by the session (an error frame, not a dropped connection).
@@ -95,7 +112,13 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     },
   });
   const limitPerAccount = accountRateLimit(http, config.rateLimitPerMinute);
-  const rooms = new Rooms(await createRoomBackend(config.rooms), {
+  const hostOf = roomDirectory
+    ? async (roomName: string) => {
+        const location = await roomDirectory.lookup(roomName);
+        return location && fleet.addressOf(location.workerId);
+      }
+    : undefined;
+  const rooms = new Rooms(await createRoomBackend(config.rooms, hostOf), {
     registry,
     sessions,
     log: http.log,
@@ -103,6 +126,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     emptyTimeoutMs: config.rooms.emptyTimeoutMs,
     emptyPerAccount: config.rooms.emptyPerAccount,
     departureTimeoutMs: config.rooms.departureTimeoutMs,
+    ...(roomDirectory ? { fleet: { directory: roomDirectory, workerId: config.workerId } } : {}),
   });
   const metrics = new Metrics({
     sessions,
@@ -165,6 +189,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     version: SERVICE_VERSION,
     worker_id: config.workerId,
     sessions: { live: sessions.liveCount, capacity: config.maxSessions },
+    fleet: { processes: fleet.size, session_room: fleet.hasRoom() },
     rooms: { open: rooms.count, backend: rooms.backend.kind },
     engines: registry.engines(),
     unavailable_engines: registry.unavailable,
@@ -175,9 +200,11 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     sessions,
     rooms,
     metrics,
+    fleet,
     async shutdown() {
       draining = true;
       sessions.drain();
+      await fleet.leave();
       await rooms.close();
       await http.close();
     },

@@ -1,4 +1,5 @@
-import { randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -56,7 +57,11 @@ const envSchema = z.object({
   UNCLAIMED_SESSIONS_PER_ACCOUNT: z.coerce.number().int().min(1).default(16),
   UNCLAIMED_SESSIONS_MAX: z.coerce.number().int().min(1).default(1024),
   SESSION_SECRET: z.string().min(16).optional(),
-  WORKER_ID: z.string().optional(),
+  WORKER_ID: z
+    .string()
+    .regex(/^[\w.:-]{1,100}$/u, "letters, digits and ._:- only, at most 100")
+    .optional(),
+  ADVERTISE_URL: z.string().url().optional(),
 
   DATABASE_URL: z.string().optional(),
   STORAGE_BACKEND: z.enum(["local", "s3"]).default("local"),
@@ -147,7 +152,10 @@ export interface Config {
   readonly unclaimedSessions: { readonly perAccount: number; readonly total: number };
   /** Signs `ws_url` tokens; random per process when not set (then URLs are only valid on this process). */
   readonly sessionSecret: string;
+  /** Names this process: in `ready.worker_id`, logs, job leases and the fleet's process table. */
   readonly workerId: string;
+  /** Where the other processes of a fleet reach this one (`ADVERTISE_URL`). */
+  readonly advertiseUrl: string;
   /** `sqlite:<file>` (default: `<DATA_DIR>/relay.db`) or `postgres://…`. */
   readonly databaseUrl: string;
   /**
@@ -253,6 +261,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       "invalid configuration:\n  LIVEKIT_URL, LIVEKIT_API_KEY, LIVEKIT_API_SECRET: set all three to use LiveKit, or none",
     );
   }
+  const sessionSecret = e.SESSION_SECRET ?? randomBytes(32).toString("hex");
   return {
     port: e.PORT,
     host: e.HOST,
@@ -262,8 +271,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     maxSessions: e.MAX_SESSIONS,
     unclaimedSessions: { perAccount: e.UNCLAIMED_SESSIONS_PER_ACCOUNT, total: e.UNCLAIMED_SESSIONS_MAX },
-    sessionSecret: e.SESSION_SECRET ?? randomBytes(32).toString("hex"),
-    workerId: e.WORKER_ID ?? `worker-${process.pid}`,
+    sessionSecret,
+    workerId: e.WORKER_ID ?? `${hostname()}-${process.pid}`,
+    advertiseUrl: (
+      e.ADVERTISE_URL ?? `http://${e.HOST === "0.0.0.0" || e.HOST === "::" ? "127.0.0.1" : e.HOST}:${e.PORT}`
+    ).replace(/\/+$/u, ""),
     databaseUrl: e.DATABASE_URL ?? `sqlite:${path.join(dataDir, "relay.db")}`,
     storage:
       e.STORAGE_BACKEND === "s3"
@@ -295,7 +307,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             apiKey: e.LIVEKIT_API_KEY!,
             apiSecret: e.LIVEKIT_API_SECRET!,
           }
-        : { kind: "embedded", secret: e.ROOM_SECRET ?? randomBytes(32).toString("hex") },
+        : {
+            kind: "embedded",
+            // Derived from SESSION_SECRET by default, so processes sharing it accept each other's room tokens.
+            secret: e.ROOM_SECRET ?? createHmac("sha256", sessionSecret).update("relay rooms").digest("hex"),
+          },
       tokenTtlSec: e.ROOM_TOKEN_TTL_SEC,
       maxLifetimeMs: e.ROOM_MAX_LIFETIME_SEC * 1000,
       emptyTimeoutMs: e.ROOM_EMPTY_TIMEOUT_SEC * 1000,

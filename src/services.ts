@@ -6,6 +6,7 @@ import { openDatabase } from "./db/index.js";
 import type { Database } from "./db/types.js";
 import { EngineRegistry } from "./engines/registry.js";
 import { Redis } from "ioredis";
+import { describeSharedSetup, type SharedSetup } from "./fleet/membership.js";
 import { createObjectStore } from "./storage/index.js";
 import type { ObjectStore } from "./storage/types.js";
 
@@ -16,6 +17,8 @@ export interface Services {
   readonly store: ObjectStore;
   /** The fleet's shared Redis, when configured (`REDIS_URL`). */
   readonly redis: Redis | undefined;
+  /** What the other processes of a fleet must share with this one. */
+  readonly sharedSetup: SharedSetup;
 }
 
 /**
@@ -39,6 +42,10 @@ export async function openServices(
     await db.accounts.ensureKey(key, { balanceUsd, entitlements });
   }
   const storage = config.storage;
+  const storageSecret =
+    storage.kind === "local"
+      ? (storage.secret ?? (await persistentSecret(path.join(config.dataDir, "storage.secret"))))
+      : undefined;
   const store = await createObjectStore(
     storage.kind === "local"
       ? {
@@ -47,15 +54,17 @@ export async function openServices(
           publicBaseUrl:
             config.publicBaseUrl ??
             `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}`,
-          secret: storage.secret ?? (await persistentSecret(path.join(config.dataDir, "storage.secret"))),
+          secret: storageSecret!,
         }
       : storage,
   );
+  const sharedSetup = await describeSharedSetup(config, storageSecret);
   return {
     registry,
     db,
     store,
     redis,
+    sharedSetup,
     async close() {
       await Promise.allSettled([
         options.registry ? undefined : registry.close(),

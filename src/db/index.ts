@@ -9,6 +9,7 @@ import { migrationProvider } from "./migrations.js";
 import type { Schema } from "./schema.js";
 import { postgresTransactions, sqliteTransactions, type TransactionRunner } from "./transactions.js";
 import type { Database } from "./types.js";
+import { createProcessesRepository } from "./processes.js";
 import { createUploadsRepository } from "./uploads.js";
 import { parseDatabaseUrl } from "./url.js";
 
@@ -35,6 +36,7 @@ function assemble(kind: "sqlite" | "postgres", db: Kysely<Schema>, transaction: 
     accounts: createAccountsRepository(db, transaction),
     uploads: createUploadsRepository(db),
     jobs: createJobsRepository(db, kind, transaction),
+    processes: createProcessesRepository(db),
     close: () => (closing ??= db.destroy()),
   };
 }

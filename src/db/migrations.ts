@@ -145,6 +145,26 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable("jobs").dropColumn("voice").execute();
     },
   },
+  "0004_processes": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // The service processes using this database, each refreshing its row every few seconds.
+      await db.schema
+        .createTable("processes")
+        .addColumn("worker_id", "text", (col) => col.primaryKey())
+        .addColumn("address", "text", (col) => col.notNull())
+        .addColumn("shared_setup", "text", (col) => col.notNull())
+        .addColumn("live", "integer", (col) => col.notNull())
+        .addColumn("capacity", "integer", (col) => col.notNull())
+        .addColumn("draining", "integer", (col) => col.notNull())
+        .addColumn("started_at", "bigint", (col) => col.notNull())
+        .addColumn("seen_at", "bigint", (col) => col.notNull())
+        .execute();
+    },
+
+    async down(db: Kysely<unknown>): Promise<void> {
+      await db.schema.dropTable("processes").execute();
+    },
+  },
 };
 
 /** The failure codes of the spec, as 0001-era rows prefix their `error` with. */

@@ -88,6 +88,21 @@ export interface Schema {
   ledger_entries: LedgerEntriesTable;
   uploads: UploadsTable;
   jobs: JobsTable;
+  processes: ProcessesTable;
+}
+
+export interface ProcessesTable {
+  worker_id: string;
+  /** Where the other processes reach this one (forwarded room connections). */
+  address: string;
+  /** JSON: what every process of the fleet must share (see src/fleet/membership.ts). */
+  shared_setup: string;
+  live: number;
+  capacity: number;
+  /** 1 while shutting down. */
+  draining: number;
+  started_at: Int8;
+  seen_at: Int8;
 }
 
 /** Statuses a worker may hold a lease on; `completed` and `failed` are terminal. */

@@ -121,6 +121,27 @@ export interface UploadsRepository {
   get(id: string): Promise<UploadRecord | undefined>;
 }
 
+/** One service process as it last reported itself (a heartbeat). */
+export interface ProcessRecord {
+  readonly workerId: string;
+  readonly address: string;
+  /** What every process of the fleet must share, as the process describes it (JSON). */
+  readonly sharedSetup: string;
+  readonly live: number;
+  readonly capacity: number;
+  readonly draining: boolean;
+  readonly startedAt: number;
+  readonly seenAt: number;
+}
+
+export interface ProcessesRepository {
+  /** Records (or refreshes) a process's heartbeat. */
+  beat(process: ProcessRecord): Promise<void>;
+  /** Processes seen at or after `since` (epoch ms). */
+  seenSince(since: number): Promise<ProcessRecord[]>;
+  remove(workerId: string): Promise<void>;
+}
+
 export interface JobsRepository {
   /**
    * Creates a pending job. With an idempotency key already used by the account, returns the
@@ -172,5 +193,6 @@ export interface Database {
   readonly accounts: AccountsRepository;
   readonly uploads: UploadsRepository;
   readonly jobs: JobsRepository;
+  readonly processes: ProcessesRepository;
   close(): Promise<void>;
 }

@@ -6,13 +6,18 @@ import type { RoomBackend } from "./types.js";
 const EMBEDDED_API_KEY = "relay-embedded";
 
 /** The configured room back-end: LiveKit when it is configured, the embedded room server otherwise. */
-export async function createRoomBackend(config: Config["rooms"]): Promise<RoomBackend> {
+export async function createRoomBackend(
+  config: Config["rooms"],
+  /** In a fleet: where a room this process does not host is (embedded rooms forward there). */
+  hostOf?: (roomName: string) => Promise<string | undefined>,
+): Promise<RoomBackend> {
   const { backend } = config;
   if (backend.kind === "embedded") {
     return new EmbeddedRoomServer({
       keys: { apiKey: EMBEDDED_API_KEY, apiSecret: backend.secret },
       tokenTtlSec: config.tokenTtlSec,
       maxParticipants: config.maxParticipants,
+      ...(hostOf ? { hostOf } : {}),
     });
   }
   // Loaded only when LiveKit is used: it pulls in LiveKit's native WebRTC library.

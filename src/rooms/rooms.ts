@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode, Voice } from "../engines/types.js";
+import type { RoomDirectory } from "../fleet/room-directory.js";
 import type { LiveSession, SessionCapacity } from "../sessions/capacity.js";
 import { RoomTranslator } from "./translator.js";
 import type { RoomAccess, RoomBackend } from "./types.js";
@@ -22,6 +23,8 @@ export interface RoomsOptions {
   readonly emptyPerAccount: number;
   /** A room is closed this long after its last participant left, unless someone (re)joins. */
   readonly departureTimeoutMs: number;
+  /** In a fleet: where each room is hosted, so any process can grant access to it. */
+  readonly fleet?: { readonly directory: RoomDirectory; readonly workerId: string };
 }
 
 export interface RoomRequest {
@@ -98,6 +101,11 @@ export class Rooms {
     this.creating.set(accountId, (this.creating.get(accountId) ?? 0) + 1);
     try {
       await this.backend.createRoom(roomName);
+      await this.options.fleet?.directory.register(
+        roomName,
+        { workerId: this.options.fleet.workerId, accountId },
+        this.options.maxLifetimeMs,
+      );
       const access = await this.backend.clientAccess(roomName, identity, publicBaseUrl);
       const connection = await this.backend.joinAsTranslator(roomName);
       const translator = new RoomTranslator(connection, {
@@ -124,6 +132,7 @@ export class Rooms {
     } catch (error) {
       sessions.ended(live);
       await this.backend.deleteRoom(roomName).catch(() => undefined);
+      await this.options.fleet?.directory.remove(roomName).catch(() => undefined);
       throw error;
     } finally {
       const stillCreating = this.creating.get(accountId)! - 1;
@@ -139,7 +148,8 @@ export class Rooms {
     publicBaseUrl: string,
   ): Promise<CreatedRoom | undefined> {
     const room = this.open.get(roomName);
-    if (!room || room.accountId !== accountId) return undefined;
+    const owner = room?.accountId ?? (await this.options.fleet?.directory.lookup(roomName))?.accountId;
+    if (owner !== accountId) return undefined;
     const identity = clientIdentity();
     const access = await this.backend.clientAccess(roomName, identity, publicBaseUrl);
     return { ...access, roomName, identity };
@@ -169,6 +179,12 @@ export class Rooms {
     for (const timer of [...room.timers, room.idleTimer]) clearTimeout(timer);
     this.options.sessions.ended(room.live);
     this.options.log.info({ room: roomName, reason }, "room closed");
+    await this.options.fleet?.directory.remove(roomName).catch((error: unknown) => {
+      this.options.log.warn(
+        { err: error, room: roomName },
+        "room could not be removed from the fleet's directory",
+      );
+    });
     await room.translator.close();
     await this.backend.deleteRoom(roomName).catch((error: unknown) => {
       this.options.log.warn({ err: error, room: roomName }, "room could not be deleted");

@@ -39,13 +39,30 @@ export class SocketWire {
 
   /** Speech frames are skipped while the client lags (transcripts are never dropped). */
   audio(samples: Float32Array): void {
+    this.binary(float32ToBytes(samples));
+  }
+
+  /** A frame as another process sent it (a forwarded connection): speech if binary, else a message. */
+  forwarded(data: Buffer, isBinary: boolean): void {
+    if (isBinary) {
+      this.binary(data);
+      return;
+    }
+    const { socket } = this;
+    if (socket.readyState !== socket.OPEN) return;
+    if (socket.bufferedAmount > MAX_BUFFERED_BYTES)
+      socket.close(1008, "client is not reading; too much data queued");
+    else socket.send(data, { binary: false });
+  }
+
+  private binary(bytes: Uint8Array): void {
     const { socket } = this;
     if (socket.readyState !== socket.OPEN) return;
     if (socket.bufferedAmount > AUDIO_DROP_BUFFERED_BYTES) {
       this.onAudioDropped();
       return;
     }
-    socket.send(float32ToBytes(samples), { binary: true });
+    socket.send(bytes, { binary: true });
   }
 }
 

@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -8,6 +9,7 @@ import { makeTestVideo } from "../support/media.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { startServiceProcess, type ServiceProcess } from "../support/service-process.js";
 import { createTestDatabase, postgresProblem } from "../support/postgres.js";
+import { REDIS_URL, redisProblem } from "../support/redis.js";
 import { sharedMissing } from "../support/shared.js";
 
 /**
@@ -16,10 +18,11 @@ import { sharedMissing } from "../support/shared.js";
  * workers once its lease expires (removing the work folder the dead attempt left), completes, and is
  * charged exactly once.
  */
-const problem = await postgresProblem();
-if (problem) console.warn(`skipping the crash-recovery test: PostgreSQL unavailable (${problem})`);
+const problem = (await postgresProblem()) ?? (await redisProblem());
+if (problem) console.warn(`skipping the crash-recovery test: ${problem}`);
 const SKIP = problem !== undefined || sharedMissing("data/speech/librivox-pocketsphinx");
 const KEY = "crash-key";
+const prefix = `relay-test-${randomUUID()}:`;
 
 let dir: string;
 let database: { url: string; drop(): Promise<void> };
@@ -31,6 +34,10 @@ async function startService(name: string): Promise<ServiceProcess> {
     DATA_DIR: dir,
     DATABASE_URL: database.url,
     STORAGE_SECRET: "crash-test-storage-secret",
+    // Processes sharing a database are one fleet, which shares these.
+    SESSION_SECRET: "crash-test-session-secret-0123456789",
+    REDIS_URL,
+    REDIS_KEY_PREFIX: prefix,
     DUBBING_WORKERS: "1",
     DUBBING_LEASE_SEC: "3",
   });

@@ -156,7 +156,7 @@ describe("unclaimed sessions", () => {
       expect(
         (await request("GET", "/v1/session", { authorization: `Bearer ${OTHER_KEY}` }, limited)).status,
       ).toBe(200);
-      expect(limited.app.sessions.pendingCount).toBe(4);
+      expect(await limited.app.sessions.pendingCount()).toBe(4);
     } finally {
       await limited.close();
     }

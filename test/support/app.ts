@@ -66,7 +66,11 @@ export async function openTestApp(
   const dataDir = await mkdtemp(path.join(tmpdir(), "relay-test-"));
   const config = loadConfig({ ...testEnv(baseUrl, dataDir), ...env });
   const services = await openServices(config, options);
-  const app = await buildApp(config, services);
+  const app = await buildApp(config, services).catch(async (error: unknown) => {
+    await services.close();
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  });
   return {
     baseUrl: config.publicBaseUrl ?? baseUrl,
     app,

@@ -1,8 +1,37 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { RealtimeSessions } from "../../src/api/realtime/sessions.js";
 import { SessionTokens } from "../../src/auth/session-tokens.js";
+import {
+  MemoryPendingSessions,
+  RedisPendingSessions,
+  type PendingLimits,
+  type PendingSessions,
+} from "../../src/sessions/pending.js";
+import { REDIS_URL, redisProblem } from "../support/redis.js";
 
-describe("RealtimeSessions: unclaimed sessions", () => {
+const problem = await redisProblem();
+if (problem) console.warn(`Redis-backed unclaimed sessions not tested: ${problem}`);
+const redis = problem ? undefined : new Redis(REDIS_URL);
+const prefix = `relay-test-${randomUUID()}:`;
+afterAll(async () => {
+  if (!redis) return;
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+});
+
+// The same behaviour from one process's memory and from the fleet's Redis.
+const stores: [string, (limits: PendingLimits) => PendingSessions][] = [
+  ["in memory", (limits) => new MemoryPendingSessions(limits)],
+];
+if (redis) {
+  let n = 0;
+  stores.push(["in Redis", (limits) => new RedisPendingSessions(redis, `${prefix}${n++}:`, limits)]);
+}
+
+describe.each(stores)("RealtimeSessions: unclaimed sessions %s", (_name, store) => {
   beforeEach(() => {
     vi.useFakeTimers({ toFake: ["Date"] });
   });
@@ -11,10 +40,11 @@ describe("RealtimeSessions: unclaimed sessions", () => {
   });
 
   const sessions = () =>
-    new RealtimeSessions(4, new SessionTokens("unit-test-secret-0123456789", 60), {
-      perAccount: 2,
-      total: 3,
-    });
+    new RealtimeSessions(
+      4,
+      new SessionTokens("unit-test-secret-0123456789", 60),
+      store({ perAccount: 2, total: 3 }),
+    );
 
   it("refuses an account beyond its bound until one of its sessions is claimed or expires", async () => {
     const registry = sessions();
@@ -40,21 +70,42 @@ describe("RealtimeSessions: unclaimed sessions", () => {
     await registry.create("b", {});
     vi.advanceTimersByTime(30_000);
     // The first has expired, the second has not.
-    expect(registry.pendingCount).toBe(1);
+    expect(await registry.pendingCount()).toBe(1);
     expect(await registry.isClaimable(early.ok ? early.token : "")).toBe(false);
     vi.advanceTimersByTime(30_000);
-    expect(registry.pendingCount).toBe(0);
+    expect(await registry.pendingCount()).toBe(0);
     for (const account of ["a", "a", "b"]) expect((await registry.create(account, {})).ok).toBe(true);
   });
 
   it("checks a token without claiming it", async () => {
     const registry = sessions();
-    const created = await registry.create("a", {});
+    const created = await registry.create("a", { targetLanguage: "es" });
     const token = created.ok ? created.token : "";
     expect(await registry.isClaimable(token)).toBe(true);
     expect(await registry.isClaimable(token)).toBe(true);
-    expect(await registry.claim(token)).toMatchObject({ accountId: "a" });
+    expect(await registry.claim(token)).toMatchObject({ accountId: "a", metadata: { targetLanguage: "es" } });
     expect(await registry.isClaimable(token)).toBe(false);
     expect(await registry.isClaimable("forged")).toBe(false);
+  });
+
+  it("lets exactly one of many simultaneous claims of a session win", async () => {
+    const registry = sessions();
+    const created = await registry.create("a", {});
+    const token = created.ok ? created.token : "";
+    const claims = await Promise.all(Array.from({ length: 8 }, () => registry.claim(token)));
+    expect(claims.filter(Boolean)).toHaveLength(1);
+  });
+
+  it("refuses new sessions when the fleet has no room, whatever the bounds", async () => {
+    let room = false;
+    const registry = new RealtimeSessions(
+      4,
+      new SessionTokens("unit-test-secret-0123456789", 60),
+      store({ perAccount: 2, total: 3 }),
+      () => room,
+    );
+    expect(await registry.create("a", {})).toMatchObject({ ok: false, reason: "capacity" });
+    room = true;
+    expect((await registry.create("a", {})).ok).toBe(true);
   });
 });

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { RawData, WebSocket } from "ws";
+import { forwardSocket } from "../../fleet/forward-socket.js";
 import { Channel } from "../../pipeline/channel.js";
 import { errorBody } from "../../wire/error-body.js";
 import { Pcm16Input, SocketWire } from "../../wire/socket-wire.js";
@@ -19,6 +20,11 @@ export interface EmbeddedRoomOptions {
   readonly keys: RoomTokenKeys;
   readonly tokenTtlSec: number;
   readonly maxParticipants: number;
+  /**
+   * In a fleet, the address of the process hosting a room this one does not: a participant's
+   * connection is forwarded there. Undefined when no live process hosts it.
+   */
+  readonly hostOf?: (roomName: string) => Promise<string | undefined>;
 }
 
 interface Participant {
@@ -117,7 +123,14 @@ export class EmbeddedRoomServer implements RoomBackend {
           const verified = await verifyRoomToken(this.options.keys, token, roomName);
           if (!verified.ok) return reply.code(401).send(errorBody("unauthorized", `${verified.reason}`));
           const room = this.rooms.get(roomName);
-          if (!room) return reply.code(404).send(errorBody("not_found", `room ${roomName} has ended`));
+          if (!room) {
+            const host = await this.options.hostOf?.(roomName);
+            if (!host) return reply.code(404).send(errorBody("not_found", `room ${roomName} has ended`));
+            request.roomForward =
+              `${host.replace(/^http/u, "ws")}${ROOMS_PATH}/${encodeURIComponent(roomName)}` +
+              `?access_token=${encodeURIComponent(token)}`;
+            return;
+          }
           if (
             room.participants.size >= this.options.maxParticipants &&
             !room.participants.has(verified.identity)
@@ -131,7 +144,10 @@ export class EmbeddedRoomServer implements RoomBackend {
           request.roomParticipant = { roomName, identity: verified.identity };
         },
       },
-      (socket, request) => this.attachParticipant(socket, request.roomParticipant!),
+      (socket, request) =>
+        request.roomForward
+          ? forwardSocket(socket, request.roomForward)
+          : this.attachParticipant(socket, request.roomParticipant!),
     );
   };
 
@@ -175,5 +191,7 @@ export class EmbeddedRoomServer implements RoomBackend {
 declare module "fastify" {
   interface FastifyRequest {
     roomParticipant?: { roomName: string; identity: string };
+    /** The host's URL of a room another process of the fleet hosts. */
+    roomForward?: string;
   }
 }
