@@ -11,52 +11,21 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
-import path from "node:path";
-import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createSession, RealtimeSocket } from "../src/client/realtime-client.js";
 import { freePort } from "../test/support/ports.js";
 import { benchWhisperStreaming } from "./bench-whisper-streaming.js";
+import {
+  CLIPS,
+  SHARED,
+  loadClip,
+  measureConcurrency,
+  percentile,
+  sleep,
+  type Clip,
+} from "./realtime-load.js";
 
-const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 const QUICK = process.argv.includes("--quick");
 const API_KEY = "bench-key";
-const CLIPS = [
-  "librivox-pocketsphinx/goforward.wav",
-  "librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0870.wav",
-  "librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0880.wav",
-  "librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0890.wav",
-  "librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0920.wav",
-  "librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0930.wav",
-  "misc/jfk.wav",
-  "misc/librispeech-1995-1837-0001.wav",
-  "ljspeech/wavs/LJ001-0001.wav",
-  "ljspeech/wavs/LJ001-0002.wav",
-];
-
-interface Clip {
-  readonly name: string;
-  readonly pcm: Int16Array;
-  /** Sample index where speech starts (first 20 ms frame above 10 % of the loudest frame). */
-  readonly onset: number;
-}
-
-/** Loads a clip and trims trailing silence so that `finalize`, not the VAD, ends the segment. */
-async function loadClip(name: string): Promise<Clip> {
-  const pcm = await readWavAsPcm16(path.join(SHARED, "data/speech", name));
-  const frame = 320;
-  const levels: number[] = [];
-  for (let i = 0; i + frame <= pcm.length; i += frame) {
-    let sum = 0;
-    for (let j = i; j < i + frame; j++) sum += pcm[j]! * pcm[j]!;
-    levels.push(Math.sqrt(sum / frame));
-  }
-  const threshold = Math.max(...levels) * 0.1;
-  const first = levels.findIndex((level) => level > threshold);
-  const last = levels.findLastIndex((level) => level > threshold);
-  const end = Math.min(pcm.length, (last + 1) * frame + 1600); // keep 100 ms after the last loud frame
-  return { name, pcm: pcm.subarray(0, end), onset: first * frame };
-}
-
 async function startService(maxSessions: number): Promise<{ child: ChildProcess; baseUrl: string }> {
   const port = await freePort();
   const child = spawn(
@@ -91,10 +60,6 @@ async function stopService(child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGTERM");
   await exited;
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 /** CPU seconds (user + system) used so far by a process, from /proc. */
@@ -152,65 +117,6 @@ async function measureUtterance(baseUrl: string, clip: Clip): Promise<UtteranceT
   };
 }
 
-function percentile(values: (number | null)[], p: number): number | null {
-  const sorted = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
-  if (sorted.length === 0) return null;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
-/** N sessions stream every clip back to back in real time; real-time means finals keep up. */
-async function measureConcurrency(baseUrl: string, clips: Clip[], sessions: number) {
-  const errors: string[] = [];
-  const finalLatencies: number[] = [];
-  const lost: number[] = [];
-  await Promise.all(
-    Array.from({ length: sessions }, async (_, index) => {
-      const socket = await RealtimeSocket.connect((await createSession(baseUrl, API_KEY, {})).ws_url);
-      await socket.waitFor((m) => m.type === "ready");
-      await sleep(index * 150); // desynchronise the sessions a little, like real users
-      for (const clip of clips) {
-        const finalizeAt = await streamAndFinalize(socket, clip);
-        const final = await socket
-          .waitFor(
-            (m) =>
-              m.type === "translated_transcript" &&
-              m.is_final === true &&
-              (m.timestamp as number) * 1000 >= finalizeAt.wall,
-            20_000,
-          )
-          .catch(() => undefined);
-        const received = final ? socket.received.find((r) => r.message === final) : undefined;
-        if (received) finalLatencies.push(received.at - finalizeAt.perf);
-        else lost.push(1);
-        await socket.settle(300);
-      }
-      errors.push(...socket.messages.filter((m) => m.type === "error").map((m) => String(m.error)));
-      socket.close();
-    }),
-  );
-  const p90 = percentile(finalLatencies, 90);
-  const p50 = percentile(finalLatencies, 50);
-  return {
-    sessions,
-    utterances: finalLatencies.length + lost.length,
-    finalizeToFinalTranslationP50Ms: p50 === null ? null : Math.round(p50),
-    finalizeToFinalTranslationP90Ms: p90 === null ? null : Math.round(p90),
-    missingFinals: lost.length,
-    errors: errors.length,
-    realTime: errors.length === 0 && lost.length === 0 && p90 !== null && p90 <= 1500,
-  };
-}
-
-async function streamAndFinalize(
-  socket: RealtimeSocket,
-  clip: Clip,
-): Promise<{ perf: number; wall: number }> {
-  await socket.stream(clip.pcm, { chunkMs: 20, speed: 1 });
-  const mark = { perf: performance.now(), wall: Date.now() };
-  socket.finalize();
-  return mark;
-}
-
 async function measureIdleSessions(baseUrl: string, pid: number, count: number) {
   await sleep(1000);
   const before = rssBytes(pid);
@@ -259,7 +165,12 @@ async function main(): Promise<void> {
   // 2. concurrency: the largest N whose finals keep up
   const concurrency = [];
   for (const sessions of QUICK ? [2, 6] : [2, 4, 6, 8, 10, 12, 16, 20, 24]) {
-    const result = await measureConcurrency(service.baseUrl, clips.slice(0, QUICK ? 3 : 6), sessions);
+    const result = await measureConcurrency(
+      service.baseUrl,
+      API_KEY,
+      clips.slice(0, QUICK ? 3 : 6),
+      sessions,
+    );
     concurrency.push(result);
     console.error(`concurrency ${sessions}: ${JSON.stringify(result)}`);
     if (!result.realTime) break;

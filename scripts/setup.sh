@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PACKAGES="libpocketsphinx3 pocketsphinx-en-us apertium apertium-eng-spa apertium-fr-es apertium-es-pt \
-apertium-spa-ita cg3 espeak-ng ffmpeg build-essential cmake"
+apertium-spa-ita cg3 espeak-ng ffmpeg build-essential cmake nginx-light"
 
 missing=""
 for pkg in $PACKAGES; do

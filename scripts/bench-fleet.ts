@@ -1,0 +1,124 @@
+/**
+ * Fleet benchmark: sessions held by 1, 2 and 3 service processes behind nginx (scripts/fleet.ts),
+ * sharing PostgreSQL, Redis and an S3-compatible store.
+ *
+ * - real-time: the most concurrent sessions whose finals keep up (every utterance's final
+ *   translation within 1.5 s of `finalize` at p90, none missing, no error), streaming real speech
+ *   through nginx, ramped in steps of 2;
+ * - capacity: with MAX_SESSIONS=20 per process, idle sessions opened through nginx until
+ *   `GET /v1/session` answers 503: the fleet holds its processes' capacity together.
+ *
+ *   npm run bench:fleet [-- --quick]
+ */
+import { cpus } from "node:os";
+import { mkdir, writeFile } from "node:fs/promises";
+import { createSession, HttpError, RealtimeSocket } from "../src/client/realtime-client.js";
+import { launchFleet } from "./fleet.js";
+import { CLIPS, loadClip, measureConcurrency, sleep } from "./realtime-load.js";
+
+const QUICK = process.argv.includes("--quick");
+const API_KEY = "bench-key";
+const CAPACITY_PER_PROCESS = 20;
+
+interface FleetResult {
+  readonly processes: number;
+  readonly realTimeSessions: number;
+  readonly steps: Awaited<ReturnType<typeof measureConcurrency>>[];
+  readonly heldOpen: number;
+  readonly workersServing: number;
+}
+
+async function measureFleet(processes: number): Promise<FleetResult> {
+  const clips = await Promise.all(CLIPS.slice(0, QUICK ? 3 : 6).map(loadClip));
+  const fleet = await launchFleet({
+    processes,
+    env: {
+      API_KEYS: `${API_KEY}:100`,
+      MAX_SESSIONS: String(CAPACITY_PER_PROCESS),
+      UNCLAIMED_SESSIONS_PER_ACCOUNT: "1000",
+    },
+  });
+  try {
+    await sleep(3000); // every process has heard the others' heartbeats
+    const steps = [];
+    for (let sessions = 2; ; sessions += 2) {
+      const step = await measureConcurrency(fleet.url, API_KEY, clips, sessions);
+      console.error(`${processes} process(es), ${sessions} sessions: ${JSON.stringify(step)}`);
+      steps.push(step);
+      if (!step.realTime || sessions >= CAPACITY_PER_PROCESS * processes) break;
+    }
+    const { held, workers } = await holdIdleSessions(fleet.url);
+    return {
+      processes,
+      realTimeSessions: Math.max(0, ...steps.filter((step) => step.realTime).map((step) => step.sessions)),
+      steps,
+      heldOpen: held,
+      workersServing: workers,
+    };
+  } finally {
+    await fleet.close();
+  }
+}
+
+/** Opens idle sessions through nginx until the fleet refuses one; returns how many it held and on how many processes. */
+async function holdIdleSessions(url: string): Promise<{ held: number; workers: number }> {
+  const sockets: RealtimeSocket[] = [];
+  const workers = new Set<unknown>();
+  try {
+    for (let refusedInARow = 0; refusedInARow < 20;) {
+      let wsUrl: string;
+      try {
+        wsUrl = (await createSession(url, API_KEY)).ws_url;
+      } catch (error) {
+        if (error instanceof HttpError && error.status === 503) break;
+        throw error;
+      }
+      const socket = await RealtimeSocket.connect(wsUrl);
+      const first = await Promise.race([socket.waitFor((m) => m.type === "ready"), socket.closed()]);
+      if (typeof first === "number") {
+        // 4503: nginx sent it to a full process while another still has room; the client retries.
+        refusedInARow++;
+        continue;
+      }
+      refusedInARow = 0;
+      workers.add(first.worker_id);
+      sockets.push(socket);
+      // Heartbeats every 2 s: let the processes learn who is full before the last few slots.
+      if (sockets.length % CAPACITY_PER_PROCESS === 0) await sleep(2500);
+    }
+    return { held: sockets.filter((socket) => socket.isOpen).length, workers: workers.size };
+  } finally {
+    for (const socket of sockets) socket.close();
+  }
+}
+
+const counts = QUICK ? [1, 2] : [1, 2, 3];
+const results: FleetResult[] = [];
+for (const processes of counts) results.push(await measureFleet(processes));
+const base = results[0]!;
+await mkdir("bench-results", { recursive: true });
+await writeFile(
+  "bench-results/fleet.json",
+  JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model }, results }, null, 2),
+);
+console.log(
+  [
+    `Machine: ${cpus().length} cores (${cpus()[0]?.model}); nginx round-robin; MAX_SESSIONS=${CAPACITY_PER_PROCESS} per process`,
+    "",
+    "| processes | concurrent real-time sessions | vs 1 process | idle sessions held (capacity) | processes serving them |",
+    "| --- | --- | --- | --- | --- |",
+    ...results.map(
+      (result) =>
+        `| ${result.processes} | ${result.realTimeSessions} | ${(result.realTimeSessions / Math.max(1, base.realTimeSessions)).toFixed(2)}× | ${result.heldOpen} of ${CAPACITY_PER_PROCESS * result.processes} | ${result.workersServing} |`,
+    ),
+    "",
+    "| processes | sessions | finalize → final translation p50 / p90 (ms) | missing finals | errors | real-time |",
+    "| --- | --- | --- | --- | --- | --- |",
+    ...results.flatMap((result) =>
+      result.steps.map(
+        (step) =>
+          `| ${result.processes} | ${step.sessions} | ${step.finalizeToFinalTranslationP50Ms} / ${step.finalizeToFinalTranslationP90Ms} | ${step.missingFinals} | ${step.errors} | ${step.realTime ? "yes" : "no"} |`,
+      ),
+    ),
+  ].join("\n"),
+);

@@ -1,0 +1,250 @@
+/**
+ * Runs the service as a fleet on this machine: N processes behind nginx (round-robin, WebSockets
+ * passed through), sharing PostgreSQL, Redis, an S3-compatible store and one data directory (the
+ * dubbing work folders). The integration test (test/integration/fleet-nginx.test.ts) and the
+ * benchmark (scripts/bench-fleet.ts) start their fleets with it; as a command it starts one and
+ * keeps it up until Ctrl-C:
+ *
+ *   npm run fleet -- [--processes 3] [--port 8080]
+ *
+ * PostgreSQL: DATABASE_URL (default: a new database relay_fleet_<random> on
+ * postgres://postgres@127.0.0.1:5432, dropped at exit). Redis: REDIS_URL (default
+ * redis://127.0.0.1:6379). Storage: S3_ENDPOINT/S3_BUCKET and credentials when given, otherwise an
+ * s3rver (the npm package the tests use) in this process. Other variables pass to every process.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { freePort } from "../test/support/ports.js";
+import { PROJECT_ROOT } from "../test/support/run-script.js";
+import { S3_CREDENTIALS, startS3 } from "../test/support/s3.js";
+
+export interface FleetProcess {
+  readonly workerId: string;
+  /** The process's own address (bypassing nginx). */
+  readonly baseUrl: string;
+  readonly child: ChildProcess;
+  readonly exited: Promise<number | null>;
+}
+
+export interface Fleet {
+  /** nginx: where clients connect. */
+  readonly url: string;
+  readonly processes: readonly FleetProcess[];
+  readonly databaseUrl: string;
+  readonly dataDir: string;
+  close(): Promise<void>;
+}
+
+export interface FleetOptions {
+  readonly processes: number;
+  /** nginx's port (default: a free one). */
+  readonly port?: number;
+  /** Added to every process's environment. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** PostgreSQL to share (default: a new database, dropped by close()). */
+  readonly databaseUrl?: string;
+  readonly redisUrl?: string;
+  /** Passed to each process's stderr (default: inherit). */
+  readonly stderr?: "inherit" | "ignore";
+}
+
+const POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+
+export async function launchFleet(options: FleetOptions): Promise<Fleet> {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  const cleanUp = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  };
+  try {
+    const dir = await mkdtemp(path.join(tmpdir(), "relay-fleet-"));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const databaseUrl = options.databaseUrl ?? (await createDatabase(cleanups));
+    const storage = await sharedStorage(cleanups);
+    const port = options.port ?? (await freePort());
+    const url = `http://127.0.0.1:${port}`;
+    const ports = await Promise.all(Array.from({ length: options.processes }, () => freePort()));
+    const dataDir = path.join(dir, "data");
+    const env: Record<string, string> = {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: options.redisUrl ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+      REDIS_KEY_PREFIX: `relay-fleet-${randomBytes(4).toString("hex")}:`,
+      SESSION_SECRET: randomBytes(32).toString("hex"),
+      PUBLIC_BASE_URL: url,
+      DATA_DIR: dataDir,
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      ...storage,
+      ...options.env,
+    };
+    // One after the other: each checks the setup of those already running.
+    const processes: FleetProcess[] = [];
+    for (const [index, processPort] of ports.entries()) {
+      const started = await startProcess(`fleet-${index + 1}`, processPort, env, options.stderr ?? "inherit");
+      processes.push(started);
+      cleanups.push(() => stopProcess(started));
+    }
+    await startNginx(path.join(dir, "nginx"), port, ports, cleanups);
+    return {
+      url,
+      processes,
+      databaseUrl,
+      dataDir,
+      close: cleanUp,
+    };
+  } catch (error) {
+    await cleanUp();
+    throw error;
+  }
+}
+
+async function createDatabase(cleanups: (() => Promise<unknown>)[]): Promise<string> {
+  const name = `relay_fleet_${randomBytes(6).toString("hex")}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  cleanups.push(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+  const url = new URL(POSTGRES_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** The configured S3-compatible store, or an s3rver started here. */
+async function sharedStorage(cleanups: (() => Promise<unknown>)[]): Promise<Record<string, string>> {
+  if (process.env.S3_ENDPOINT && process.env.S3_BUCKET) return { STORAGE_BACKEND: "s3" };
+  const bucket = "relay-fleet";
+  const s3 = await startS3(bucket);
+  cleanups.push(() => s3.close());
+  return {
+    STORAGE_BACKEND: "s3",
+    S3_BUCKET: bucket,
+    S3_ENDPOINT: s3.endpoint,
+    S3_FORCE_PATH_STYLE: "true",
+    S3_ACCESS_KEY_ID: S3_CREDENTIALS.accessKeyId,
+    S3_SECRET_ACCESS_KEY: S3_CREDENTIALS.secretAccessKey,
+  };
+}
+
+async function startProcess(
+  workerId: string,
+  port: number,
+  env: Record<string, string>,
+  stderr: "inherit" | "ignore",
+): Promise<FleetProcess> {
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...env, PORT: String(port), WORKER_ID: workerId },
+    stdio: ["ignore", "ignore", stderr],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  for (;;) {
+    if ((await fetch(`${baseUrl}/readyz`).catch(() => undefined))?.status === 200)
+      return { workerId, baseUrl, child, exited };
+    if (child.exitCode !== null) throw new Error(`${workerId} exited during start-up`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function stopProcess({ child, exited }: FleetProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+/**
+ * nginx in front: round-robin over the processes, WebSocket upgrades passed through, long-lived
+ * sockets not timed out, uploads streamed. A process that refuses connections (killed) is skipped
+ * for the next request.
+ */
+export function nginxConfig(prefix: string, port: number, upstreams: readonly number[]): string {
+  const temp = (name: string) => `${name}_temp_path ${path.join(prefix, name)};`;
+  // As root, nginx's workers would run as nobody, who cannot enter this process's temporary directory.
+  const user = process.getuid?.() === 0 ? "user root;\n" : "";
+  return `${user}worker_processes 1;
+daemon off;
+pid ${path.join(prefix, "nginx.pid")};
+error_log ${path.join(prefix, "error.log")} warn;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  ${["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map(temp).join("\n  ")}
+  map $http_upgrade $connection_upgrade { default upgrade; "" close; }
+  upstream relay {
+    ${upstreams.map((upstream) => `server 127.0.0.1:${upstream} max_fails=1 fail_timeout=10s;`).join("\n    ")}
+  }
+  server {
+    listen 127.0.0.1:${port};
+    client_max_body_size 0;
+    location / {
+      proxy_pass http://relay;
+      proxy_http_version 1.1;
+      proxy_set_header Upgrade $http_upgrade;
+      proxy_set_header Connection $connection_upgrade;
+      proxy_set_header Host $http_host;
+      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+      proxy_set_header X-Forwarded-Proto $scheme;
+      proxy_read_timeout 3600s;
+      proxy_send_timeout 3600s;
+      proxy_buffering off;
+      proxy_request_buffering off;
+      proxy_next_upstream error timeout;
+    }
+  }
+}
+`;
+}
+
+async function startNginx(
+  prefix: string,
+  port: number,
+  upstreams: readonly number[],
+  cleanups: (() => Promise<unknown>)[],
+): Promise<void> {
+  await mkdir(prefix, { recursive: true });
+  const conf = path.join(prefix, "nginx.conf");
+  await writeFile(conf, nginxConfig(prefix, port, upstreams));
+  const nginx = spawn("nginx", ["-p", prefix, "-c", conf], { stdio: ["ignore", "ignore", "inherit"] });
+  const exited = new Promise((resolve) => nginx.once("exit", resolve));
+  nginx.once("error", () => undefined);
+  cleanups.push(async () => {
+    nginx.kill("SIGQUIT");
+    await exited;
+  });
+  for (;;) {
+    if ((await fetch(`http://127.0.0.1:${port}/livez`).catch(() => undefined))?.ok) return;
+    if (nginx.exitCode !== null) throw new Error(`nginx exited (see ${path.join(prefix, "error.log")})`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { values } = parseArgs({
+    options: { processes: { type: "string", default: "3" }, port: { type: "string" } },
+  });
+  const fleet = await launchFleet({
+    processes: Number(values.processes),
+    ...(values.port ? { port: Number(values.port) } : {}),
+    ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL } : {}),
+  });
+  console.log(
+    `relay fleet: ${fleet.url} (nginx) → ${fleet.processes.map((p) => `${p.workerId} ${p.baseUrl}`).join(", ")}`,
+  );
+  console.log("Ctrl-C stops it");
+  const stop = () => void fleet.close().then(() => process.exit(0));
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}

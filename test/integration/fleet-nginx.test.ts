@@ -1,0 +1,230 @@
+/**
+ * Three service processes behind nginx (round-robin, on loopback) sharing PostgreSQL, Redis, an
+ * S3-compatible server (s3rver) and a data directory, started by scripts/fleet.ts as an operator
+ * would: real-time sessions, rooms, the dubbing flow and rate limits through nginx, whichever process
+ * takes each request. Then one process is killed with -9 in the middle of a dubbing job and of a
+ * session: the job is taken over after its lease and charged once, the session's client sees the
+ * connection drop, and sessions on the other processes carry on. A graceful stop closes its
+ * sessions with 1001.
+ */
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readWavAsPcm16 } from "../../src/audio/wav.js";
+import { createSession, RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
+import { addRoomParticipant, createRoomSession, joinRoom } from "../../src/client/room-client.js";
+import { launchFleet, type Fleet, type FleetProcess } from "../../scripts/fleet.js";
+import { dubbingClient } from "../support/dubbing-client.js";
+import { makeTestVideo } from "../support/media.js";
+import { postgresProblem } from "../support/postgres.js";
+import { redisProblem } from "../support/redis.js";
+import { sharedMissing, sharedPath } from "../support/shared.js";
+import { execFileSync } from "node:child_process";
+
+function nginxMissing(): string | undefined {
+  try {
+    execFileSync("nginx", ["-v"], { stdio: "ignore" });
+    return undefined;
+  } catch {
+    return "nginx is not installed (npm run setup installs it)";
+  }
+}
+
+const problem =
+  (await postgresProblem()) ??
+  (await redisProblem()) ??
+  nginxMissing() ??
+  (sharedMissing("data/speech/librivox-pocketsphinx") ? "../shared speech is missing" : undefined);
+if (problem) console.warn(`fleet behind nginx not tested: ${problem}`);
+
+const KEY = "fleet-key";
+const RATE_KEY = "fleet-rate-key";
+let fleet: Fleet;
+let speech: Int16Array;
+let videoDir: string;
+
+beforeAll(async () => {
+  if (problem) return;
+  fleet = await launchFleet({
+    processes: 3,
+    stderr: "ignore",
+    env: {
+      API_KEYS: `${KEY}:100,${RATE_KEY}:10`,
+      RATE_LIMIT_PER_MINUTE: "4",
+      DUBBING_WORKERS: "1",
+      DUBBING_LEASE_SEC: "3",
+    },
+  });
+  speech = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
+  videoDir = await mkdtemp(path.join(tmpdir(), "relay-fleet-video-"));
+}, 120_000);
+afterAll(async () => {
+  await fleet?.close();
+  if (videoDir) await rm(videoDir, { recursive: true, force: true });
+});
+
+/** A session through nginx, said `goforward.wav` into and finalized; resolves with the socket once translated. */
+async function translatedSession(): Promise<{ socket: RealtimeSocket; ready: ServerMessage }> {
+  const session = await createSession(fleet.url, KEY, { sourceLanguage: "en", targetLanguage: "es" });
+  const socket = await RealtimeSocket.connect(session.ws_url);
+  const ready = await socket.waitFor((m) => m.type === "ready");
+  await socket.stream(speech, { speed: 4 });
+  socket.finalize();
+  await socket.waitFor(
+    (m) => m.type === "translated_transcript" && m.is_final === true && /metros/iu.test(String(m.text)),
+  );
+  return { socket, ready };
+}
+
+function processOf(workerId: unknown): FleetProcess {
+  const found = fleet.processes.find((process) => process.workerId === workerId);
+  if (!found) throw new Error(`no process ${String(workerId)}`);
+  return found;
+}
+
+/** The worker holding the job once it is under way (past `pending`: its work folder exists). */
+async function jobOwner(jobId: string): Promise<string | null> {
+  const client = new pg.Client({ connectionString: fleet.databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ lease_owner: string | null }>(
+      "select lease_owner from jobs where id = $1 and status <> 'pending'",
+      [jobId],
+    );
+    return rows[0]?.lease_owner ?? null;
+  } finally {
+    await client.end();
+  }
+}
+
+describe.skipIf(problem !== undefined)("three processes behind nginx", () => {
+  it("serves real-time sessions whichever process mints and claims each ws_url", async () => {
+    const sessions = await Promise.all([translatedSession(), translatedSession(), translatedSession()]);
+    const workers = new Set(sessions.map(({ ready }) => ready.worker_id));
+    // nginx alternates: the sessions are served by more than one process.
+    expect(workers.size).toBeGreaterThan(1);
+    for (const { socket } of sessions) socket.close();
+  });
+
+  it("keeps one rate budget for a key across the processes", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const response = await fetch(new URL("/api/dubbing/upload-url", fleet.url), {
+        method: "POST",
+        headers: { authorization: `Bearer ${RATE_KEY}`, "content-type": "application/json" },
+        body: JSON.stringify({ filename: "talk.mp4", content_type: "video/mp4" }),
+      });
+      statuses.push(response.status);
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+  });
+
+  it("lets participants joining through any process share a room", async () => {
+    const room = await createRoomSession(fleet.url, KEY, {
+      source_language: "en-US",
+      target_language: "es-ES",
+      voice_type: "male",
+    });
+    const first = await joinRoom(room);
+    const second = await joinRoom(await addRoomParticipant(fleet.url, KEY, room.room_name));
+    await first.waitFor((m) => m.type === "participant_joined");
+    await second.stream(speech, { speed: 4 });
+    second.sendAudio(new Int16Array(16_000));
+    for (const socket of [first, second]) {
+      await socket.waitFor(
+        (m) => m.type === "translated_transcript" && m.is_final === true && /metros/iu.test(String(m.text)),
+      );
+    }
+    first.close();
+    second.close();
+  });
+
+  it("survives kill -9 of a process mid-job and mid-session: the job is taken over and charged once, other sessions carry on", async () => {
+    // A translating session on every process…
+    const byWorker = new Map<unknown, RealtimeSocket>();
+    while (byWorker.size < fleet.processes.length) {
+      const { socket, ready } = await translatedSession();
+      if (byWorker.has(ready.worker_id)) socket.close();
+      else byWorker.set(ready.worker_id, socket);
+    }
+    // …and a dubbing job; the process whose worker takes it is killed as soon as it has.
+    const client = dubbingClient(fleet.url, KEY);
+    const sourceUrl = await client.upload(await makeTestVideo(videoDir));
+    const { body: created } = await client.request("POST", "/api/dubbing/jobs", {
+      source_url: sourceUrl,
+      source_lang: "en",
+      target_lang: "es",
+    });
+    const jobId = created.job_id as string;
+    let owner: string | null = null;
+    while (!owner) {
+      owner = await jobOwner(jobId);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const victim = processOf(owner.split("/")[0]);
+    const onVictim = byWorker.get(victim.workerId)!;
+    const survivor = [...byWorker].find(([worker]) => worker !== victim.workerId)![1];
+
+    victim.child.kill("SIGKILL");
+    await victim.exited;
+    expect(await onVictim.closed()).toBe(1006);
+
+    // The session on another process goes on translating.
+    const before = survivor.messages.length;
+    await survivor.stream(speech, { speed: 4 });
+    survivor.finalize();
+    await survivor.waitFor(
+      (m) =>
+        survivor.messages.indexOf(m) >= before &&
+        m.type === "translated_transcript" &&
+        m.is_final === true &&
+        /metros/iu.test(String(m.text)),
+    );
+    // New sessions still start through nginx (the dead process is skipped).
+    const after = await translatedSession();
+    expect(after.ready.worker_id).not.toBe(victim.workerId);
+    after.socket.close();
+
+    // The job is taken over after its lease, completes, and is charged once.
+    const job = await client.finished(jobId);
+    expect(job).toMatchObject({ status: "completed" });
+    expect((await fetch(job.output_url as string)).status).toBe(200);
+    const db = new pg.Client({ connectionString: fleet.databaseUrl });
+    await db.connect();
+    try {
+      const { rows } = await db.query<{ attempts: number; charges: string }>(
+        `select attempts, (select count(*) from ledger_entries where job_id = $1 and kind = 'charge') as charges
+             from jobs where id = $1`,
+        [jobId],
+      );
+      expect(rows[0]!.attempts).toBeGreaterThanOrEqual(2);
+      expect(Number(rows[0]!.charges)).toBe(1);
+    } finally {
+      await db.end();
+    }
+    // The worker that took over removed the dead attempt's work folder from the shared directory.
+    const left = (await readdir(path.join(fleet.dataDir, "work"))).filter((name) => name.includes(jobId));
+    expect(left).toEqual([]);
+    for (const socket of byWorker.values()) socket.close();
+  }, 180_000);
+
+  it("closes a stopping process's sessions with 1001 while the others serve", async () => {
+    let session = await translatedSession();
+    const alive = fleet.processes.filter(
+      (process) => process.child.exitCode === null && !process.child.signalCode,
+    );
+    while (!alive.some((process) => process.workerId === session.ready.worker_id)) {
+      session.socket.close();
+      session = await translatedSession();
+    }
+    const stopping = processOf(session.ready.worker_id);
+    stopping.child.kill("SIGTERM");
+    expect(await session.socket.closed()).toBe(1001);
+    await stopping.exited;
+    const next = await translatedSession();
+    expect(next.ready.worker_id).not.toBe(stopping.workerId);
+    next.socket.close();
+  });
+});
