@@ -32,6 +32,7 @@ async function measureFleet(processes: number): Promise<FleetResult> {
   const clips = await Promise.all(CLIPS.slice(0, QUICK ? 3 : 6).map(loadClip));
   const fleet = await launchFleet({
     processes,
+    built: true,
     env: {
       API_KEYS: `${API_KEY}:100`,
       MAX_SESSIONS: String(CAPACITY_PER_PROCESS),

@@ -5,7 +5,7 @@
  * benchmark (scripts/bench-fleet.ts) start their fleets with it; as a command it starts one and
  * keeps it up until Ctrl-C:
  *
- *   npm run fleet -- [--processes 3] [--port 8080]
+ *   npm run fleet -- [--processes 3] [--port 8080]      (runs the build: npm run build first)
  *
  * PostgreSQL: DATABASE_URL (default: a new database relay_fleet_<random> on
  * postgres://postgres@127.0.0.1:5432, dropped at exit). Redis: REDIS_URL (default
@@ -51,6 +51,8 @@ export interface FleetOptions {
   readonly redisUrl?: string;
   /** Passed to each process's stderr (default: inherit). */
   readonly stderr?: "inherit" | "ignore";
+  /** Run the build (`dist/main.js`, as `npm start` does) instead of the sources through tsx (the default). */
+  readonly built?: boolean;
 }
 
 const POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -84,7 +86,7 @@ export async function launchFleet(options: FleetOptions): Promise<Fleet> {
     // One after the other: each checks the setup of those already running.
     const processes: FleetProcess[] = [];
     for (const [index, processPort] of ports.entries()) {
-      const started = await startProcess(`fleet-${index + 1}`, processPort, env, options.stderr ?? "inherit");
+      const started = await startProcess(`fleet-${index + 1}`, processPort, env, options);
       processes.push(started);
       cleanups.push(() => stopProcess(started));
     }
@@ -140,13 +142,14 @@ async function startProcess(
   workerId: string,
   port: number,
   env: Record<string, string>,
-  stderr: "inherit" | "ignore",
+  options: FleetOptions,
 ): Promise<FleetProcess> {
   const baseUrl = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const entry = options.built ? ["dist/main.js"] : ["--import", "tsx", "src/main.ts"];
+  const child = spawn(process.execPath, entry, {
     cwd: PROJECT_ROOT,
     env: { ...process.env, ...env, PORT: String(port), WORKER_ID: workerId },
-    stdio: ["ignore", "ignore", stderr],
+    stdio: ["ignore", "ignore", options.stderr ?? "inherit"],
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   for (;;) {
@@ -239,6 +242,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     processes: Number(values.processes),
     ...(values.port ? { port: Number(values.port) } : {}),
     ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL } : {}),
+    built: true,
   });
   console.log(
     `relay fleet: ${fleet.url} (nginx) → ${fleet.processes.map((p) => `${p.workerId} ${p.baseUrl}`).join(", ")}`,

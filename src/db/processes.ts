@@ -30,6 +30,10 @@ export function createProcessesRepository(db: Kysely<Schema>): ProcessesReposito
     async remove(workerId) {
       await db.deleteFrom("processes").where("worker_id", "=", workerId).execute();
     },
+
+    async forgetUnseenSince(since) {
+      await db.deleteFrom("processes").where("seen_at", "<", since).execute();
+    },
   };
 }
 

@@ -140,6 +140,8 @@ export interface ProcessesRepository {
   /** Processes seen at or after `since` (epoch ms). */
   seenSince(since: number): Promise<ProcessRecord[]>;
   remove(workerId: string): Promise<void>;
+  /** Removes the rows of processes not seen since `since` (killed ones never remove their own). */
+  forgetUnseenSince(since: number): Promise<void>;
 }
 
 export interface JobsRepository {

@@ -18,6 +18,8 @@ import type { Database, ProcessRecord } from "../db/types.js";
 
 export const HEARTBEAT_MS = 2_000;
 export const STALE_MS = 10_000;
+/** Rows of processes gone this long are deleted, so the table holds only recent processes. */
+const FORGET_MS = 60 * 60_000;
 
 /** This process's load as the heartbeat reports it. */
 export interface ProcessLoad {
@@ -159,6 +161,7 @@ export class FleetMembership {
         this.others = (await this.db.processes.seenSince(now - STALE_MS)).filter(
           (process) => process.workerId !== this.self.workerId,
         );
+        await this.db.processes.forgetUnseenSince(now - FORGET_MS);
       } catch (error) {
         // The database is away: keep serving with what is known; /readyz reports the database.
         this.log.warn({ err: error }, "fleet heartbeat failed");

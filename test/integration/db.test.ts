@@ -180,6 +180,7 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
           "0001_dubbing",
           "0002_holds_and_error_messages",
           "0003_job_voices",
+          "0004_processes",
         ]);
         // The instances opened earlier still work after the re-open.
         expect(await db.accounts.findByKey("nobody")).toBeUndefined();
@@ -868,6 +869,31 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
         const claimed = await db.jobs.claim("w", 60_000);
         expect(await db.jobs.reserve(claimed!.id, "w", 0.3)).toEqual({ status: "reserved" });
         expect(await db.accounts.availableUsd(accountId)).toBe(0);
+      });
+    });
+
+    describe("the process table", () => {
+      const heartbeat = (workerId: string, seenAt: number, live = 0) => ({
+        workerId,
+        address: `http://${workerId}:8080`,
+        sharedSetup: "{}",
+        live,
+        capacity: 4,
+        draining: false,
+        startedAt: 1,
+        seenAt,
+      });
+
+      it("keeps one row per process, refreshed by each heartbeat, read by the others", async () => {
+        await backend.raw.query("DELETE FROM processes");
+        await db.processes.beat(heartbeat("a", 1_000));
+        await db2.processes.beat(heartbeat("b", 1_000));
+        await db.processes.beat(heartbeat("a", 5_000, 3));
+        expect(await db2.processes.seenSince(2_000)).toEqual([heartbeat("a", 5_000, 3)]);
+        expect((await db2.processes.seenSince(0)).map((p) => p.workerId).sort()).toEqual(["a", "b"]);
+        await db.processes.forgetUnseenSince(2_000);
+        await db2.processes.remove("a");
+        expect(await db.processes.seenSince(0)).toEqual([]);
       });
     });
 

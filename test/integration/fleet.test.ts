@@ -218,6 +218,25 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
     60_000,
   );
 
+  it("shares the embedded store on one data directory: uploaded through one process, served by both", async () => {
+    const { body } = await uploadUrl(a, API_KEY);
+    expect(new URL(body.upload_url as string).host).toBe(new URL(a.baseUrl).host);
+    const bytes = Buffer.from("a fleet shares one store");
+    const put = await fetch(on(b, body.upload_url as string), {
+      method: "PUT",
+      headers: body.upload_headers as Record<string, string>,
+      body: bytes,
+    });
+    expect(put.status).toBe(200);
+    const key = `uploads/${String(body.upload_id)}`;
+    expect(await a.services.store.exists(key)).toBe(true);
+    const download = await a.services.store.presignDownload(key, { expiresInSec: 60 });
+    for (const server of [a, b]) {
+      const got = await fetch(on(server, download.url));
+      expect(Buffer.from(await got.arrayBuffer())).toEqual(bytes);
+    }
+  });
+
   it("refuses to start a process whose setup the others cannot work with, saying what to change", async () => {
     const refusal = (overrides: Record<string, string>) =>
       startServer(
