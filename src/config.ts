@@ -68,6 +68,7 @@ const envSchema = z.object({
   S3_BUCKET: z.string().optional(),
   S3_REGION: z.string().default("us-east-1"),
   S3_ENDPOINT: z.string().url().optional(),
+  S3_PUBLIC_ENDPOINT: z.string().url().optional(),
   S3_ACCESS_KEY_ID: z.string().optional(),
   S3_SECRET_ACCESS_KEY: z.string().optional(),
   S3_FORCE_PATH_STYLE: z.enum(["true", "false", "1", "0"]).default("false"),
@@ -170,6 +171,7 @@ export interface Config {
         readonly bucket: string;
         readonly region: string;
         readonly endpoint: string | undefined;
+        readonly publicEndpoint: string | undefined;
         readonly accessKeyId: string | undefined;
         readonly secretAccessKey: string | undefined;
         readonly forcePathStyle: boolean;
@@ -225,6 +227,17 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/**
+ * `DATABASE_URL`, or the SQLite file in `DATA_DIR`: the service's database, which `relay keys`
+ * opens without loading the rest of the configuration.
+ */
+export function databaseUrlOf(env: NodeJS.ProcessEnv): string {
+  return (
+    env.DATABASE_URL ||
+    `sqlite:${path.join(path.resolve(env.DATA_DIR || path.join(PROJECT_ROOT, "data")), "relay.db")}`
+  );
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(env);
   if (!parsed.success) {
@@ -276,7 +289,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     advertiseUrl: (
       e.ADVERTISE_URL ?? `http://${e.HOST === "0.0.0.0" || e.HOST === "::" ? "127.0.0.1" : e.HOST}:${e.PORT}`
     ).replace(/\/+$/u, ""),
-    databaseUrl: e.DATABASE_URL ?? `sqlite:${path.join(dataDir, "relay.db")}`,
+    databaseUrl: databaseUrlOf(env),
     storage:
       e.STORAGE_BACKEND === "s3"
         ? {
@@ -284,6 +297,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             bucket: e.S3_BUCKET!,
             region: e.S3_REGION,
             endpoint: e.S3_ENDPOINT,
+            publicEndpoint: e.S3_PUBLIC_ENDPOINT,
             accessKeyId: e.S3_ACCESS_KEY_ID,
             secretAccessKey: e.S3_SECRET_ACCESS_KEY,
             forcePathStyle: truthy(e.S3_FORCE_PATH_STYLE),

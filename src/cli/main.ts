@@ -5,6 +5,7 @@ import { languages, voices } from "./catalog.js";
 import { CliError, describeError, type Connection } from "./common.js";
 import { dub, type DubCommandOptions } from "./dub.js";
 import { live } from "./live.js";
+import { keysCommand } from "./keys.js";
 import { modelsCommand } from "./models.js";
 import { speak } from "./speak.js";
 
@@ -114,6 +115,7 @@ withServer(
 });
 
 program.addCommand(modelsCommand());
+program.addCommand(keysCommand());
 
 program.parseAsync().catch((error: unknown) => {
   // CliErrors are already phrased for the user; anything else still gets a single line.

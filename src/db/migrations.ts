@@ -165,6 +165,19 @@ const migrations: Record<string, Migration> = {
       await db.schema.dropTable("processes").execute();
     },
   },
+  "0005_key_management": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Keys made with `relay keys create` carry a label; a revoked key stays (for the ledger's
+      // history) but no longer authenticates.
+      await db.schema.alterTable("api_keys").addColumn("label", "text").execute();
+      await db.schema.alterTable("api_keys").addColumn("revoked_at", "bigint").execute();
+    },
+
+    async down(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable("api_keys").dropColumn("revoked_at").execute();
+      await db.schema.alterTable("api_keys").dropColumn("label").execute();
+    },
+  },
 };
 
 /** The failure codes of the spec, as 0001-era rows prefix their `error` with. */

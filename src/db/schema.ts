@@ -25,6 +25,9 @@ export interface ApiKeysTable {
   /** JSON array of strings. */
   entitlements: string;
   created_at: Int8;
+  label: string | null;
+  /** Set when the key was revoked; it then authenticates nothing. */
+  revoked_at: NullableInt8;
 }
 
 export type LedgerKind = "grant" | "charge";

@@ -98,6 +98,30 @@ export interface AccountsRepository {
   balanceUsd(accountId: string): Promise<number>;
   /** The balance less what the account's unfinished jobs hold (what a new job can still use). */
   availableUsd(accountId: string): Promise<number>;
+  /** A new account with a new random key (returned once, stored hashed) and an opening grant. */
+  createKey(options: {
+    balanceUsd: number;
+    entitlements: readonly string[];
+    label?: string;
+  }): Promise<{ key: string; record: ApiKeyRecord }>;
+  /** Every key, newest first. */
+  listKeys(): Promise<ApiKeyRecord[]>;
+  /** Revokes the key named by its id (a prefix of its hash) or the key itself; undefined when none or several match. */
+  revokeKey(keyOrId: string): Promise<ApiKeyRecord | undefined>;
+  /** Adds `amountUsd` (positive) to the account of the key named by its id or the key itself. */
+  grant(keyOrId: string, amountUsd: number): Promise<ApiKeyRecord | undefined>;
+}
+
+/** An API key as an operator sees it: never the key itself. */
+export interface ApiKeyRecord {
+  /** The first 12 hex digits of the key's SHA-256: names the key in `relay keys`. */
+  readonly id: string;
+  readonly accountId: string;
+  readonly label: string | null;
+  readonly entitlements: readonly string[];
+  readonly createdAt: Date;
+  readonly revokedAt: Date | null;
+  readonly balanceUsd: number;
 }
 
 export type ReserveResult =

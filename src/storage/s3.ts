@@ -31,6 +31,12 @@ export interface S3ObjectStoreOptions {
   readonly secretAccessKey?: string;
   /** `<endpoint>/<bucket>/<key>` URLs instead of `<bucket>.<endpoint>/<key>` (most self-hosted services). */
   readonly forcePathStyle?: boolean;
+  /**
+   * The endpoint clients reach when it differs from the service's (MinIO at http://minio:9000 inside
+   * a compose network, http://localhost:9000 outside): presigned URLs are signed for it, since the
+   * host is part of the signature.
+   */
+  readonly publicEndpoint?: string;
 }
 
 export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore {
@@ -52,6 +58,10 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore 
     config.credentials = { accessKeyId: options.accessKeyId, secretAccessKey: options.secretAccessKey };
   }
   const client = new S3Client(config);
+  // Signs only (no request is sent through it).
+  const signer = options.publicEndpoint
+    ? new S3Client({ ...config, endpoint: options.publicEndpoint })
+    : client;
 
   const expiresAt = (expiresInSec: number) => new Date(Date.now() + expiresInSec * 1000);
 
@@ -66,7 +76,7 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore 
       // refuses a PUT with any other Content-Type. A presigned PUT cannot cap the body size (only a
       // presigned POST policy can), so `maxBytes` is NOT enforced here: consumers must re-check the
       // size when reading (getToFile does, while streaming).
-      const url = await getSignedUrl(client, command, {
+      const url = await getSignedUrl(signer, command, {
         expiresIn: expiresInSec,
         signableHeaders: new Set(["content-type"]),
       });
@@ -83,7 +93,7 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore 
           ? { ResponseContentDisposition: attachmentDisposition(downloadName) }
           : {}),
       });
-      const url = await getSignedUrl(client, command, { expiresIn: expiresInSec });
+      const url = await getSignedUrl(signer, command, { expiresIn: expiresInSec });
       return { url, expiresAt: expiresAt(expiresInSec) };
     },
 
@@ -158,6 +168,7 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore 
 
     async close() {
       client.destroy();
+      if (signer !== client) signer.destroy();
     },
   };
 }

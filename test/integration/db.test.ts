@@ -181,6 +181,7 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
           "0002_holds_and_error_messages",
           "0003_job_voices",
           "0004_processes",
+          "0005_key_management",
         ]);
         // The instances opened earlier still work after the re-open.
         expect(await db.accounts.findByKey("nobody")).toBeUndefined();

@@ -563,6 +563,36 @@ describe("S3 object store against s3rver", () => {
     await rm(work, { recursive: true, force: true });
   });
 
+  it("signs URLs for S3_PUBLIC_ENDPOINT when clients reach the store at another address", async () => {
+    // localhost and 127.0.0.1 reach the same s3rver: the service talks to one, clients the other.
+    const publicEndpoint = server.endpoint.replace("127.0.0.1", "localhost");
+    const split = createS3ObjectStore({
+      bucket: "test-bucket",
+      region: "us-east-1",
+      endpoint: server.endpoint,
+      publicEndpoint,
+      ...S3_CREDENTIALS,
+      forcePathStyle: true,
+    });
+    try {
+      const put = await split.presignUpload("uploads/public-endpoint", {
+        contentType: "audio/wav",
+        maxBytes: MB,
+        expiresInSec: 60,
+      });
+      expect(put.url.startsWith(`${publicEndpoint}/test-bucket/`)).toBe(true);
+      const data = randomBytes(1000);
+      expect((await fetch(put.url, { method: "PUT", headers: put.headers, body: data })).status).toBe(200);
+      // The service itself reads it through its own endpoint.
+      expect(await split.exists("uploads/public-endpoint")).toBe(true);
+      const get = await split.presignDownload("uploads/public-endpoint", { expiresInSec: 60 });
+      expect(new URL(get.url).host).toBe(new URL(publicEndpoint).host);
+      expect(Buffer.from(await (await fetch(get.url)).arrayBuffer()).equals(data)).toBe(true);
+    } finally {
+      await split.close();
+    }
+  });
+
   it("round-trips a presigned PUT and GET byte-exactly", async () => {
     const data = randomBytes(3 * MB + 5);
     const put = await store.presignUpload("uploads/s3-round-trip", {
