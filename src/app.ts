@@ -5,6 +5,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyRequest } fro
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { dubbingRoutes } from "./api/dubbing/routes.js";
 import { frameworkErrorOptions, registerErrorHandling } from "./api/errors.js";
+import { registerApiReference } from "./api/openapi.js";
+import { operationsRoutes } from "./api/operations.js";
 import { accountRateLimit } from "./api/rate-limit.js";
 import { realtimeRoutes } from "./api/realtime/routes.js";
 import { RealtimeSessions } from "./api/realtime/sessions.js";
@@ -18,10 +20,10 @@ import { Rooms } from "./rooms/rooms.js";
 import { FleetMembership } from "./fleet/membership.js";
 import { RoomDirectory } from "./fleet/room-directory.js";
 import { Metrics } from "./metrics.js";
+import { SERVICE_VERSION } from "./version.js";
 import { MemoryPendingSessions, RedisPendingSessions } from "./sessions/pending.js";
 import { localStorageRoutes } from "./storage/local.js";
 import type { Services } from "./services.js";
-import { SERVICE_VERSION } from "./version.js";
 
 /** An `x-request-id` the service adopts: letters, digits and `._:-`, at most 128 characters. */
 const REQUEST_ID = /^[\w.:-]{1,128}$/u;
@@ -111,6 +113,8 @@ export async function buildApp(config: Config, services: Services): Promise<App>
       socket.close(4500, "internal error");
     },
   });
+  // Before the routes: the reference collects them as they are added.
+  await registerApiReference(http);
   const limitPerAccount = accountRateLimit(http, config.rateLimitPerMinute);
   const hostOf = roomDirectory
     ? async (roomName: string) => {
@@ -166,34 +170,16 @@ export async function buildApp(config: Config, services: Services): Promise<App>
   });
   if (store.kind === "local")
     await http.register(localStorageRoutes, { store, maxBytes: config.dubbing.maxFileBytes });
-  http.get("/metrics", async (_request, reply) => {
-    reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
+  await http.register(operationsRoutes, {
+    registry,
+    db,
+    sessions,
+    rooms,
+    fleet,
+    metrics,
+    workerId: config.workerId,
+    draining: () => draining,
   });
-  // Liveness: the process answers (its event loop runs). Restart it when this fails.
-  http.get("/livez", async () => ({ status: "ok", worker_id: config.workerId }));
-  // Readiness: send it traffic. Not while draining for shutdown, with engines that failed to load,
-  // or without its database.
-  http.get("/readyz", async (_request, reply) => {
-    const problems: string[] = [];
-    if (draining) problems.push("shutting down");
-    for (const { id, reason } of registry.unavailable) problems.push(`engine ${id} unavailable: ${reason}`);
-    await db.jobs.countByStatus().catch((error: unknown) => {
-      problems.push(`database unreachable: ${(error as Error).message}`);
-    });
-    reply.code(problems.length === 0 ? 200 : 503);
-    return { status: problems.length === 0 ? "ready" : "not_ready", worker_id: config.workerId, problems };
-  });
-  http.get("/healthz", async () => ({
-    status: registry.unavailable.length === 0 ? "ok" : "degraded",
-    version: SERVICE_VERSION,
-    worker_id: config.workerId,
-    sessions: { live: sessions.liveCount, capacity: config.maxSessions },
-    fleet: { processes: fleet.size, session_room: fleet.hasRoom() },
-    rooms: { open: rooms.count, backend: rooms.backend.kind },
-    engines: registry.engines(),
-    unavailable_engines: registry.unavailable,
-  }));
 
   return {
     http,

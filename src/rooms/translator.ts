@@ -1,3 +1,4 @@
+import type { ServerMessage } from "../wire/messages.js";
 import type { FastifyBaseLogger } from "fastify";
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode, Voice } from "../engines/types.js";
@@ -153,7 +154,7 @@ export class RoomTranslator {
     }
   }
 
-  private async publish(message: Record<string, unknown>): Promise<void> {
+  private async publish(message: ServerMessage): Promise<void> {
     await this.connection.publishData(message).catch((error: unknown) => {
       this.options.log.warn({ err: error }, "room translator could not publish a transcript");
     });

@@ -1,3 +1,4 @@
+import type { ServerMessage } from "../wire/messages.js";
 /**
  * Rooms: a media room with a translator participant in it. Two back-ends implement the same
  * interfaces — the embedded room server (default) and LiveKit — and the translator only ever
@@ -19,7 +20,7 @@ export interface RoomConnection {
   /** Publishes translated speech: float32 24 kHz mono frames, in order. */
   publishAudio(samples: Float32Array): Promise<void>;
   /** Publishes one transcript event (JSON, reliable delivery) to every participant. */
-  publishData(message: Readonly<Record<string, unknown>>): Promise<void>;
+  publishData(message: ServerMessage): Promise<void>;
   leave(): Promise<void>;
 }
 

@@ -393,6 +393,11 @@ export async function localStorageRoutes(
   app.route({
     method: "PUT",
     url: "/storage/*",
+    schema: {
+      tags: ["dubbing"],
+      summary: "The embedded store: PUT an upload to its presigned URL (upload_url)",
+      description: "Only with STORAGE_BACKEND=local. The URL's signature allows one object, size and type.",
+    },
     // The service-wide 1 MiB limit is for JSON; uploads are capped per URL while streaming.
     bodyLimit: ceiling + 1,
     handler: async (request, reply) => {
@@ -443,6 +448,10 @@ export async function localStorageRoutes(
   app.route({
     method: ["GET", "HEAD"],
     url: "/storage/*",
+    schema: {
+      tags: ["dubbing"],
+      summary: "The embedded store: GET a result from its presigned URL (output_url, valid 48 hours)",
+    },
     handler: async (request, reply) => {
       const grant = checkGrant(request, reply, "GET");
       if (grant === undefined) return reply;

@@ -1,3 +1,5 @@
+import type { ErrorMessage } from "./messages.js";
+
 /**
  * The `error` message of the real-time interface, as sent on a session socket and published in a
  * room. `correlationId`: the segment or `speak` the error concerns (`correlation_id`);
@@ -6,7 +8,7 @@
 export function errorFrame(
   message: string,
   about: { readonly correlationId?: string; readonly participant?: string } = {},
-): Record<string, unknown> {
+): ErrorMessage {
   return {
     type: "error",
     error: message,

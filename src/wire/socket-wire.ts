@@ -1,6 +1,7 @@
 import type { RawData, WebSocket } from "ws";
 import { float32ToBytes, Pcm16Assembler } from "../audio/pcm.js";
 import { errorFrame } from "./error-frame.js";
+import type { ServerMessage } from "./messages.js";
 
 /** While more than this is queued to a slow client, translated-speech frames are dropped. */
 const AUDIO_DROP_BUFFERED_BYTES = 1 << 20;
@@ -18,7 +19,7 @@ export class SocketWire {
     private readonly onAudioDropped: () => void = () => undefined,
   ) {}
 
-  send(message: Readonly<Record<string, unknown>>): void {
+  send(message: ServerMessage): void {
     const { socket } = this;
     if (socket.readyState !== socket.OPEN) return;
     if (socket.bufferedAmount > MAX_BUFFERED_BYTES) {

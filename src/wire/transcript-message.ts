@@ -1,5 +1,6 @@
 import type { LanguageCode } from "../engines/types.js";
 import type { PipelineEvent } from "../pipeline/translation-pipeline.js";
+import type { TranscriptMessage } from "./messages.js";
 
 export type TranscriptEvent = Extract<PipelineEvent, { type: "original" | "translated" }>;
 
@@ -17,16 +18,9 @@ export interface TranscriptLanguages {
  * The `original_transcript` / `translated_transcript` message of the real-time interface. WebSocket
  * sessions and rooms (embedded and LiveKit) send exactly this shape.
  */
-export function transcriptMessage(
-  event: TranscriptEvent,
-  session: TranscriptLanguages,
-): Record<string, unknown> {
-  return {
-    type: event.type === "original" ? "original_transcript" : "translated_transcript",
+export function transcriptMessage(event: TranscriptEvent, session: TranscriptLanguages): TranscriptMessage {
+  const fields = {
     text: event.text,
-    ...(event.type === "translated"
-      ? { translated_text: event.text, original_text: event.originalText }
-      : {}),
     correlation_id: event.segmentId,
     is_final: event.isFinal,
     source_language: session.sourceLanguage,
@@ -37,8 +31,13 @@ export function transcriptMessage(
     ...(session.timings ? { start_ms: event.startMs, end_ms: event.endMs } : {}),
     // relay-2 only (the pipeline labels speakers only there); omitted while unknown.
     ...(event.speaker !== undefined ? { speaker: event.speaker } : {}),
-    ...(session.voiceIds && event.type === "translated" && event.voiceId !== undefined
-      ? { voiceId: String(event.voiceId) }
-      : {}),
+  };
+  if (event.type === "original") return { type: "original_transcript", ...fields };
+  return {
+    type: "translated_transcript",
+    ...fields,
+    translated_text: event.text,
+    original_text: event.originalText,
+    ...(session.voiceIds && event.voiceId !== undefined ? { voiceId: String(event.voiceId) } : {}),
   };
 }

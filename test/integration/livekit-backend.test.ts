@@ -459,7 +459,16 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
   it("publishes each transcript event as reliable UTF-8 JSON on the topic transcript", async () => {
     const room = new StandInRoom();
     const connection = join(room);
-    const event = { type: "original_transcript", text: "¿Qué tal? ✓", is_final: true, correlation_id: "c1" };
+    const event = {
+      type: "original_transcript" as const,
+      text: "¿Qué tal? ✓",
+      is_final: true,
+      correlation_id: "c1",
+      source_language: "es",
+      target_language: "en",
+      detected_language: "es",
+      timestamp: 1,
+    };
     await connection.publishData(event);
     expect(room.data).toHaveLength(1);
     expect(JSON.parse(room.data[0]!.payload)).toEqual(event);
@@ -499,7 +508,7 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     room.emit(rtc.RoomEvent.Disconnected, rtc.DisconnectReason.ROOM_DELETED);
     expect(await events.next()).toEqual({ value: undefined, done: true });
     await connection.closed;
-    await connection.publishData({ type: "original_transcript" });
+    await connection.publishData({ type: "speech_end" });
     await connection.publishAudio(new Float32Array(2_400));
     expect(room.data).toHaveLength(0);
     expect(room.published).toHaveLength(0);

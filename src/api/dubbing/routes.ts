@@ -24,6 +24,7 @@ import { DEFAULT_VOICE_TYPES, dubbingVoice } from "../../speech-plan.js";
 import type { ObjectStore } from "../../storage/types.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import { ApiError, type ValidationErrorMapping } from "../errors.js";
+import { BEARER, errorResponses } from "../openapi.js";
 import type { AccountRateLimit } from "../rate-limit.js";
 
 /** The dubbing half of the REST interface: upload URLs, jobs, results (and subtitles, beyond the spec). */
@@ -132,6 +133,75 @@ const subtitlesQuery = z.object({
   speakers: z.enum(["true", "false"]).default("false"),
 });
 
+const uploadUrlResponse = z.object({
+  upload_url: z.string().describe("PUT the file here, with upload_headers"),
+  source_url: z.string().describe("Name this in POST /api/dubbing/jobs"),
+  upload_id: z.string(),
+  max_file_size_bytes: z.number().int(),
+  expires_in_sec: z.number().int(),
+  upload_headers: z.record(z.string(), z.string()).describe("Beyond the spec: headers the PUT must carry"),
+});
+
+const JOB_STATUSES = ["pending", "downloading", "processing", "uploading", "completed", "failed"] as const;
+
+const jobCreated = z.object({
+  job_id: z.string(),
+  status: z.enum(JOB_STATUSES),
+  source_lang: z.string(),
+  target_lang: z.string(),
+  created_at: z.string(),
+  limits: z.object({ max_duration_sec: z.number(), max_file_size_bytes: z.number().int() }),
+});
+
+const jobList = z.object({
+  jobs: z.array(
+    z.object({
+      job_id: z.string(),
+      status: z.enum(JOB_STATUSES),
+      source_lang: z.string(),
+      target_lang: z.string(),
+      created_at: z.string(),
+      updated_at: z.string(),
+    }),
+  ),
+  total: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
+});
+
+const jobStatus = z.object({
+  job_id: z.string(),
+  status: z.enum(JOB_STATUSES),
+  source_lang: z.string(),
+  target_lang: z.string(),
+  error: z
+    .enum(["video_too_long", "video_too_large", "unsupported_format", "download_failed", "processing_failed"])
+    .nullable(),
+  error_message: z.string().nullable().describe("Beyond the spec: why, in words"),
+  progress: z.object({ stage: z.string(), stage_name: z.string(), percent: z.number() }).nullable(),
+  input_duration_sec: z.number().nullable(),
+  cost_usd: z.number().nullable(),
+  output_url: z.string().nullable().describe("Completed jobs: the dubbed file, valid 48 hours"),
+  output_expires_at: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  voice: z.string().describe('Beyond the spec: "auto", "female", "male" or a voice id'),
+  segments: z
+    .array(
+      z.object({
+        start: z.number(),
+        end: z.number(),
+        speaker: z.string().optional(),
+        text: z.string(),
+        translated_text: z.string(),
+        voice_id: z.number().int().optional(),
+      }),
+    )
+    .optional()
+    .describe("Beyond the spec: what was heard and said, once known"),
+  subtitles: z.record(z.string(), z.string()).optional().describe("Beyond the spec: subtitle URLs"),
+});
+
 export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteOptions): Promise<void> {
   const { db, store, accounts, registry } = options;
   const routes = app.withTypeProvider<ZodTypeProvider>();
@@ -139,7 +209,16 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
 
   routes.post(
     "/api/dubbing/upload-url",
-    { schema: { body: uploadUrlRequest }, preValidation: dubbingAccount },
+    {
+      schema: {
+        tags: ["dubbing"],
+        summary: "A presigned URL to PUT a video (or audio) file to, and the source_url a job names",
+        security: BEARER,
+        body: uploadUrlRequest,
+        response: { 200: uploadUrlResponse, ...errorResponses(400, 401, 403, 429) },
+      },
+      preValidation: dubbingAccount,
+    },
     async (request) => {
       const account = accountOf(request);
       const body = request.body;
@@ -174,7 +253,18 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
   routes.post(
     "/api/dubbing/jobs",
     {
-      schema: { body: jobRequest },
+      schema: {
+        tags: ["dubbing"],
+        summary: "Create a dubbing job (201; 200 with an Idempotency-Key already used)",
+        description: "An Idempotency-Key header (at most 200 characters) makes retries create one job.",
+        security: BEARER,
+        body: jobRequest,
+        response: {
+          200: jobCreated.describe("The job an earlier request with this Idempotency-Key created"),
+          201: jobCreated,
+          ...errorResponses(400, 401, 402, 403, 429),
+        },
+      },
       config: { validationError: jobRequestErrors },
       preValidation: dubbingAccount,
     },
@@ -225,7 +315,16 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
 
   routes.get(
     "/api/dubbing/jobs",
-    { schema: { querystring: jobListQuery }, preValidation: dubbingAccount },
+    {
+      schema: {
+        tags: ["dubbing"],
+        summary: "The account's jobs, newest first",
+        security: BEARER,
+        querystring: jobListQuery,
+        response: { 200: jobList, ...errorResponses(400, 401, 403) },
+      },
+      preValidation: dubbingAccount,
+    },
     async (request) => {
       const account = accountOf(request);
       const { limit, offset } = request.query;
@@ -297,64 +396,92 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
     return job;
   }
 
-  app.get("/api/dubbing/jobs/:id", async (request) => {
-    const job = await ownJob(request);
-    const output = job.status === "completed" ? await presignResult(job) : undefined;
-    return {
-      job_id: job.id,
-      status: job.status,
-      source_lang: job.sourceLang,
-      target_lang: job.targetLang,
-      error: job.error,
-      // Beyond the spec: why, in words (`error` is the spec's code alone).
-      error_message: job.errorMessage,
-      progress: job.progress && {
-        stage: job.progress.stage,
-        stage_name: job.progress.stageName,
-        percent: job.progress.percent,
+  const jobParams = z.object({ id: z.string() });
+  routes.get(
+    "/api/dubbing/jobs/:id",
+    {
+      schema: {
+        tags: ["dubbing"],
+        summary: "A job's status, progress, cost, result URL (48 h) and segments",
+        security: BEARER,
+        params: jobParams,
+        response: { 200: jobStatus, ...errorResponses(401, 403, 404) },
       },
-      input_duration_sec: job.inputDurationSec,
-      cost_usd: job.costUsd,
-      output_url: output?.url ?? null,
-      output_expires_at: output?.expiresAt.toISOString() ?? null,
-      created_at: job.createdAt.toISOString(),
-      updated_at: job.updatedAt.toISOString(),
-      // Beyond the spec: the voice asked for, what was heard and said (and by whom), and where the
-      // subtitles are.
-      voice: job.voice,
-      segments: job.segments?.map((s) => ({
-        start: s.startSec,
-        end: s.endSec,
-        ...(s.speaker ? { speaker: s.speaker } : {}),
-        text: s.text,
-        translated_text: s.translatedText,
-        ...(s.voiceId !== undefined ? { voice_id: s.voiceId } : {}),
-      })),
-      subtitles: job.segments
-        ? Object.fromEntries(
-            (["original", "translated"] as const).flatMap((track) =>
-              (["srt", "vtt"] as const).map((format) => [
-                `${track}_${format}`,
-                `/api/dubbing/jobs/${job.id}/subtitles?track=${track}&format=${format}`,
-              ]),
-            ),
-          )
-        : undefined,
-    };
-  });
+    },
+    async (request) => {
+      const job = await ownJob(request);
+      const output = job.status === "completed" ? await presignResult(job) : undefined;
+      return {
+        job_id: job.id,
+        status: job.status,
+        source_lang: job.sourceLang,
+        target_lang: job.targetLang,
+        error: job.error,
+        // Beyond the spec: why, in words (`error` is the spec's code alone).
+        error_message: job.errorMessage,
+        progress: job.progress && {
+          stage: job.progress.stage,
+          stage_name: job.progress.stageName,
+          percent: job.progress.percent,
+        },
+        input_duration_sec: job.inputDurationSec,
+        cost_usd: job.costUsd,
+        output_url: output?.url ?? null,
+        output_expires_at: output?.expiresAt.toISOString() ?? null,
+        created_at: job.createdAt.toISOString(),
+        updated_at: job.updatedAt.toISOString(),
+        // Beyond the spec: the voice asked for, what was heard and said (and by whom), and where the
+        // subtitles are.
+        voice: job.voice,
+        segments: job.segments?.map((s) => ({
+          start: s.startSec,
+          end: s.endSec,
+          ...(s.speaker ? { speaker: s.speaker } : {}),
+          text: s.text,
+          translated_text: s.translatedText,
+          ...(s.voiceId !== undefined ? { voice_id: s.voiceId } : {}),
+        })),
+        subtitles: job.segments
+          ? Object.fromEntries(
+              (["original", "translated"] as const).flatMap((track) =>
+                (["srt", "vtt"] as const).map((format) => [
+                  `${track}_${format}`,
+                  `/api/dubbing/jobs/${job.id}/subtitles?track=${track}&format=${format}`,
+                ]),
+              ),
+            )
+          : undefined,
+      };
+    },
+  );
 
-  app.get("/api/dubbing/jobs/:id/result", async (request) => {
-    const job = await ownJob(request);
-    if (job.status !== "completed") {
-      throw new ApiError(
-        404,
-        "not_found",
-        `job ${job.id} is ${job.status}; the result exists once it is completed`,
-      );
-    }
-    const output = await presignResult(job);
-    return { job_id: job.id, download_url: output.url, expires_at: output.expiresAt.toISOString() };
-  });
+  routes.get(
+    "/api/dubbing/jobs/:id/result",
+    {
+      schema: {
+        tags: ["dubbing"],
+        summary: "The dubbed file's download URL (valid 48 hours) once the job is completed",
+        security: BEARER,
+        params: jobParams,
+        response: {
+          200: z.object({ job_id: z.string(), download_url: z.string(), expires_at: z.string() }),
+          ...errorResponses(401, 403, 404),
+        },
+      },
+    },
+    async (request) => {
+      const job = await ownJob(request);
+      if (job.status !== "completed") {
+        throw new ApiError(
+          404,
+          "not_found",
+          `job ${job.id} is ${job.status}; the result exists once it is completed`,
+        );
+      }
+      const output = await presignResult(job);
+      return { job_id: job.id, download_url: output.url, expires_at: output.expiresAt.toISOString() };
+    },
+  );
 
   // The job is looked up before the query is validated: an unknown job is a 404 whatever the query.
   const loadOwnJob: preValidationAsyncHookHandler = async (request) => {
@@ -363,7 +490,14 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
   routes.get(
     "/api/dubbing/jobs/:id/subtitles",
     {
-      schema: { querystring: subtitlesQuery },
+      schema: {
+        tags: ["dubbing"],
+        summary: "Beyond the spec: the original or translated subtitles (SubRip or WebVTT text)",
+        security: BEARER,
+        params: jobParams,
+        querystring: subtitlesQuery,
+        response: errorResponses(400, 401, 403, 404),
+      },
       config: { validationError: { message: () => "track=original|translated and format=srt|vtt" } },
       preValidation: loadOwnJob,
     },

@@ -5,6 +5,7 @@ import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import { listVoices } from "../../voices/library.js";
 import { ApiError, errorBody, type ValidationErrorMapping } from "../errors.js";
+import { BEARER, DOCUMENTED_WEBSOCKET, errorResponses } from "../openapi.js";
 import { serveSessionSocket, type SessionObserver } from "./socket.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import {
@@ -34,7 +35,16 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
   app.withTypeProvider<ZodTypeProvider>().get(
     "/v1/session",
     {
-      schema: { querystring: sessionQuery },
+      schema: {
+        tags: ["real-time"],
+        summary: "Create a session: a pre-signed ws_url valid for 60 s",
+        description:
+          "Every query parameter is session metadata, checked when the socket opens (an error frame " +
+          "right after ready). The WebSocket's messages: GET /v1/messages.schema.json.",
+        security: BEARER,
+        querystring: sessionQuery,
+        response: { 200: sessionResponse, ...errorResponses(400, 401, 402, 403, 429, 503) },
+      },
       config: { validationError: sessionQueryErrors },
       preValidation: authenticated(accounts, "realtime"),
     },
@@ -61,6 +71,16 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
     SESSION_SOCKET_PATH,
     {
       websocket: true,
+      schema: {
+        tags: ["real-time"],
+        summary: "The session WebSocket (the ws_url of GET /v1/session)",
+        description:
+          "Upgrade to a WebSocket. Binary frames: PCM16 LE mono 16 kHz in, float32 LE mono 24 kHz out. " +
+          "JSON messages: GET /v1/messages.schema.json. A plain GET answers 426 and leaves the session unused.",
+        querystring: z.object({ token: z.string().describe("From the ws_url") }),
+        response: errorResponses(401, 426),
+      },
+      config: DOCUMENTED_WEBSOCKET,
       // The URL is the only credential: refuse the upgrade itself (HTTP 401) unless it claims a live session.
       preValidation: async (request, reply) => {
         const token = (request.query as Record<string, unknown>).token;
@@ -98,7 +118,12 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
   app.withTypeProvider<ZodTypeProvider>().get(
     "/v1/voices",
     {
-      schema: { querystring: voicesQuery },
+      schema: {
+        tags: ["real-time"],
+        summary: "The voice library (70 voices, every one speaks every voice-output language)",
+        querystring: voicesQuery,
+        response: { 200: voicesResponse, ...errorResponses(400) },
+      },
       config: { validationError: { message: (issue) => issue.message } },
     },
     async (request) => {
@@ -115,8 +140,36 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
     },
   );
 
-  app.get("/v1/languages", async () => registry.report());
+  app.get(
+    "/v1/languages",
+    {
+      schema: {
+        tags: ["real-time"],
+        summary: "What the configured engines serve: recognition, translation pairs, voice output",
+        response: { 200: z.looseObject({}).describe("The engines' languages (see the README)") },
+      },
+    },
+    async () => registry.report(),
+  );
 }
+
+const sessionResponse = z.object({
+  session_id: z.string(),
+  ws_url: z.string().describe("Pre-signed WebSocket URL; open it within expires_in seconds"),
+  expires_in: z.number().int(),
+  model_version_id: z.string().describe("The exact server build serving the session"),
+});
+
+const voicesResponse = z.object({
+  voices: z.array(
+    z.object({
+      id: z.number().int(),
+      name: z.string(),
+      gender: z.enum(["female", "male"]),
+      strong_accent: z.boolean().describe("Beyond the spec: voiceId=auto never picks these"),
+    }),
+  ),
+});
 
 const voicesQuery = z.object({
   gender: z.enum(["female", "male"], { error: 'gender must be "female" or "male"' }).optional(),

@@ -9,6 +9,7 @@ import { EmptyRoomsLimitError, RoomCapacityError, type Rooms } from "../../rooms
 import { DEFAULT_VOICE_TYPES, voiceOf } from "../../speech-plan.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import { ApiError, type ValidationErrorMapping } from "../errors.js";
+import { BEARER, errorResponses } from "../openapi.js";
 import type { AccountRateLimit } from "../rate-limit.js";
 
 /** `POST /api/beta1/session`: a translation room with a translator in it. */
@@ -78,7 +79,13 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
   routes.post(
     "/api/beta1/session",
     {
-      schema: { body: sessionRequest },
+      schema: {
+        tags: ["rooms"],
+        summary: "Create a room with a translator in it; the caller's access to it",
+        security: BEARER,
+        body: sessionRequest,
+        response: { 200: roomAccess, ...errorResponses(400, 401, 402, 403, 429, 500, 503) },
+      },
       config: { validationError: sessionRequestErrors },
       preValidation: authenticated(accounts, "rooms"),
     },
@@ -120,15 +127,36 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
   );
 
   // Beyond the spec: a token for one more participant of a room the caller created.
-  app.post("/api/beta1/session/:roomName/participants", async (request) => {
-    const account = await accounts.authenticate(request.headers.authorization, "rooms");
-    await options.rateLimit(request, account);
-    const { roomName } = request.params as { roomName: string };
-    const access = await rooms.grantParticipantAccess(roomName, account.id, options.publicBaseUrl(request));
-    if (!access) throw new ApiError(404, "not_found", `no open room ${roomName} created with this API key`);
-    return { url: access.url, token: access.token, room_name: roomName, identity: access.identity };
-  });
+  routes.post(
+    "/api/beta1/session/:roomName/participants",
+    {
+      schema: {
+        tags: ["rooms"],
+        summary: "Beyond the spec: access for one more participant of a room the caller created",
+        security: BEARER,
+        params: z.object({ roomName: z.string() }),
+        response: {
+          200: roomAccess.extend({ identity: z.string().describe("The new participant") }),
+          ...errorResponses(401, 403, 404, 429),
+        },
+      },
+    },
+    async (request) => {
+      const account = await accounts.authenticate(request.headers.authorization, "rooms");
+      await options.rateLimit(request, account);
+      const { roomName } = request.params;
+      const access = await rooms.grantParticipantAccess(roomName, account.id, options.publicBaseUrl(request));
+      if (!access) throw new ApiError(404, "not_found", `no open room ${roomName} created with this API key`);
+      return { url: access.url, token: access.token, room_name: roomName, identity: access.identity };
+    },
+  );
 }
+
+const roomAccess = z.object({
+  url: z.string().describe("Where to join: the LiveKit server, or the embedded room server's WebSocket"),
+  token: z.string().describe("LiveKit-format access token (JWT)"),
+  room_name: z.string(),
+});
 
 /** The configured engines must recognise the source, translate it and speak the target (400 invalid_language). */
 function checkServable(registry: EngineRegistry, body: z.output<typeof sessionRequest>): void {

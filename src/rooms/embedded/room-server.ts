@@ -1,3 +1,4 @@
+import type { ServerMessage } from "../../wire/messages.js";
 import type { FastifyInstance } from "fastify";
 import type { RawData, WebSocket } from "ws";
 import { forwardSocket } from "../../fleet/forward-socket.js";
@@ -38,7 +39,7 @@ class EmbeddedRoom {
 
   constructor(readonly name: string) {}
 
-  broadcast(message: Readonly<Record<string, unknown>>, except?: string): void {
+  broadcast(message: ServerMessage, except?: string): void {
     for (const participant of this.participants.values())
       if (participant.identity !== except) participant.wire.send(message);
   }
@@ -111,6 +112,20 @@ export class EmbeddedRoomServer implements RoomBackend {
       `${ROOMS_PATH}/:roomName`,
       {
         websocket: true,
+        schema: {
+          tags: ["rooms"],
+          summary: "Join an embedded room (the url of POST /api/beta1/session) as a WebSocket",
+          description:
+            "?access_token=<token>. PCM16 LE mono 16 kHz in; the translator's float32 24 kHz speech and " +
+            "JSON events (transcripts, joins and leaves) out. Refused at the handshake with 401, 403 or 404.",
+        },
+        // @fastify/websocket hides WebSocket routes from the API reference; this one belongs there.
+        config: {
+          swaggerTransform: ({ schema, url }: { schema: object; url: string }) => ({
+            schema: { ...schema, hide: false },
+            url,
+          }),
+        },
         // Refuse the upgrade itself (HTTP 401/404/403) so a client never joins with a bad token.
         preValidation: async (request, reply) => {
           const { roomName } = request.params as { roomName: string };

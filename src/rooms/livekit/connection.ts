@@ -1,3 +1,4 @@
+import type { ServerMessage } from "../../wire/messages.js";
 import type {
   AudioFrame,
   AudioSource,
@@ -360,7 +361,7 @@ export class LiveKitConnection implements LiveKitRoomConnection {
   }
 
   /** Sends one transcript event to every participant as a reliable data message (topic "transcript"). */
-  async publishData(message: Readonly<Record<string, unknown>>): Promise<void> {
+  async publishData(message: ServerMessage): Promise<void> {
     if (this.isClosed) return;
     const payload = new TextEncoder().encode(JSON.stringify(message));
     try {
