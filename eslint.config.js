@@ -10,4 +10,25 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_" }],
     },
   },
+  {
+    // The playground runs in browsers, as plain JavaScript (no build step).
+    files: ["src/playground/**/*.js"],
+    languageOptions: {
+      globals: Object.fromEntries(
+        [
+          "document",
+          "location",
+          "fetch",
+          "navigator",
+          "setTimeout",
+          "Option",
+          "CSS",
+          "AudioContext",
+          "AudioWorkletNode",
+          "AudioWorkletProcessor",
+          "registerProcessor",
+        ].map((name) => [name, "readonly"]),
+      ),
+    },
+  },
 );

@@ -226,7 +226,7 @@ async function runHttp(input: Input, warmUp: string, outputDir: string): Promise
       targetLang: TARGET_LANG,
       sourceLang: SOURCE_LANG,
     });
-    await waitForJob(connection, warm.job_id, { intervalMs: POLL_MS });
+    await waitForJob(connection, warm.job_id, { intervalMs: POLL_MS, maxIntervalMs: POLL_MS });
 
     const seen: { phase: string; at: number }[] = [];
     const mark = (phase: string) => {
@@ -243,6 +243,7 @@ async function runHttp(input: Input, warmUp: string, outputDir: string): Promise
     });
     const job: JobStatus = await waitForJob(connection, created.job_id, {
       intervalMs: POLL_MS,
+      maxIntervalMs: POLL_MS,
       onUpdate: (update) => {
         if (update.status === "completed") return;
         mark(update.progress?.stage ?? update.status);

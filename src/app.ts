@@ -7,6 +7,7 @@ import { dubbingRoutes } from "./api/dubbing/routes.js";
 import { frameworkErrorOptions, registerErrorHandling } from "./api/errors.js";
 import { registerApiReference } from "./api/openapi.js";
 import { operationsRoutes } from "./api/operations.js";
+import { playgroundRoutes } from "./api/playground.js";
 import { accountRateLimit } from "./api/rate-limit.js";
 import { realtimeRoutes } from "./api/realtime/routes.js";
 import { RealtimeSessions } from "./api/realtime/sessions.js";
@@ -170,6 +171,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
   });
   if (store.kind === "local")
     await http.register(localStorageRoutes, { store, maxBytes: config.dubbing.maxFileBytes });
+  await http.register(playgroundRoutes);
   await http.register(operationsRoutes, {
     registry,
     db,

@@ -1,28 +1,22 @@
-import { randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { Readable, Transform, type TransformCallback } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { ReadableStream as WebReadableStream } from "node:stream/web";
-import { HttpError } from "../client/realtime-client.js";
+import {
+  contentTypeFor,
+  DubbingClient,
+  storageErrorBody,
+  UPLOAD_CONTENT_TYPES,
+  type JobStatus,
+} from "../client/dubbing.js";
+import { HttpError } from "../client/errors.js";
 import { DUBBING_LANGUAGES, isDubbingLanguage, parseLanguageTag } from "../languages.js";
-import { CliError, describeError, requireKey, sleep, type Connection } from "./common.js";
+import { CliError, describeError, requireKey, type Connection } from "./common.js";
 import { ProgressLine } from "./progress.js";
 
 /** `relay dub`: a local file or URL through the dubbing REST API, polled to the end, result saved to disk. */
-
-/** Upload Content-Type by extension: the service accepts exactly these types. */
-const CONTENT_TYPES: Record<string, string> = {
-  ".mp4": "video/mp4",
-  ".mov": "video/quicktime",
-  ".mkv": "video/x-matroska",
-  ".wav": "audio/wav",
-  ".mp3": "audio/mpeg",
-  ".flac": "audio/flac",
-  ".ogg": "audio/ogg",
-  ".m4a": "audio/mp4",
-};
 
 export interface DubCommandOptions {
   readonly to: string;
@@ -33,29 +27,8 @@ export interface DubCommandOptions {
   readonly json: boolean;
 }
 
-export type JobState = "pending" | "downloading" | "processing" | "uploading" | "completed" | "failed";
-
-/** The job status document as this client reads it (fields it does not use are left out). */
-export interface JobStatus {
-  readonly job_id: string;
-  readonly status: JobState;
-  readonly source_lang: string;
-  readonly target_lang: string;
-  readonly error?: string | null;
-  /** Why the job failed, in words (`error` is the spec's code alone). */
-  readonly error_message?: string | null;
-  readonly progress?: {
-    readonly stage: string;
-    readonly stage_name: string;
-    readonly percent: number;
-  } | null;
-  readonly input_duration_sec?: number | null;
-  readonly cost_usd?: number | null;
-  readonly output_url?: string | null;
-}
-
 /** Until the worker reports progress, the status says what is happening. */
-const STATUS_LABELS: Record<JobState, string> = {
+const STATUS_LABELS: Record<JobStatus["status"], string> = {
   pending: "Waiting for a worker",
   downloading: "Downloading the source",
   processing: "Processing",
@@ -64,67 +37,56 @@ const STATUS_LABELS: Record<JobState, string> = {
   failed: "Failed",
 };
 
-const POLL_INTERVAL_MS = 1000;
-/** Transient poll failures (server restarting, network blip) are ridden out for this long. */
-const POLL_GRACE_MS = 60_000;
-/** Attempts at creating the job; the Idempotency-Key makes a repeat return the same job. */
-const CREATE_ATTEMPTS = 3;
+export { type JobStatus } from "../client/dubbing.js";
 
 export const isUrl = (input: string): boolean => /^https?:\/\//iu.test(input);
 
-export function contentTypeFor(file: string): string | undefined {
-  return CONTENT_TYPES[path.extname(file).toLowerCase()];
+/** The SDK's dubbing client for the command's server and key. */
+export function dubbingClientOf(connection: Connection): DubbingClient {
+  return new DubbingClient(connection.server, requireKey(connection));
 }
 
-/** Network failures and gateway/availability errors: worth repeating an idempotent request. */
-function isTransient(error: unknown): boolean {
-  if (error instanceof HttpError) return error.status === 502 || error.status === 503 || error.status === 504;
-  return error instanceof TypeError && error.message === "fetch failed";
-}
-
-/** A JSON request to the service with the API key; non-2xx responses throw `HttpError` with the error body. */
-async function api(
+/** The SDK's upload with the file streamed from disk; a failure is phrased for the user. */
+export async function uploadFile(
   connection: Connection,
-  method: string,
-  route: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<unknown> {
-  const response = await fetch(new URL(route, connection.server), {
-    method,
-    headers: {
-      authorization: `Bearer ${requireKey(connection)}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-      ...headers,
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const parsed: unknown = await response.json().catch(() => undefined);
-  if (!response.ok) throw new HttpError(response.status, parsed);
-  return parsed;
-}
-
-/**
- * The body of a failed object-storage request in the service's `{error:{code,message}}` shape, so
- * `describeError` can print it: the embedded store answers JSON, S3 answers XML (`<Code>`, `<Message>`).
- */
-async function storageErrorBody(response: Response): Promise<unknown> {
-  const text = await response.text().catch(() => "");
+  file: string,
+  onBytes?: (sent: number, total: number) => void,
+): Promise<{ sourceUrl: string; uploadId: string; bytes: number }> {
+  const { size } = await stat(file);
   try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    const code = /<Code>([^<]*)<\/Code>/u.exec(text)?.[1];
-    const message = /<Message>([^<]*)<\/Message>/u.exec(text)?.[1];
-    return code || message ? { error: { code, message } } : undefined;
+    return await dubbingClientOf(connection).upload(
+      path.basename(file),
+      { stream: createReadStream(file), size },
+      onBytes ? { onProgress: onBytes } : {},
+    );
+  } catch (error) {
+    throw new CliError(
+      `upload failed: ${error instanceof RangeError ? error.message : describeError(error)}`,
+    );
   }
 }
 
-function parseJob(body: unknown): JobStatus {
-  const job = body as Partial<JobStatus> | undefined;
-  if (typeof job?.job_id !== "string" || typeof job.status !== "string" || !(job.status in STATUS_LABELS)) {
-    throw new CliError(`unexpected job status from the server: ${JSON.stringify(body)}`);
+export async function createJob(
+  connection: Connection,
+  request: { sourceUrl: string; targetLang: string; sourceLang: string; voice?: string },
+): Promise<JobStatus> {
+  try {
+    return await dubbingClientOf(connection).create(request);
+  } catch (error) {
+    throw new CliError(`job request failed: ${describeError(error)}`);
   }
-  return job as JobStatus;
+}
+
+export async function waitForJob(
+  connection: Connection,
+  jobId: string,
+  options: { intervalMs?: number; maxIntervalMs?: number; onUpdate?: (job: JobStatus) => void } = {},
+): Promise<JobStatus> {
+  try {
+    return await dubbingClientOf(connection).wait(jobId, options);
+  } catch (error) {
+    throw new CliError(`checking job ${jobId} failed: ${describeError(error)}`);
+  }
 }
 
 /** Counts the bytes flowing through (upload and download progress). */
@@ -137,131 +99,6 @@ function byteCounter(onBytes: (total: number) => void): Transform {
       callback(null, chunk);
     },
   });
-}
-
-export interface UploadResult {
-  readonly sourceUrl: string;
-  readonly uploadId: string;
-  readonly bytes: number;
-}
-
-/**
- * `POST /api/dubbing/upload-url`, then the file streamed from disk in a PUT with the returned headers.
- * Content-Length is set explicitly: S3 refuses chunked uploads to presigned URLs.
- */
-export async function uploadFile(
-  connection: Connection,
-  file: string,
-  onBytes?: (sent: number, total: number) => void,
-): Promise<UploadResult> {
-  const contentType = contentTypeFor(file);
-  if (!contentType) throw new CliError(`cannot tell the media type of ${file} from its extension`);
-  const { size } = await stat(file);
-  let grant: {
-    upload_url: string;
-    source_url: string;
-    upload_id: string;
-    max_file_size_bytes?: number;
-    upload_headers?: Record<string, string>;
-  };
-  try {
-    grant = (await api(connection, "POST", "/api/dubbing/upload-url", {
-      filename: path.basename(file),
-      content_type: contentType,
-    })) as typeof grant;
-  } catch (error) {
-    throw new CliError(`upload URL request failed: ${describeError(error)}`);
-  }
-  // Checked here rather than after sending the whole file to be refused.
-  if (grant.max_file_size_bytes !== undefined && size > grant.max_file_size_bytes) {
-    throw new CliError(
-      `${file} is ${formatBytes(size)}; the service accepts at most ${formatBytes(grant.max_file_size_bytes)}`,
-    );
-  }
-  // The grant's headers are authoritative; a Headers object also merges keys differing only in case.
-  const headers = new Headers(grant.upload_headers);
-  if (!headers.has("content-type")) headers.set("content-type", contentType);
-  headers.set("content-length", String(size));
-  const body = byteCounter((sent) => onBytes?.(sent, size));
-  // pipe() does not pass on a read error: without this a failing read would leave the PUT waiting.
-  createReadStream(file)
-    .on("error", (error) => body.destroy(error))
-    .pipe(body);
-  let response: Response;
-  try {
-    response = await fetch(new URL(grant.upload_url, connection.server), {
-      method: "PUT",
-      headers,
-      // A Node stream body: undici needs `duplex: "half"` for streamed request bodies.
-      body,
-      duplex: "half",
-    });
-  } catch (error) {
-    body.destroy();
-    throw new CliError(`upload failed: ${describeError(error)}`);
-  }
-  if (!response.ok) {
-    throw new CliError(
-      `upload failed: ${describeError(new HttpError(response.status, await storageErrorBody(response)))}`,
-    );
-  }
-  await response.body?.cancel();
-  return { sourceUrl: grant.source_url, uploadId: grant.upload_id, bytes: size };
-}
-
-/** `POST /api/dubbing/jobs`, repeated on transient failures under one Idempotency-Key. */
-export async function createJob(
-  connection: Connection,
-  request: { sourceUrl: string; targetLang: string; sourceLang: string; voice?: string },
-): Promise<JobStatus> {
-  const idempotencyKey = randomUUID();
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const body = await api(
-        connection,
-        "POST",
-        "/api/dubbing/jobs",
-        {
-          source_url: request.sourceUrl,
-          target_lang: request.targetLang,
-          source_lang: request.sourceLang,
-          ...(request.voice !== undefined ? { voice: request.voice } : {}),
-        },
-        { "idempotency-key": idempotencyKey },
-      );
-      return parseJob(body);
-    } catch (error) {
-      if (error instanceof CliError) throw error;
-      if (!isTransient(error) || attempt >= CREATE_ATTEMPTS) {
-        throw new CliError(`job request failed: ${describeError(error)}`);
-      }
-      await sleep(1000 * 2 ** (attempt - 1));
-    }
-  }
-}
-
-/** Polls `GET /api/dubbing/jobs/{id}` until the job completes or fails; `onUpdate` sees every poll. */
-export async function waitForJob(
-  connection: Connection,
-  jobId: string,
-  options: { intervalMs?: number; onUpdate?: (job: JobStatus) => void } = {},
-): Promise<JobStatus> {
-  let failingSince: number | undefined;
-  for (;;) {
-    try {
-      const job = parseJob(await api(connection, "GET", `/api/dubbing/jobs/${encodeURIComponent(jobId)}`));
-      failingSince = undefined;
-      options.onUpdate?.(job);
-      if (job.status === "completed" || job.status === "failed") return job;
-    } catch (error) {
-      if (error instanceof CliError) throw error;
-      failingSince ??= Date.now();
-      if (!isTransient(error) || Date.now() - failingSince > POLL_GRACE_MS) {
-        throw new CliError(`checking job ${jobId} failed: ${describeError(error)}`);
-      }
-    }
-    await sleep(options.intervalMs ?? POLL_INTERVAL_MS);
-  }
 }
 
 /**
@@ -339,7 +176,11 @@ async function checkUsage(input: string, options: DubCommandOptions): Promise<vo
   if (!info.isFile()) throw new CliError(`not a file: ${input}`);
   if (!contentTypeFor(input)) {
     throw new CliError(
-      `cannot tell the media type of ${input} from its extension (supported: ${Object.keys(CONTENT_TYPES).join(" ")})`,
+      `cannot tell the media type of ${input} from its extension (supported: ${Object.keys(
+        UPLOAD_CONTENT_TYPES,
+      )
+        .map((e) => `.${e}`)
+        .join(" ")})`,
     );
   }
 }

@@ -1,4 +1,5 @@
 import WebSocket from "ws";
+import { HttpError } from "./errors.js";
 
 /**
  * A small client for the real-time interface, used by the command-line client, the examples,
@@ -12,14 +13,7 @@ export interface SessionInfo {
   readonly model_version_id: string;
 }
 
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly body: unknown,
-  ) {
-    super(`HTTP ${status}: ${JSON.stringify(body)}`);
-  }
-}
+export { HttpError } from "./errors.js";
 
 /** `GET /v1/session` with the given metadata (every parameter becomes session metadata). */
 export async function createSession(

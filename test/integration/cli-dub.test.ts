@@ -185,7 +185,7 @@ describe("relay dub: refusals", () => {
     });
     expect(result.code).not.toBe(0);
     expect(errorLines(result)).toEqual([
-      expect.stringMatching(/^relay: upload URL request failed: HTTP 401 unauthorized: /u),
+      expect.stringMatching(/^relay: upload failed: HTTP 401 unauthorized: /u),
     ]);
   });
 });

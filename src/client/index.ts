@@ -1,0 +1,34 @@
+/**
+ * relay's client SDK, for Node (20+) and browsers: `import { RealtimeSession, DubbingClient } from
+ * "relay-translate/client"`. The message types are those the server builds its messages with
+ * (src/wire/messages.ts).
+ */
+export { HttpError } from "./errors.js";
+export {
+  createSession,
+  RealtimeSession,
+  type ClientOptions,
+  type CloseInfo,
+  type SessionInfo,
+  type SessionParams,
+  type WebSocketConstructor,
+  type WebSocketLike,
+} from "./realtime.js";
+export {
+  contentTypeFor,
+  DubbingClient,
+  UPLOAD_CONTENT_TYPES,
+  type JobRequest,
+  type JobState,
+  type JobStatus,
+  type UploadBody,
+  type UploadGrant,
+} from "./dubbing.js";
+export type {
+  ClientMessage,
+  ErrorMessage,
+  OriginalTranscriptMessage,
+  ServerMessage,
+  TranscriptMessage,
+  TranslatedTranscriptMessage,
+} from "../wire/messages.js";

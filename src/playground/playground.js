@@ -1,0 +1,270 @@
+// The playground: plain JavaScript on the service's own SDK (served from the build at /sdk/), so
+// nothing needs building. The API key stays in this page's memory: it is sent in the
+// Authorization header and never put in a URL.
+import { DubbingClient, HttpError, RealtimeSession } from "/sdk/index.js";
+
+const $ = (id) => document.getElementById(id);
+const baseUrl = location.origin;
+const INPUT_RATE = 16000;
+const OUTPUT_RATE = 24000;
+/** 20 ms of microphone audio per frame sent. */
+const FRAME_SAMPLES = 320;
+
+function apiKey() {
+  const key = $("api-key").value.trim();
+  if (!key) throw new Error("enter an API key first");
+  return key;
+}
+
+function describe(error) {
+  if (error instanceof HttpError)
+    return `${error.code ?? `HTTP ${error.status}`}: ${error.body?.error?.message ?? ""}`;
+  return error instanceof Error ? error.message : String(error);
+}
+
+function status(id, text, isError = false) {
+  $(id).textContent = text;
+  $(id).classList.toggle("error", isError);
+}
+
+// Tabs
+for (const tab of document.querySelectorAll("[role=tab]")) {
+  tab.addEventListener("click", () => {
+    for (const other of document.querySelectorAll("[role=tab]")) {
+      other.setAttribute("aria-selected", String(other === tab));
+      $(other.dataset.panel).hidden = other !== tab;
+    }
+  });
+}
+
+// Choices from the server: what the configured engines serve, and the voice library.
+function fill(select, options, selected) {
+  select.replaceChildren(
+    ...options.map(([value, label]) => {
+      const option = new Option(label, value);
+      option.selected = value === selected;
+      return option;
+    }),
+  );
+}
+
+async function loadChoices() {
+  const [languages, { voices }] = await Promise.all([
+    fetch(`${baseUrl}/v1/languages`).then((r) => r.json()),
+    fetch(`${baseUrl}/v1/voices`).then((r) => r.json()),
+  ]);
+  const recognised = [...new Set(languages.recognition.map((r) => r.language))];
+  const targets = [...new Set(languages.translation.map((t) => t.to))];
+  const spoken = [...new Set(languages.voice_output?.map((v) => v.language) ?? targets)];
+  const names = (codes) => codes.sort().map((code) => [code, code]);
+  fill($("live-from"), names(recognised), "en");
+  fill($("live-to"), names(targets), "es");
+  fill($("tts-language"), names(spoken), "es");
+  fill($("dub-from"), [["auto", "detect"], ...names(recognised)], "auto");
+  fill($("dub-to"), names(targets), "es");
+  const voiceOptions = voices.map((v) => [String(v.id), `${v.name} (${v.gender})`]);
+  fill($("live-voice"), [["", "default"], ...voiceOptions], "");
+  fill($("tts-voice"), [["", "default"], ...voiceOptions], "");
+}
+
+/** Plays float32 24 kHz frames back to back, and counts them on `meter`. */
+class Speaker {
+  constructor(meter) {
+    this.meter = meter;
+    this.context = new AudioContext({ sampleRate: OUTPUT_RATE });
+    this.next = 0;
+    this.frames = 0;
+    this.samples = 0;
+  }
+
+  play(samples) {
+    const buffer = this.context.createBuffer(1, samples.length, OUTPUT_RATE);
+    buffer.copyToChannel(samples, 0);
+    const source = this.context.createBufferSource();
+    source.buffer = buffer;
+    source.connect(this.context.destination);
+    this.next = Math.max(this.next, this.context.currentTime);
+    source.start(this.next);
+    this.next += buffer.duration;
+    this.frames++;
+    this.samples += samples.length;
+    this.meter.dataset.frames = String(this.frames);
+    this.meter.textContent = `${(this.samples / OUTPUT_RATE).toFixed(1)} s`;
+  }
+
+  close() {
+    void this.context.close();
+  }
+}
+
+// Live translation
+let live;
+
+function showTranscript(message) {
+  const list = $("live-transcript");
+  let item = list.querySelector(`[data-id="${CSS.escape(message.correlation_id)}"]`);
+  if (!item) {
+    item = document.createElement("li");
+    item.dataset.id = message.correlation_id;
+    item.append(Object.assign(document.createElement("div"), { className: "original" }));
+    item.append(Object.assign(document.createElement("div"), { className: "translated" }));
+    list.append(item);
+  }
+  const line = item.querySelector(message.type === "original_transcript" ? ".original" : ".translated");
+  const speaker = message.speaker ? `${message.speaker}: ` : "";
+  line.textContent = `[${message.type === "original_transcript" ? (message.detected_language ?? message.source_language) : message.target_language}] ${speaker}${message.text}`;
+  line.classList.toggle("interim", !message.is_final);
+}
+
+async function startLive() {
+  const session = await RealtimeSession.open(
+    { baseUrl, apiKey: apiKey() },
+    {
+      sourceLanguage: $("live-from").value,
+      targetLanguage: $("live-to").value,
+      ...($("live-voice").value ? { voiceId: $("live-voice").value } : {}),
+    },
+  );
+  const speaker = new Speaker($("live-audio"));
+  session.onAudio = (samples) => speaker.play(samples);
+  const media = await navigator.mediaDevices.getUserMedia({
+    // Echo cancellation keeps the translated speech out of the microphone; level and noise are the
+    // service's to handle (its recogniser hears better without the browser's processing).
+    audio: { channelCount: 1, echoCancellation: true, noiseSuppression: false, autoGainControl: false },
+  });
+  // The browser resamples the microphone to 16 kHz for this context.
+  const context = new AudioContext({ sampleRate: INPUT_RATE });
+  await context.audioWorklet.addModule("/playground/capture-worklet.js");
+  const capture = new AudioWorkletNode(context, "capture");
+  let pending = new Float32Array(0);
+  capture.port.onmessage = ({ data }) => {
+    const joined = new Float32Array(pending.length + data.length);
+    joined.set(pending);
+    joined.set(data, pending.length);
+    let offset = 0;
+    for (; offset + FRAME_SAMPLES <= joined.length; offset += FRAME_SAMPLES) {
+      const frame = new Int16Array(FRAME_SAMPLES);
+      for (let i = 0; i < FRAME_SAMPLES; i++)
+        frame[i] = Math.max(-32768, Math.min(32767, Math.round(joined[offset + i] * 32767)));
+      session.sendAudio(frame);
+    }
+    pending = joined.slice(offset);
+  };
+  context.createMediaStreamSource(media).connect(capture);
+  live = {
+    session,
+    stop() {
+      for (const track of media.getTracks()) track.stop();
+      void context.close();
+      session.finalize();
+      setTimeout(() => {
+        session.close();
+        speaker.close();
+      }, 3000);
+    },
+  };
+  status(
+    "live-status",
+    `Listening (session ${session.ready.session_id} on ${session.ready.worker_id}). Speak now.`,
+  );
+  for await (const message of session) {
+    if (message.type === "original_transcript" || message.type === "translated_transcript")
+      showTranscript(message);
+    else if (message.type === "error") status("live-status", message.error, true);
+  }
+  const closed = await session.closed;
+  if (closed.code !== 1000)
+    status("live-status", `The session ended (${closed.code} ${closed.reason})`, closed.code >= 4000);
+}
+
+$("live-start").addEventListener("click", () => {
+  $("live-start").disabled = true;
+  $("live-stop").disabled = false;
+  startLive().catch((error) => {
+    status("live-status", describe(error), true);
+    $("live-start").disabled = false;
+    $("live-stop").disabled = true;
+  });
+});
+$("live-stop").addEventListener("click", () => {
+  live?.stop();
+  live = undefined;
+  $("live-start").disabled = false;
+  $("live-stop").disabled = true;
+  status("live-status", "Stopped.");
+});
+
+// Text to speech
+$("tts-speak").addEventListener("click", async () => {
+  $("tts-speak").disabled = true;
+  try {
+    status("tts-status", "Speaking…");
+    const session = await RealtimeSession.open(
+      { baseUrl, apiKey: apiKey() },
+      {
+        mode: "tts",
+        targetLanguage: $("tts-language").value,
+        ...($("tts-voice").value ? { voiceId: $("tts-voice").value } : {}),
+      },
+    );
+    const speaker = new Speaker($("tts-audio"));
+    session.onAudio = (samples) => speaker.play(samples);
+    session.speak($("tts-text").value, { correlationId: "playground" });
+    for await (const message of session) {
+      if (message.type === "speech_end") break;
+      if (message.type === "error") throw new Error(message.error);
+    }
+    session.close();
+    status("tts-status", "Done.");
+  } catch (error) {
+    status("tts-status", describe(error), true);
+  } finally {
+    $("tts-speak").disabled = false;
+  }
+});
+
+// Dubbing
+$("dub-start").addEventListener("click", async () => {
+  const file = $("dub-file").files?.[0];
+  if (!file) return status("dub-status", "choose a video or audio file first", true);
+  $("dub-start").disabled = true;
+  const progress = $("dub-progress");
+  try {
+    const client = new DubbingClient(baseUrl, apiKey());
+    status("dub-status", `Uploading ${file.name}…`);
+    const { sourceUrl } = await client.upload(file.name, file, {
+      onProgress: (sent, total) => (progress.value = (100 * sent) / total),
+    });
+    const created = await client.create({
+      sourceUrl,
+      sourceLang: $("dub-from").value,
+      targetLang: $("dub-to").value,
+      voice: $("dub-voice").value,
+    });
+    progress.value = 0;
+    const job = await client.wait(created.job_id, {
+      onUpdate: (update) => {
+        progress.value = update.progress?.percent ?? 0;
+        status("dub-status", `Job ${update.job_id}: ${update.progress?.stage_name ?? update.status}`);
+      },
+    });
+    if (job.status === "failed") throw new Error(`${job.error}: ${job.error_message ?? ""}`);
+    progress.value = 100;
+    status(
+      "dub-status",
+      `Job ${job.job_id} completed (${job.input_duration_sec?.toFixed(1)} s, ${job.cost_usd} USD).`,
+    );
+    const result = $("dub-result");
+    result.src = job.output_url;
+    result.hidden = false;
+    Object.assign($("dub-download"), { href: job.output_url, hidden: false });
+  } catch (error) {
+    status("dub-status", describe(error), true);
+  } finally {
+    $("dub-start").disabled = false;
+  }
+});
+
+loadChoices().catch((error) =>
+  status("live-status", `cannot read the server's languages: ${describe(error)}`, true),
+);

@@ -1,0 +1,113 @@
+/**
+ * The browser playground end to end in headless Chromium (Debian's, driven by playwright-core),
+ * against the real service: a WAV from ../shared/data/speech is the fake microphone; the page
+ * shows its translation and plays the translated speech; the text-to-speech tab speaks; the
+ * dubbing tab uploads a video with progress, follows the job and plays the result. Screenshots
+ * of each tab go to docs/. The API key never appears in a URL.
+ */
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makeTestVideo } from "../support/media.js";
+import { PROJECT_ROOT, runScript } from "../support/run-script.js";
+import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { sharedMissing, sharedPath } from "../support/shared.js";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const problem = !existsSync(CHROMIUM)
+  ? `no Chromium at ${CHROMIUM} (npm run setup installs Debian's chromium)`
+  : sharedMissing("data/speech")
+    ? "../shared speech is missing"
+    : undefined;
+if (problem) console.warn(`playground not tested: ${problem}`);
+
+let server: TestServer;
+let browser: Browser;
+let page: Page;
+let dir: string;
+const urls: string[] = [];
+
+beforeAll(async () => {
+  if (problem) return;
+  // The page loads the SDK from the build: build it from these sources first.
+  const built = await runScript("node_modules/typescript/bin/tsc", ["-p", "tsconfig.client.json"], {});
+  expect(built.stderr + built.stdout).toBe("");
+  server = await startServer({ DUBBING_WORKERS: "1" });
+  dir = await mkdtemp(path.join(tmpdir(), "relay-playground-"));
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--use-fake-ui-for-media-stream",
+      "--use-fake-device-for-media-stream",
+      `--use-file-for-fake-audio-capture=${sharedPath("data/speech/librivox-pocketsphinx/goforward.wav")}`,
+      "--autoplay-policy=no-user-gesture-required",
+    ],
+  });
+  page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+  page.on("request", (request) => urls.push(request.url()));
+  await page.goto(server.baseUrl);
+  await page.fill("#api-key", API_KEY);
+  await page.waitForSelector("#live-to option[value=es]", { state: "attached" });
+}, 120_000);
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+const frames = async (selector: string) => Number(await page.getAttribute(selector, "data-frames"));
+
+describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
+  it("translates the microphone live: transcripts, translation and translated speech", async () => {
+    await page.selectOption("#live-from", "en");
+    await page.selectOption("#live-to", "es");
+    await page.click("#live-start");
+    const translated = page.locator("#live-transcript .translated:not(.interim)", { hasText: /metros/iu });
+    await translated.first().waitFor({ timeout: 60_000 });
+    await expect.poll(() => frames("#live-audio"), { timeout: 30_000 }).toBeGreaterThan(0);
+    expect(await page.locator("#live-transcript .original").first().textContent()).toMatch(/^\[en\] /u);
+    await page.screenshot({ path: path.join(PROJECT_ROOT, "docs/playground-live.png") });
+    await page.click("#live-stop");
+  }, 90_000);
+
+  it("speaks text in the text-to-speech tab", async () => {
+    await page.click("#tab-tts");
+    await page.selectOption("#tts-language", "es");
+    await page.fill("#tts-text", "Buenos días a todos.");
+    await page.click("#tts-speak");
+    await page.locator("#tts-status", { hasText: "Done." }).waitFor({ timeout: 30_000 });
+    expect(await frames("#tts-audio")).toBeGreaterThan(0);
+    await page.screenshot({ path: path.join(PROJECT_ROOT, "docs/playground-tts.png") });
+  }, 60_000);
+
+  it("uploads a video with progress, follows the job and plays the dubbed result", async () => {
+    await page.click("#tab-dub");
+    await page.setInputFiles("#dub-file", await makeTestVideo(dir));
+    await page.selectOption("#dub-from", "en");
+    await page.selectOption("#dub-to", "es");
+    await page.click("#dub-start");
+    await page.locator("#dub-status", { hasText: "completed" }).waitFor({ timeout: 120_000 });
+    expect(Number(await page.getAttribute("#dub-progress", "value"))).toBe(100);
+    const src = await page.getAttribute("#dub-result", "src");
+    expect((await fetch(src!)).status).toBe(200);
+    // The page can play it: the video element loads its metadata.
+    await expect
+      .poll(() =>
+        page.$eval("#dub-result", (video) => (video as unknown as { readyState: number }).readyState),
+      )
+      .toBeGreaterThan(0);
+    await page.screenshot({ path: path.join(PROJECT_ROOT, "docs/playground-dubbing.png") });
+  }, 150_000);
+
+  it("never puts the API key in a URL", () => {
+    expect(urls.length).toBeGreaterThan(5);
+    expect(urls.filter((url) => url.includes(API_KEY))).toEqual([]);
+  });
+});
