@@ -158,3 +158,27 @@ export function isLanguageCode(value: string): boolean {
   const parsed = parseLanguageTag(value);
   return parsed.ok && parsed.language === value;
 }
+
+/**
+ * The dubbing languages the configured engines serve: targets they can translate into and speak,
+ * sources they recognise ("auto" when a recogniser identifies languages). Listed by
+ * `GET /v1/languages`, so clients offer what this server does.
+ */
+export function servedDubbingLanguages(registry: LanguageCapabilities): {
+  sources: (LanguageCode | "auto")[];
+  targets: LanguageCode[];
+} {
+  const servable = (requirements: Requirement[]) => unservable(registry, requirements) === undefined;
+  return {
+    sources: [
+      ...(servable([{ kind: "recognition", language: "auto" }]) ? ["auto" as const] : []),
+      ...DUBBING_LANGUAGES.filter((language) => servable([{ kind: "recognition", language }])),
+    ],
+    targets: DUBBING_LANGUAGES.filter((language) =>
+      servable([
+        { kind: "voice", language },
+        { kind: "translation", from: "auto", to: language },
+      ]),
+    ),
+  };
+}

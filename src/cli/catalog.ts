@@ -38,7 +38,7 @@ export async function languages(server: string): Promise<number> {
   for (const [from, list] of targets) console.log(`  ${from} → ${list.join(", ")}`);
 
   const voiced = report.voice_output.map((v) => v.language);
-  console.log(`Voice output (--to without --no-audio, and speak --lang; ${voiced.length} languages):`);
+  console.log(`Voice output (--to without --no-audio, and of speak; ${voiced.length} languages):`);
   console.log(wrap(voiced.join(" "), 100, "  "));
 
   console.log("Engines:");

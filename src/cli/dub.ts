@@ -12,7 +12,7 @@ import {
   type JobStatus,
 } from "../client/dubbing.js";
 import { HttpError } from "../client/errors.js";
-import { DUBBING_LANGUAGES, isDubbingLanguage, parseLanguageTag } from "../languages.js";
+import { parseLanguageTag } from "../languages.js";
 import { CliError, describeError, requireKey, type Connection } from "./common.js";
 import { ProgressLine } from "./progress.js";
 
@@ -147,28 +147,17 @@ function formatBytes(bytes: number): string {
   return `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 }
 
-/** A tag the service reads as one of the dubbing languages ("es", "es-MX"), by the service's own parser. */
-function isDubbingTag(tag: string): boolean {
-  const parsed = parseLanguageTag(tag);
-  return parsed.ok && isDubbingLanguage(parsed.language);
-}
-
 /** Usage problems are reported before anything is uploaded or a job is created. */
-async function checkUsage(input: string, options: DubCommandOptions): Promise<void> {
-  const languages = DUBBING_LANGUAGES.join(", ");
-  if (!isDubbingTag(options.to)) {
-    throw new CliError(`unsupported_language: --to "${options.to}" is not a dubbing language (${languages})`);
-  }
-  if (options.from !== "auto" && !isDubbingTag(options.from)) {
-    throw new CliError(
-      `unsupported_language: --from "${options.from}" is not a dubbing language (auto, ${languages})`,
-    );
-  }
+async function checkUsage(connection: Connection, input: string, options: DubCommandOptions): Promise<void> {
   const outDir = path.dirname(path.resolve(options.out));
   if (!(await stat(outDir).catch(() => undefined))?.isDirectory()) {
     throw new CliError(`--out: the directory ${outDir} does not exist`);
   }
-  if (isUrl(input)) return;
+  if (!isUrl(input)) await checkInputFile(input);
+  await checkLanguages(connection, options);
+}
+
+async function checkInputFile(input: string): Promise<void> {
   const info = await stat(input).catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ENOENT") throw new CliError(`no such file: ${input}`);
     throw new CliError(`cannot read ${input}: ${error.message}`);
@@ -185,12 +174,36 @@ async function checkUsage(input: string, options: DubCommandOptions): Promise<vo
   }
 }
 
+/** The languages are the server's (GET /v1/languages), not a list of this client's. */
+async function checkLanguages(connection: Connection, options: DubCommandOptions): Promise<void> {
+  const served = await fetch(new URL("/v1/languages", connection.server))
+    .then((response) => response.json() as Promise<{ dubbing?: { sources: string[]; targets: string[] } }>)
+    .then((report) => report.dubbing)
+    .catch(() => undefined);
+  // Unreachable (or an older server): the job request reports what is wrong instead.
+  if (!served) return;
+  const primary = (tag: string) => {
+    const parsed = parseLanguageTag(tag);
+    return parsed.ok ? parsed.language : tag;
+  };
+  if (!served.targets.includes(primary(options.to))) {
+    throw new CliError(
+      `unsupported_language: this server does not dub into "${options.to}" (it dubs into ${served.targets.join(", ")})`,
+    );
+  }
+  if (!served.sources.includes(options.from === "auto" ? "auto" : primary(options.from))) {
+    throw new CliError(
+      `unsupported_language: this server does not dub from "${options.from}" (it dubs from ${served.sources.join(", ")})`,
+    );
+  }
+}
+
 export async function dub(
   connection: Connection,
   input: string,
   options: DubCommandOptions,
 ): Promise<number> {
-  await checkUsage(input, options);
+  await checkUsage(connection, input, options);
   requireKey(connection);
   const view = new ProgressLine(process.stderr);
 

@@ -46,9 +46,9 @@ withServer(
   program
     .command("live")
     .description("stream a WAV file for translation; print transcripts and save the translated speech")
-    .requiredOption("--in <wav>", "input WAV (any rate or channels; sent as 16 kHz mono)")
-    .option("--from <lang>", "spoken language", "en")
-    .option("--to <lang>", "language to translate into", "es")
+    .argument("<wav>", "input WAV (any rate or channels; sent as 16 kHz mono)")
+    .option("--from <lang>", "spoken language (see `relay languages`)", "en")
+    .option("--to <lang>", "language to translate into (see `relay languages`)", "es")
     .option("--out <wav>", "where to write the translated speech (float32, 24 kHz)")
     .option("--speed <x>", "pace × real time; 0 or max: as fast as possible", parseSpeed, 1)
     .option("--voice <id>", "voice ID (see `relay voices`), or auto with --model relay-2")
@@ -62,21 +62,21 @@ withServer(
     .option("--no-audio", "transcripts only: no translated speech, no --out")
     .option("--json", "print every server message as one JSON line", false),
   true,
-).action(async (options: Parameters<typeof live>[1] & ServerOptions) => {
-  process.exitCode = await live(connection(options), options);
+).action(async (input: string, options: Omit<Parameters<typeof live>[1], "in"> & ServerOptions) => {
+  process.exitCode = await live(connection(options), { ...options, in: input });
 });
 
 withServer(
   program
     .command("speak")
     .description("synthesise a line of text into a WAV file (a mode=tts session)")
-    .requiredOption("--text <text>", "text to speak")
-    .requiredOption("--lang <lang>", "language of the text")
+    .argument("<text>", "text to speak")
+    .requiredOption("--to <lang>", "language to speak it in (see `relay languages`)")
     .requiredOption("--out <wav>", "where to write the speech (float32, 24 kHz)")
     .option("--voice <id>", "voice ID (see `relay voices`)"),
   true,
-).action(async (options: Parameters<typeof speak>[1] & ServerOptions) => {
-  process.exitCode = await speak(connection(options), options);
+).action(async (text: string, options: Omit<Parameters<typeof speak>[1], "text"> & ServerOptions) => {
+  process.exitCode = await speak(connection(options), { ...options, text });
 });
 
 withServer(
@@ -84,8 +84,8 @@ withServer(
     .command("dub")
     .description("dub a video or audio file (a path or an http(s) URL) into another language")
     .argument("<file-or-url>", "media to dub: mp4 mov mkv wav mp3 flac ogg m4a, or an http(s) URL")
-    .requiredOption("--to <lang>", "language to dub into (en es fr de it pt ru ja ko zh)")
-    .option("--from <lang>", "spoken language, or auto", "auto")
+    .requiredOption("--to <lang>", "language to dub into (see `relay languages`)")
+    .option("--from <lang>", "spoken language, or auto (see `relay languages`)", "auto")
     .option(
       "--voice <voice>",
       "auto (each speaker in a voice matched to theirs), female, male, or a voice ID (see `relay voices`)",

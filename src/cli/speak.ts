@@ -11,7 +11,8 @@ import {
 
 export interface SpeakOptions {
   readonly text: string;
-  readonly lang: string;
+  /** The language to speak the text in. */
+  readonly to: string;
   readonly out: string;
   readonly voice?: string;
 }
@@ -20,7 +21,7 @@ export interface SpeakOptions {
 export async function speak(connection: Connection, options: SpeakOptions): Promise<number> {
   const { socket } = await openSession(connection, {
     mode: "tts",
-    targetLanguage: options.lang,
+    targetLanguage: options.to,
     ...(options.voice !== undefined && { voiceId: options.voice }),
   });
   try {

@@ -133,12 +133,14 @@ describe("relay dub: refusals", () => {
     await writeFile(input, "not checked: the language is refused first");
     const result = await relay(["dub", input, "--to", "xx", "--out", path.join(tmp, "x.mp4")]);
     expect(result.code).not.toBe(0);
-    expect(errorLines(result)).toEqual([expect.stringMatching(/^relay: unsupported_language: --to "xx"/u)]);
+    expect(errorLines(result)).toEqual([
+      expect.stringMatching(/^relay: unsupported_language: this server does not dub into "xx"/u),
+    ]);
     expect(result.stderr).not.toMatch(/uploading/u);
   });
 
-  it("prints the service's error code and message when it cannot serve the language pair", async () => {
-    // The server checks the pair before it fetches anything, so the URL need not exist.
+  it("refuses a language the server does not dub, listing those it does (from GET /v1/languages)", async () => {
+    // Checked before anything is fetched or uploaded, so the URL need not exist.
     const result = await relay([
       "dub",
       `${fileBase}/absent.mp4`,
@@ -149,7 +151,9 @@ describe("relay dub: refusals", () => {
     ]);
     expect(result.code).not.toBe(0);
     expect(errorLines(result)).toEqual([
-      expect.stringMatching(/^relay: job request failed: HTTP 400 unsupported_language: .*"ja"/u),
+      expect.stringMatching(
+        /^relay: unsupported_language: this server does not dub into "ja" \(it dubs into .*\bes\b/u,
+      ),
     ]);
   });
 
@@ -180,9 +184,12 @@ describe("relay dub: refusals", () => {
   it("reports a refused API key with the service's 401 code", async () => {
     const input = path.join(tmp, "tiny.wav");
     await writeFile(input, "RIFF");
-    const result = await relay(["dub", input, "--to", "es", "--out", path.join(tmp, "x.mp3")], {
-      RELAY_API_KEY: "not-a-key",
-    });
+    const result = await relay(
+      ["dub", input, "--from", "en", "--to", "es", "--out", path.join(tmp, "x.mp3")],
+      {
+        RELAY_API_KEY: "not-a-key",
+      },
+    );
     expect(result.code).not.toBe(0);
     expect(errorLines(result)).toEqual([
       expect.stringMatching(/^relay: upload failed: HTTP 401 unauthorized: /u),

@@ -35,19 +35,7 @@ const errorLines = (result: Run) => result.stderr.split("\n").filter((line) => l
 describe.skipIf(SPEECH_MISSING)("relay live", () => {
   it("streams a WAV file, prints the final transcripts and writes the translated speech", async () => {
     const out = path.join(tmp, "live.wav");
-    const result = await relay(
-      "live",
-      "--in",
-      goForward,
-      "--from",
-      "en",
-      "--to",
-      "es",
-      "--out",
-      out,
-      "--speed",
-      "0",
-    );
+    const result = await relay("live", goForward, "--from", "en", "--to", "es", "--out", out, "--speed", "0");
     expect(result.stderr).not.toMatch(/^relay:/mu);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("[en] go forward ten meters");
@@ -60,7 +48,6 @@ describe.skipIf(SPEECH_MISSING)("relay live", () => {
   it("--model relay-2 --voice auto names the speaker of each line", async () => {
     const result = await relay(
       "live",
-      "--in",
       goForward,
       "--model",
       "relay-2",
@@ -78,17 +65,7 @@ describe.skipIf(SPEECH_MISSING)("relay live", () => {
   });
 
   it("--json prints every server message as one JSON line; --no-audio writes no file", async () => {
-    const result = await relay(
-      "live",
-      "--in",
-      goForward,
-      "--to",
-      "fr",
-      "--speed",
-      "max",
-      "--no-audio",
-      "--json",
-    );
+    const result = await relay("live", goForward, "--to", "fr", "--speed", "max", "--no-audio", "--json");
     expect(result.code).toBe(0);
     const messages = result.stdout
       .trim()
@@ -101,20 +78,20 @@ describe.skipIf(SPEECH_MISSING)("relay live", () => {
   });
 
   it("reports a refused session request (401, 402) on stderr and exits non-zero", async () => {
-    const wrongKey = await run("src/cli/main.ts", ["live", "--in", goForward, "--no-audio"], {
+    const wrongKey = await run("src/cli/main.ts", ["live", goForward, "--no-audio"], {
       RELAY_API_KEY: "not-a-key",
     });
     expect(wrongKey.code).not.toBe(0);
     expect(errorLines(wrongKey)).toEqual([expect.stringMatching(/HTTP 401 unauthorized: invalid API key/u)]);
     expect(wrongKey.stdout).toBe("");
 
-    const broke = await relay("live", "--in", goForward, "--no-audio", "--api-key", BROKE_KEY);
+    const broke = await relay("live", goForward, "--no-audio", "--api-key", BROKE_KEY);
     expect(broke.code).not.toBe(0);
     expect(errorLines(broke)).toEqual([expect.stringMatching(/HTTP 402 insufficient_balance/u)]);
   });
 
   it("exits non-zero with the session-start error when the server rejects the parameters", async () => {
-    const result = await relay("live", "--in", goForward, "--to", "ja", "--out", path.join(tmp, "ja.wav"));
+    const result = await relay("live", goForward, "--to", "ja", "--out", path.join(tmp, "ja.wav"));
     expect(result.code).not.toBe(0);
     expect(errorLines(result)).toEqual([
       expect.stringMatching(/^relay: session rejected: no translation from "en" to "ja"/u),
@@ -126,17 +103,7 @@ describe.skipIf(SPEECH_MISSING)("relay live", () => {
 describe("relay speak, voices, languages", () => {
   it("speak writes a WAV of speech", async () => {
     const out = path.join(tmp, "hola.wav");
-    const result = await relay(
-      "speak",
-      "--text",
-      "Hola, buenos días",
-      "--lang",
-      "es",
-      "--out",
-      out,
-      "--voice",
-      "12",
-    );
+    const result = await relay("speak", "Hola, buenos días", "--to", "es", "--out", out, "--voice", "12");
     expect(result.code).toBe(0);
     const speech = await readWav(out);
     expect(speech.sampleRate).toBe(24_000);
@@ -164,6 +131,19 @@ describe("relay speak, voices, languages", () => {
     expect(result.stdout).toMatch(/^Speech input \(--from\): .*\ben\b/mu);
     expect(result.stdout).toMatch(/^ {2}en → es\b/mu);
     expect(result.stdout).toMatch(/^Voice output .*\d+ languages/mu);
+  });
+});
+
+describe.skipIf(SPEECH_MISSING)("examples/sdk-translate.ts", () => {
+  it("translates a WAV file with the SDK and prints the final transcripts", async () => {
+    const result = await run("examples/sdk-translate.ts", [goForward]);
+    expect(result.stderr).not.toMatch(/error/iu);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("[en] go forward ten meters");
+    expect(result.stdout).toMatch(/^\[es\] .*diez metros/imu);
+    expect(Number(/^received (\d+\.\d+) s of translated speech/mu.exec(result.stdout)?.[1])).toBeGreaterThan(
+      0,
+    );
   });
 });
 

@@ -1,0 +1,38 @@
+// Real-time speech translation with the SDK (in an application: import from "relay-translate/client").
+// Usage: RELAY_SERVER=http://localhost:8080 RELAY_API_KEY=... npx tsx examples/sdk-translate.ts speech.wav [es]
+import { RealtimeSession } from "../src/client/index.js";
+// Only used to read the WAV file as PCM16 mono 16 kHz, the format the service takes in.
+import { readWavAsPcm16 } from "../src/audio/wav.js";
+
+const [wavPath, targetLanguage = "es"] = process.argv.slice(2);
+if (!wavPath) throw new Error("usage: sdk-translate.ts <speech.wav> [target language]");
+
+// Creates the session (the API key is used here only) and resolves once the server is ready.
+const session = await RealtimeSession.open(
+  { baseUrl: process.env.RELAY_SERVER ?? "http://localhost:8080", apiKey: process.env.RELAY_API_KEY },
+  { sourceLanguage: "en", targetLanguage },
+);
+let speechSamples = 0;
+session.onAudio = (samples) => (speechSamples += samples.length); // float32 mono 24 kHz: play or save it
+
+// Stream PCM16 in 20 ms frames at real time, as a microphone would, then commit the segment.
+const pcm = await readWavAsPcm16(wavPath, 16_000);
+void (async () => {
+  for (let offset = 0; offset < pcm.length && session.isOpen; offset += 320) {
+    session.sendAudio(pcm.subarray(offset, offset + 320));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  session.finalize();
+  // Speech sessions have no end-of-results message: close a little after the last final.
+  setTimeout(() => session.close(), 3000);
+})();
+
+// Messages are a discriminated union on `type`; interims (is_final: false) may still change.
+for await (const message of session) {
+  if (message.type === "original_transcript" && message.is_final)
+    console.log(`[${message.source_language}] ${message.text}`);
+  if (message.type === "translated_transcript" && message.is_final)
+    console.log(`[${message.target_language}] ${message.text}`);
+  if (message.type === "error") console.error(`server error: ${message.error}`);
+}
+console.log(`received ${(speechSamples / 24_000).toFixed(2)} s of translated speech`);
