@@ -12,7 +12,7 @@
  */
 import { cpus } from "node:os";
 import { mkdir, writeFile } from "node:fs/promises";
-import { createSession, HttpError, RealtimeSocket } from "../src/client/realtime-client.js";
+import { createSession, HttpError, RealtimeSocket } from "../src/cli/recording-socket.js";
 import { launchFleet } from "./fleet.js";
 import { CLIPS, loadClip, measureConcurrency, sleep } from "./realtime-load.js";
 

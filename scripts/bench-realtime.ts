@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { cpus } from "node:os";
-import { createSession, RealtimeSocket } from "../src/client/realtime-client.js";
+import { createSession, RealtimeSocket } from "../src/cli/recording-socket.js";
 import { freePort } from "../test/support/ports.js";
 import { benchWhisperStreaming } from "./bench-whisper-streaming.js";
 import {

@@ -5,7 +5,7 @@
  */
 import path from "node:path";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
-import { createSession, RealtimeSocket } from "../src/client/realtime-client.js";
+import { createSession, RealtimeSocket } from "../src/cli/recording-socket.js";
 
 export const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 

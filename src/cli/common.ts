@@ -5,7 +5,7 @@ import {
   RealtimeSocket,
   type ServerMessage,
   type SessionInfo,
-} from "../client/realtime-client.js";
+} from "./recording-socket.js";
 
 /** Output speech format of the service (float32 mono). */
 export const OUTPUT_SAMPLE_RATE = 24_000;

@@ -1,5 +1,5 @@
 import { readWavAsPcm16 } from "../audio/wav.js";
-import type { Received, RealtimeSocket, ServerMessage } from "../client/realtime-client.js";
+import type { Received, RealtimeSocket, ServerMessage } from "./recording-socket.js";
 import {
   checkSession,
   closeNormally,

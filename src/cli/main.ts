@@ -9,7 +9,7 @@ import { keysCommand } from "./keys.js";
 import { modelsCommand } from "./models.js";
 import { speak } from "./speak.js";
 
-/** `relay`: command-line client of the real-time interface (src/client/realtime-client.ts) and of dubbing. */
+/** `relay`: command-line client of the real-time interface (recording-socket.ts), of dubbing (the SDK's DubbingClient), keys and models. */
 
 interface ServerOptions {
   readonly server: string;

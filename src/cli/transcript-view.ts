@@ -1,4 +1,4 @@
-import type { ServerMessage } from "../client/realtime-client.js";
+import type { ServerMessage } from "./recording-socket.js";
 import { errorText, isRejection } from "./common.js";
 
 type Kind = "original" | "translated";

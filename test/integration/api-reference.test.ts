@@ -10,7 +10,7 @@ import path from "node:path";
 import { Ajv2020, type ValidateFunction } from "ajv/dist/2020.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { RealtimeSocket } from "../../src/client/realtime-client.js";
+import { RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { makeTestVideo } from "../support/media.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";

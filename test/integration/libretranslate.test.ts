@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
+import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { createLibreTranslateEngine } from "../../src/engines/libretranslate/index.js";
 import { RemoteEngineError } from "../../src/engines/remote/errors.js";
 import {

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
+import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { makeTestVideo } from "../support/media.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeWav, readWavAsPcm16 } from "../../src/audio/wav.js";
 import { dubMedia } from "../../src/dubbing/index.js";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
+import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { wordErrors } from "../support/word-errors.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";

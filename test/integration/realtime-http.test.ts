@@ -1,6 +1,6 @@
 import { SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSession, HttpError, RealtimeSocket } from "../../src/client/realtime-client.js";
+import { createSession, HttpError, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { API_KEY, BROKE_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
 
 const SECRET = "integration-test-secret-0123456789";

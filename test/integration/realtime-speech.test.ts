@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
+import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_PENDING_SPEAKS } from "../../src/api/realtime/socket.js";
-import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
+import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
 let server: TestServer;

@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { REFERENCE_SENTENCES } from "../../src/voices/voice-clone.js";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
+import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { medianPitch } from "../support/audio-measures.js";
 import { makeTestVideo } from "../support/media.js";
 import { startOpenAiServer, TONE_HZ, type OpenAiTestServer } from "../support/openai-server.js";

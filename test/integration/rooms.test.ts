@@ -2,13 +2,8 @@ import { SignJWT } from "jose";
 import { TokenVerifier } from "livekit-server-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { HttpError, type RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
-import {
-  addRoomParticipant,
-  createRoomSession,
-  joinRoom,
-  type RoomSession,
-} from "../../src/client/room-client.js";
+import { HttpError, type RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
+import { addRoomParticipant, createRoomSession, joinRoom, type RoomSession } from "../support/room-client.js";
 import { mintRoomToken } from "../../src/rooms/tokens.js";
 import { injectApp, type InjectedApp } from "../support/app.js";
 import { medianPitch } from "../support/audio-measures.js";

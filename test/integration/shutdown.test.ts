@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
+import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { freePort } from "../support/ports.js";
 
 describe("the service process (npm start's entry point)", () => {

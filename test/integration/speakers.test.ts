@@ -5,7 +5,7 @@
  * library voice of their gender, with the spec's timing rules.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/client/realtime-client.js";
+import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { findVoice } from "../../src/voices/library.js";
 import { voiceClonerFor } from "../../src/voices/voice-clone.js";
 import { buildConversation, SPEAKERS, type Conversation } from "../support/conversations.js";

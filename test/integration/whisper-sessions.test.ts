@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { createSession, RealtimeSocket } from "../../src/client/realtime-client.js";
+import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { NATIVE_BUILD_PATH } from "../../src/engines/whisper-cpp/binding.js";
 import type { WhisperCppEngine } from "../../src/engines/whisper-cpp/index.js";
 import { makeTestVideo } from "../support/media.js";

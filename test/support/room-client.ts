@@ -1,4 +1,4 @@
-import { HttpError, RealtimeSocket } from "./realtime-client.js";
+import { HttpError, RealtimeSocket } from "../../src/cli/recording-socket.js";
 
 /**
  * Client side of rooms: `POST /api/beta1/session`, extra participants, and joining the embedded
