@@ -75,8 +75,9 @@ async function holdIdleSessions(url: string): Promise<{ held: number; workers: n
         throw error;
       }
       const socket = await RealtimeSocket.connect(wsUrl);
-      const first = await Promise.race([socket.waitFor((m) => m.type === "ready"), socket.closed()]);
-      if (typeof first === "number") {
+      // Undefined when the socket is closed instead (4503).
+      const first = await socket.waitFor((m) => m.type === "ready").catch(() => undefined);
+      if (!first) {
         // 4503: nginx sent it to a full process while another still has room; the client retries.
         refusedInARow++;
         continue;

@@ -252,7 +252,7 @@ $("dub-start").addEventListener("click", async () => {
     progress.value = 100;
     status(
       "dub-status",
-      `Job ${job.job_id} completed (${job.input_duration_sec?.toFixed(1)} s, ${job.cost_usd} USD).`,
+      `Job ${job.job_id} completed (${job.input_duration_sec?.toFixed(1)} s, ${job.cost_usd?.toFixed(2)} USD).`,
     );
     const result = $("dub-result");
     result.src = job.output_url;

@@ -2,8 +2,10 @@
  * The browser playground end to end in headless Chromium (Debian's, driven by playwright-core),
  * against the real service: a WAV from ../shared/data/speech is the fake microphone; the page
  * shows its translation and plays the translated speech; the text-to-speech tab speaks; the
- * dubbing tab uploads a video with progress, follows the job and plays the result. Screenshots
- * of each tab go to docs/. The API key never appears in a URL.
+ * dubbing tab uploads a video with progress, follows the job and plays the result. Each tab is
+ * screenshotted: into docs/ with RELAY_UPDATE_SCREENSHOTS=1 (how docs/playground-*.png were made),
+ * otherwise into a temporary directory, so a test run leaves the checkout as it was. The API key
+ * never appears in a URL.
  */
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -62,6 +64,11 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+const screenshot = (name: string) =>
+  page.screenshot({
+    path: path.join(process.env.RELAY_UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, "docs") : dir, name),
+  });
+
 const frames = async (selector: string) => Number(await page.getAttribute(selector, "data-frames"));
 
 describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
@@ -73,7 +80,7 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
     await translated.first().waitFor({ timeout: 60_000 });
     await expect.poll(() => frames("#live-audio"), { timeout: 30_000 }).toBeGreaterThan(0);
     expect(await page.locator("#live-transcript .original").first().textContent()).toMatch(/^\[en\] /u);
-    await page.screenshot({ path: path.join(PROJECT_ROOT, "docs/playground-live.png") });
+    await screenshot("playground-live.png");
     await page.click("#live-stop");
   }, 90_000);
 
@@ -84,7 +91,7 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
     await page.click("#tts-speak");
     await page.locator("#tts-status", { hasText: "Done." }).waitFor({ timeout: 30_000 });
     expect(await frames("#tts-audio")).toBeGreaterThan(0);
-    await page.screenshot({ path: path.join(PROJECT_ROOT, "docs/playground-tts.png") });
+    await screenshot("playground-tts.png");
   }, 60_000);
 
   it("uploads a video with progress, follows the job and plays the dubbed result", async () => {
@@ -103,7 +110,7 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
         page.$eval("#dub-result", (video) => (video as unknown as { readyState: number }).readyState),
       )
       .toBeGreaterThan(0);
-    await page.screenshot({ path: path.join(PROJECT_ROOT, "docs/playground-dubbing.png") });
+    await screenshot("playground-dubbing.png");
   }, 150_000);
 
   it("never puts the API key in a URL", () => {
