@@ -97,21 +97,52 @@ async function holdIdleSessions(url: string): Promise<{ held: number; workers: n
 const counts = QUICK ? [1, 2] : [1, 2, 3];
 const results: FleetResult[] = [];
 for (const processes of counts) results.push(await measureFleet(processes));
+
+/**
+ * Round-robin over two processes sends every session's socket to the same process (each session
+ * is two requests: GET /v1/session, then the socket): the capacity again with least_conn.
+ */
+const leastConn: { processes: number; held: number; workers: number }[] = [];
+for (const processes of counts.filter((count) => count > 1)) {
+  const fleet = await launchFleet({
+    processes,
+    built: true,
+    balance: "least_conn",
+    env: {
+      API_KEYS: `${API_KEY}:100`,
+      MAX_SESSIONS: String(CAPACITY_PER_PROCESS),
+      UNCLAIMED_SESSIONS_PER_ACCOUNT: "1000",
+    },
+  });
+  try {
+    await sleep(3000);
+    leastConn.push({ processes, ...(await holdIdleSessions(fleet.url)) });
+  } finally {
+    await fleet.close();
+  }
+}
 const base = results[0]!;
 await mkdir("bench-results", { recursive: true });
 await writeFile(
   "bench-results/fleet.json",
-  JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model }, results }, null, 2),
+  JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model }, results, leastConn }, null, 2),
 );
 console.log(
   [
     `Machine: ${cpus().length} cores (${cpus()[0]?.model}); nginx round-robin; MAX_SESSIONS=${CAPACITY_PER_PROCESS} per process`,
     "",
-    "| processes | concurrent real-time sessions | vs 1 process | idle sessions held (capacity) | processes serving them |",
+    "| processes | concurrent real-time sessions | vs 1 process | idle sessions held, round-robin (capacity) | processes serving them |",
     "| --- | --- | --- | --- | --- |",
     ...results.map(
       (result) =>
         `| ${result.processes} | ${result.realTimeSessions} | ${(result.realTimeSessions / Math.max(1, base.realTimeSessions)).toFixed(2)}× | ${result.heldOpen} of ${CAPACITY_PER_PROCESS * result.processes} | ${result.workersServing} |`,
+    ),
+    "",
+    "| processes | idle sessions held with nginx least_conn | processes serving them |",
+    "| --- | --- | --- |",
+    ...leastConn.map(
+      (row) =>
+        `| ${row.processes} | ${row.held} of ${CAPACITY_PER_PROCESS * row.processes} | ${row.workers} |`,
     ),
     "",
     "| processes | sessions | finalize → final translation p50 / p90 (ms) | missing finals | errors | real-time |",

@@ -5,7 +5,7 @@
  * benchmark (scripts/bench-fleet.ts) start their fleets with it; as a command it starts one and
  * keeps it up until Ctrl-C:
  *
- *   npm run fleet -- [--processes 3] [--port 8080]      (runs the build: npm run build first)
+ *   npm run fleet -- [--processes 3] [--port 8080] [--balance least_conn|round-robin]
  *
  * PostgreSQL: DATABASE_URL (default: a new database relay_fleet_<random> on
  * postgres://postgres@127.0.0.1:5432, dropped at exit). Redis: REDIS_URL (default
@@ -53,6 +53,8 @@ export interface FleetOptions {
   readonly stderr?: "inherit" | "ignore";
   /** Run the build (`dist/main.js`, as `npm start` does) instead of the sources through tsx (the default). */
   readonly built?: boolean;
+  /** nginx's balancing: round-robin (its default) or least_conn (what the README recommends for WebSockets). */
+  readonly balance?: "round-robin" | "least_conn";
 }
 
 const POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -90,7 +92,7 @@ export async function launchFleet(options: FleetOptions): Promise<Fleet> {
       processes.push(started);
       cleanups.push(() => stopProcess(started));
     }
-    await startNginx(path.join(dir, "nginx"), port, ports, cleanups);
+    await startNginx(path.join(dir, "nginx"), port, ports, options.balance ?? "round-robin", cleanups);
     return {
       url,
       processes,
@@ -173,7 +175,12 @@ async function stopProcess({ child, exited }: FleetProcess): Promise<void> {
  * sockets not timed out, uploads streamed. A process that refuses connections (killed) is skipped
  * for the next request.
  */
-export function nginxConfig(prefix: string, port: number, upstreams: readonly number[]): string {
+export function nginxConfig(
+  prefix: string,
+  port: number,
+  upstreams: readonly number[],
+  balance: "round-robin" | "least_conn" = "round-robin",
+): string {
   const temp = (name: string) => `${name}_temp_path ${path.join(prefix, name)};`;
   // As root, nginx's workers would run as nobody, who cannot enter this process's temporary directory.
   const user = process.getuid?.() === 0 ? "user root;\n" : "";
@@ -187,7 +194,7 @@ http {
   ${["client_body", "proxy", "fastcgi", "uwsgi", "scgi"].map(temp).join("\n  ")}
   map $http_upgrade $connection_upgrade { default upgrade; "" close; }
   upstream relay {
-    ${upstreams.map((upstream) => `server 127.0.0.1:${upstream} max_fails=1 fail_timeout=10s;`).join("\n    ")}
+    ${balance === "least_conn" ? "least_conn;\n    " : ""}${upstreams.map((upstream) => `server 127.0.0.1:${upstream} max_fails=1 fail_timeout=10s;`).join("\n    ")}
   }
   server {
     listen 127.0.0.1:${port};
@@ -215,11 +222,12 @@ async function startNginx(
   prefix: string,
   port: number,
   upstreams: readonly number[],
+  balance: "round-robin" | "least_conn",
   cleanups: (() => Promise<unknown>)[],
 ): Promise<void> {
   await mkdir(prefix, { recursive: true });
   const conf = path.join(prefix, "nginx.conf");
-  await writeFile(conf, nginxConfig(prefix, port, upstreams));
+  await writeFile(conf, nginxConfig(prefix, port, upstreams, balance));
   const nginx = spawn("nginx", ["-p", prefix, "-c", conf], { stdio: ["ignore", "ignore", "inherit"] });
   const exited = new Promise((resolve) => nginx.once("exit", resolve));
   nginx.once("error", () => undefined);
@@ -236,13 +244,18 @@ async function startNginx(
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
-    options: { processes: { type: "string", default: "3" }, port: { type: "string" } },
+    options: {
+      processes: { type: "string", default: "3" },
+      port: { type: "string" },
+      balance: { type: "string", default: "least_conn" },
+    },
   });
   const fleet = await launchFleet({
     processes: Number(values.processes),
     ...(values.port ? { port: Number(values.port) } : {}),
     ...(process.env.DATABASE_URL ? { databaseUrl: process.env.DATABASE_URL } : {}),
     built: true,
+    balance: values.balance === "round-robin" ? "round-robin" : "least_conn",
   });
   console.log(
     `relay fleet: ${fleet.url} (nginx) → ${fleet.processes.map((p) => `${p.workerId} ${p.baseUrl}`).join(", ")}`,
