@@ -4,16 +4,17 @@
  *
  * - real-time: the most concurrent sessions whose finals keep up (every utterance's final
  *   translation within 1.5 s of `finalize` at p90, none missing, no error), streaming real speech
- *   through nginx, ramped in steps of 2;
+ *   through nginx (`least_conn`, as the README recommends), ramped in steps of 2;
  * - capacity: with MAX_SESSIONS=20 per process, idle sessions opened through nginx until
- *   `GET /v1/session` answers 503: the fleet holds its processes' capacity together.
+ *   `GET /v1/session` answers 503: the fleet holds its processes' capacity together. Measured with
+ *   `least_conn` and with round-robin, which sends every socket of a two-process fleet to one process.
  *
  *   npm run bench:fleet [-- --quick]
  */
 import { cpus } from "node:os";
 import { mkdir, writeFile } from "node:fs/promises";
 import { createSession, HttpError, RealtimeSocket } from "../src/cli/recording-socket.js";
-import { launchFleet } from "./fleet.js";
+import { launchFleet, type Fleet } from "./fleet.js";
 import { CLIPS, loadClip, measureConcurrency, sleep } from "./realtime-load.js";
 
 const QUICK = process.argv.includes("--quick");
@@ -28,19 +29,25 @@ interface FleetResult {
   readonly workersServing: number;
 }
 
-async function measureFleet(processes: number): Promise<FleetResult> {
-  const clips = await Promise.all(CLIPS.slice(0, QUICK ? 3 : 6).map(loadClip));
+async function benchFleet(processes: number, balance: "least_conn" | "round-robin"): Promise<Fleet> {
   const fleet = await launchFleet({
     processes,
     built: true,
+    balance,
     env: {
       API_KEYS: `${API_KEY}:100`,
       MAX_SESSIONS: String(CAPACITY_PER_PROCESS),
       UNCLAIMED_SESSIONS_PER_ACCOUNT: "1000",
     },
   });
+  await sleep(3000); // every process has heard the others' heartbeats
+  return fleet;
+}
+
+async function measureFleet(processes: number): Promise<FleetResult> {
+  const clips = await Promise.all(CLIPS.slice(0, QUICK ? 3 : 6).map(loadClip));
+  const fleet = await benchFleet(processes, "least_conn");
   try {
-    await sleep(3000); // every process has heard the others' heartbeats
     const steps = [];
     for (let sessions = 2; ; sessions += 2) {
       const step = await measureConcurrency(fleet.url, API_KEY, clips, sessions);
@@ -100,23 +107,13 @@ for (const processes of counts) results.push(await measureFleet(processes));
 
 /**
  * Round-robin over two processes sends every session's socket to the same process (each session
- * is two requests: GET /v1/session, then the socket): the capacity again with least_conn.
+ * is two requests: GET /v1/session, then the socket): the capacity again with round-robin.
  */
-const leastConn: { processes: number; held: number; workers: number }[] = [];
+const roundRobin: { processes: number; held: number; workers: number }[] = [];
 for (const processes of counts.filter((count) => count > 1)) {
-  const fleet = await launchFleet({
-    processes,
-    built: true,
-    balance: "least_conn",
-    env: {
-      API_KEYS: `${API_KEY}:100`,
-      MAX_SESSIONS: String(CAPACITY_PER_PROCESS),
-      UNCLAIMED_SESSIONS_PER_ACCOUNT: "1000",
-    },
-  });
+  const fleet = await benchFleet(processes, "round-robin");
   try {
-    await sleep(3000);
-    leastConn.push({ processes, ...(await holdIdleSessions(fleet.url)) });
+    roundRobin.push({ processes, ...(await holdIdleSessions(fleet.url)) });
   } finally {
     await fleet.close();
   }
@@ -125,22 +122,22 @@ const base = results[0]!;
 await mkdir("bench-results", { recursive: true });
 await writeFile(
   "bench-results/fleet.json",
-  JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model }, results, leastConn }, null, 2),
+  JSON.stringify({ machine: { cpus: cpus().length, model: cpus()[0]?.model }, results, roundRobin }, null, 2),
 );
 console.log(
   [
-    `Machine: ${cpus().length} cores (${cpus()[0]?.model}); nginx round-robin; MAX_SESSIONS=${CAPACITY_PER_PROCESS} per process`,
+    `Machine: ${cpus().length} cores (${cpus()[0]?.model}); nginx least_conn; MAX_SESSIONS=${CAPACITY_PER_PROCESS} per process`,
     "",
-    "| processes | concurrent real-time sessions | vs 1 process | idle sessions held, round-robin (capacity) | processes serving them |",
+    "| processes | concurrent real-time sessions | vs 1 process | idle sessions held (capacity) | processes serving them |",
     "| --- | --- | --- | --- | --- |",
     ...results.map(
       (result) =>
         `| ${result.processes} | ${result.realTimeSessions} | ${(result.realTimeSessions / Math.max(1, base.realTimeSessions)).toFixed(2)}× | ${result.heldOpen} of ${CAPACITY_PER_PROCESS * result.processes} | ${result.workersServing} |`,
     ),
     "",
-    "| processes | idle sessions held with nginx least_conn | processes serving them |",
+    "| processes | idle sessions held with nginx round-robin | processes serving them |",
     "| --- | --- | --- |",
-    ...leastConn.map(
+    ...roundRobin.map(
       (row) =>
         `| ${row.processes} | ${row.held} of ${CAPACITY_PER_PROCESS * row.processes} | ${row.workers} |`,
     ),

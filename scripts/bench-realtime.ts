@@ -39,6 +39,9 @@ async function startService(maxSessions: number): Promise<{ child: ChildProcess;
         API_KEYS: API_KEY,
         LOG_LEVEL: "warn",
         MAX_SESSIONS: String(maxSessions),
+        // The idle run connects sessions 50 at a time, beyond one account's default bound of 16
+        // created and not yet connected.
+        UNCLAIMED_SESSIONS_PER_ACCOUNT: "1000",
         DATA_DIR: "/tmp/relay-bench",
       },
       stdio: ["ignore", "inherit", "inherit"],

@@ -24,6 +24,9 @@ command -v cmake >/dev/null 2>&1 || fail "cmake not installed"
 command -v c++ >/dev/null 2>&1 || fail "no C++ compiler"
 
 JOBS=$(node -p "require('os').availableParallelism()")
+# ggml compiles through ccache when it is installed (setup installs it): a repeated setup, or a new
+# checkout elsewhere on the same machine (paths are taken relative to it), reuses earlier objects.
+export CCACHE_BASEDIR="$(pwd)"
 echo "setup: building whisper.cpp for this CPU ($JOBS jobs; a few minutes on 2 cores)"
 cmake -S native/whisper-cpp -B "$OUT" -DCMAKE_BUILD_TYPE=Release \
   -DWHISPER_CPP_DIR="$(pwd)/$SOURCES" -DNODE_INCLUDE_DIR="$NODE_INCLUDE" -DNODE_ADDON_API_DIR="$ADDON_API" \

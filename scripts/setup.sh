@@ -6,7 +6,7 @@ set -eu
 cd "$(dirname "$0")/.."
 
 PACKAGES="libpocketsphinx3 pocketsphinx-en-us apertium apertium-eng-spa apertium-fr-es apertium-es-pt \
-apertium-spa-ita cg3 espeak-ng ffmpeg build-essential cmake"
+apertium-spa-ita cg3 espeak-ng ffmpeg build-essential cmake ccache"
 # What `npm test` needs besides: nginx (the fleet test), Chromium (the playground test) and
 # docker-compose (checks compose.yaml). RELAY_SETUP_RUNTIME_ONLY=1 leaves them out on servers.
 [ -n "${RELAY_SETUP_RUNTIME_ONLY:-}" ] || PACKAGES="$PACKAGES nginx-light chromium docker-compose"

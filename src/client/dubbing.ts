@@ -281,34 +281,37 @@ async function streamPut(
   options: { onProgress?: (sent: number, total: number) => void; signal?: AbortSignal },
 ): Promise<void> {
   headers.set("content-length", String(size));
-  const source: AsyncIterable<Uint8Array> | Uint8Array | Blob =
-    body instanceof Uint8Array || (typeof Blob !== "undefined" && body instanceof Blob)
-      ? body
-      : (body.stream as AsyncIterable<Uint8Array>);
+  const chunks: AsyncIterable<Uint8Array> =
+    body instanceof Uint8Array
+      ? (async function* () {
+          for (let offset = 0; offset < body.byteLength; offset += 1 << 16)
+            yield body.subarray(offset, offset + (1 << 16));
+        })()
+      : typeof Blob !== "undefined" && body instanceof Blob
+        ? (body.stream() as unknown as AsyncIterable<Uint8Array>)
+        : (body.stream as AsyncIterable<Uint8Array>);
+  const iterator = chunks[Symbol.asyncIterator]();
   let sent = 0;
-  const counted = new ReadableStream<Uint8Array>({
-    async start(controller) {
-      try {
-        const chunks: AsyncIterable<Uint8Array> =
-          source instanceof Uint8Array
-            ? (async function* () {
-                for (let offset = 0; offset < source.byteLength; offset += 1 << 16)
-                  yield source.subarray(offset, offset + (1 << 16));
-              })()
-            : source instanceof Blob
-              ? (source.stream() as unknown as AsyncIterable<Uint8Array>)
-              : source;
-        for await (const chunk of chunks) {
-          controller.enqueue(chunk);
-          sent += chunk.byteLength;
-          options.onProgress?.(sent, size);
+  // Pulled as fetch sends, so a large file is never read ahead into memory and the progress
+  // follows what went out.
+  const counted = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        const { value, done } = await iterator.next();
+        if (done) {
+          controller.close();
+          return;
         }
-        controller.close();
-      } catch (error) {
-        controller.error(error);
-      }
+        controller.enqueue(value);
+        sent += value.byteLength;
+        options.onProgress?.(sent, size);
+      },
+      async cancel(reason) {
+        await iterator.return?.(reason);
+      },
     },
-  });
+    { highWaterMark: 0 },
+  );
   const response = await fetch(url, {
     method: "PUT",
     headers,

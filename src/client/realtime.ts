@@ -186,8 +186,12 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
 
   private receive(data: unknown): void {
     if (typeof data !== "string") {
-      const bytes = data instanceof ArrayBuffer ? data : (data as ArrayBufferView).buffer;
-      this.onAudio?.(new Float32Array(bytes.slice(0)));
+      // A view (a Node Buffer) may share a larger, pooled ArrayBuffer: copy out just its bytes.
+      const view = data instanceof ArrayBuffer ? undefined : (data as ArrayBufferView);
+      const bytes = view
+        ? view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength)
+        : (data as ArrayBuffer).slice(0);
+      this.onAudio?.(new Float32Array(bytes));
       return;
     }
     this.queue.push(JSON.parse(data) as ServerMessage);

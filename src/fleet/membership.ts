@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { FastifyBaseLogger } from "fastify";
 import { ConfigError, type Config } from "../config.js";
 import type { Database, ProcessRecord } from "../db/types.js";
@@ -94,10 +95,28 @@ export class FleetMembership {
     readonly load: () => ProcessLoad;
     readonly log: FastifyBaseLogger;
   }): Promise<FleetMembership> {
-    const { db, workerId, setup } = options;
-    const others = (await db.processes.seenSince(Date.now() - STALE_MS)).filter(
-      (process) => process.workerId !== workerId,
-    );
+    const { db, workerId, setup, log } = options;
+    const recentOthers = async () =>
+      (await db.processes.seenSince(Date.now() - STALE_MS)).filter(
+        (process) => process.workerId !== workerId,
+      );
+    const differs = (process: ProcessRecord) => setupProblems(setup, [process]).length > 0;
+    let others = await recentOthers();
+    if (others.some(differs)) {
+      // A process killed moments ago (a crash, kill -9, a supervisor restarting this very service
+      // with a new random SESSION_SECRET) keeps a recent row. Live processes beat every
+      // HEARTBEAT_MS: one set up differently counts only if it beats again meanwhile.
+      const seen = new Map(others.map((process) => [process.workerId, process.seenAt]));
+      await sleep(HEARTBEAT_MS * 1.5);
+      others = (await recentOthers()).filter((process) => {
+        if (!differs(process) || process.seenAt > (seen.get(process.workerId) ?? -Infinity)) return true;
+        log.warn(
+          { worker: process.workerId },
+          "a process set up differently stopped beating: taken for gone",
+        );
+        return false;
+      });
+    }
     const problems = setupProblems(setup, others);
     if (problems.length > 0) {
       throw new FleetSetupError(
@@ -109,7 +128,7 @@ export class FleetMembership {
       db,
       { workerId, address: options.address, setup: JSON.stringify(setup) },
       options.load,
-      options.log,
+      log,
     );
     membership.others = others;
     await membership.beat();

@@ -272,6 +272,27 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
     ).toMatch(/REDIS_URL is not set/u);
   });
 
+  it("starts beside the fresh row of a process killed moments ago with another setup", async () => {
+    // What kill -9 leaves: a row seen just now, which will never beat again.
+    const killed = {
+      ...(await a.services.db.processes.seenSince(0)).find((row) => row.workerId === "fleet-a")!,
+    };
+    await a.services.db.processes.beat({
+      ...killed,
+      workerId: "fleet-killed",
+      sharedSetup: killed.sharedSetup.replace(/"sessionSecret":"[^"]*"/u, '"sessionSecret":"00000000"'),
+      live: 1,
+      capacity: 1,
+      seenAt: Date.now(),
+    });
+    try {
+      const restarted = await startServer({ ...env, WORKER_ID: "fleet-restarted" }, { registry: a.registry });
+      await restarted.close();
+    } finally {
+      await a.services.db.processes.remove("fleet-killed");
+    }
+  });
+
   it("drops a process that shuts down from the fleet at once; its sockets get 1001", async () => {
     const c = await startServer({ ...env, WORKER_ID: "fleet-c" }, { registry: a.registry });
     expect(await eventually(() => fleetSize(a), 3)).toBe(3);
