@@ -32,7 +32,7 @@ describe("Dockerfile", () => {
     expect(problems.map((problem) => `${problem.range.start.line + 1}: ${problem.message}`)).toEqual([]);
   });
 
-  it("builds in one stage and runs as a non-root user with a health check and the embedded engines", async () => {
+  it("builds in one stage and runs in another, as a non-root user with a health check and the embedded engines", async () => {
     const dockerfile = await read("Dockerfile");
     expect(dockerfile.match(/^FROM /gmu)).toHaveLength(2);
     expect(dockerfile).toMatch(/^USER node$/mu);
