@@ -274,9 +274,7 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
 
   it("starts beside the fresh row of a process killed moments ago with another setup", async () => {
     // What kill -9 leaves: a row seen just now, which will never beat again.
-    const killed = {
-      ...(await a.services.db.processes.seenSince(0)).find((row) => row.workerId === "fleet-a")!,
-    };
+    const killed = (await a.services.db.processes.seenSince(0)).find((row) => row.workerId === "fleet-a")!;
     await a.services.db.processes.beat({
       ...killed,
       workerId: "fleet-killed",
