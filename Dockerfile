@@ -13,7 +13,7 @@ RUN apt-get update \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
 # onnxruntime-node would download GPU providers at install; its CPU build ships in the package.
-RUN ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund
+RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
 COPY native ./native

@@ -23,9 +23,10 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $missing
 fi
 
-# onnxruntime-node's install script would download GPU providers (offline machines cannot); its CPU
-# build ships in the package. `npm install` follows package-lock.json; `npm ci` is avoided because
-# npm 11.19 rejects its own lock file here (it leaves out other platforms' optional packages).
+# The npm dependencies exactly as package-lock.json records them (it lists every platform's optional
+# packages, so `npm ci` accepts it and leaves it unchanged). onnxruntime-node's install script would
+# download GPU providers (offline machines cannot; its CPU build ships in the package): npm 11 skips
+# it through package.json's allowScripts, older npm through ONNXRUNTIME_NODE_INSTALL=skip.
 # better-sqlite3 compiles SQLite during the install (its prebuilt binaries are downloads); like
 # whisper.cpp below, through ccache when installed, so a repeated setup, or a new checkout on the same
 # machine (paths are taken relative to it), reuses the objects instead of compiling for minutes.
@@ -33,7 +34,7 @@ fi
   if command -v ccache >/dev/null 2>&1; then
     export CCACHE_BASEDIR="$(pwd)" CC="ccache ${CC:-cc}" CXX="ccache ${CXX:-c++}"
   fi
-  ONNXRUNTIME_NODE_INSTALL=skip npm install --no-audit --no-fund
+  ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund
 )
 sh scripts/build-whisper.sh
 npm run build

@@ -5,7 +5,8 @@
  * docker-compose, installed by .ci/run) and by reading it; the systemd unit by reading it.
  */
 import { execFile } from "node:child_process";
-import { readFile } from "node:fs/promises";
+import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { validate } from "dockerfile-utils";
@@ -106,5 +107,32 @@ describe("deploy/relay.service", () => {
       "NoNewPrivileges=true",
     ])
       expect(unit).toContain(line);
+  });
+});
+
+describe("npm files", () => {
+  it("package-lock.json is complete: npm resolves the same lock from package.json, so setup's npm ci leaves it unchanged", async () => {
+    // npm install rewrites a lock file that lacks other platforms' optional packages; `npm ci`
+    // refuses one that disagrees with package.json. Resolving into a copy shows both at once.
+    const dir = await mkdtemp(path.join(tmpdir(), "relay-lock-"));
+    try {
+      for (const file of ["package.json", "package-lock.json"])
+        await copyFile(path.join(PROJECT_ROOT, file), path.join(dir, file));
+      await run("npm", ["install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund"], {
+        cwd: dir,
+        env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: "skip" },
+      });
+      expect(await readFile(path.join(dir, "package-lock.json"), "utf8")).toBe(
+        await read("package-lock.json"),
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    expect(await read("scripts/setup.sh")).toMatch(/^\s*ONNXRUNTIME_NODE_INSTALL=skip npm ci /mu);
+  });
+
+  it("npm reads the project's configuration without a warning (npx relay … prints only its own output)", async () => {
+    const { stderr } = await run("npm", ["config", "list"], { cwd: PROJECT_ROOT });
+    expect(stderr).not.toMatch(/warn/iu);
   });
 });
