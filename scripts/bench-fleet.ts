@@ -38,6 +38,8 @@ async function benchFleet(processes: number, balance: "least_conn" | "round-robi
       API_KEYS: `${API_KEY}:100`,
       MAX_SESSIONS: String(CAPACITY_PER_PROCESS),
       UNCLAIMED_SESSIONS_PER_ACCOUNT: "1000",
+      // One key opens every session of the benchmark.
+      LIVE_SESSIONS_PER_ACCOUNT: "1000",
     },
   });
   await sleep(3000); // every process has heard the others' heartbeats

@@ -42,6 +42,8 @@ async function startService(maxSessions: number): Promise<{ child: ChildProcess;
         // The idle run connects sessions 50 at a time, beyond one account's default bound of 16
         // created and not yet connected.
         UNCLAIMED_SESSIONS_PER_ACCOUNT: "1000",
+        // …and one key holds them all at once.
+        LIVE_SESSIONS_PER_ACCOUNT: "1000",
         DATA_DIR: "/tmp/relay-bench",
       },
       stdio: ["ignore", "inherit", "inherit"],

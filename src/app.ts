@@ -1,15 +1,17 @@
 import rateLimit from "@fastify/rate-limit";
 import websocket from "@fastify/websocket";
-import { randomUUID } from "node:crypto";
-import Fastify, { LogController, type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import { dubbingRoutes } from "./api/dubbing/routes.js";
-import { frameworkErrorOptions, registerErrorHandling } from "./api/errors.js";
+import { frameworkErrorOptions, limitHeaderBytes, registerErrorHandling } from "./api/errors.js";
 import { registerApiReference } from "./api/openapi.js";
 import { operationsRoutes } from "./api/operations.js";
 import { playgroundRoutes } from "./api/playground.js";
 import { accountRateLimit } from "./api/rate-limit.js";
-import { realtimeRoutes } from "./api/realtime/routes.js";
+import { requestIds, trustedProxies } from "./api/proxies.js";
+import { RequestLog, requestLogSerializers } from "./api/request-log.js";
+import { browserOriginsOf, registerSecurityHeaders } from "./api/security-headers.js";
+import { CONTEXT_QUERY_BYTES, realtimeRoutes } from "./api/realtime/routes.js";
 import { RealtimeSessions } from "./api/realtime/sessions.js";
 import { roomRoutes } from "./api/rooms/routes.js";
 import { Accounts } from "./auth/accounts.js";
@@ -22,12 +24,11 @@ import { FleetMembership } from "./fleet/membership.js";
 import { RoomDirectory } from "./fleet/room-directory.js";
 import { Metrics } from "./metrics.js";
 import { SERVICE_VERSION } from "./version.js";
+import { MemoryAccountSlots, RedisAccountSlots } from "./sessions/account-slots.js";
 import { MemoryPendingSessions, RedisPendingSessions } from "./sessions/pending.js";
+import { uploadGate } from "./dubbing/retention.js";
 import { localStorageRoutes } from "./storage/local.js";
 import type { Services } from "./services.js";
-
-/** An `x-request-id` the service adopts: letters, digits and `._:-`, at most 128 characters. */
-const REQUEST_ID = /^[\w.:-]{1,128}$/u;
 
 /** Largest WebSocket message accepted; bigger ones close the socket with 1009. */
 export const MAX_MESSAGE_BYTES = 64 * 1024;
@@ -45,26 +46,36 @@ export interface App {
   shutdown(): Promise<void>;
 }
 
-export async function buildApp(config: Config, services: Services): Promise<App> {
+export interface BuildOptions {
+  /** Where log lines go instead of stdout (tests read them). */
+  readonly logStream?: { write(line: string): void };
+}
+
+export async function buildApp(config: Config, services: Services, options: BuildOptions = {}): Promise<App> {
   const { registry, db, store } = services;
+  const isTrustedProxy = trustedProxies(config.http.trustedProxies);
   const http = Fastify({
-    logger: { level: config.logLevel },
-    bodyLimit: 1 << 20,
-    forceCloseConnections: true,
-    // A caller's (or load balancer's) `x-request-id` is kept when it is a plain token, so one id
-    // follows a request through the fleet's logs; otherwise the service makes one. Either way it is
-    // echoed on the response and names the request in every log line.
-    requestIdHeader: false,
-    genReqId: (request) => {
-      const given = request.headers["x-request-id"];
-      return typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    logger: {
+      level: config.logLevel,
+      serializers: requestLogSerializers,
+      ...(options.logStream ? { stream: options.logStream } : {}),
     },
-    logController: new LogController({ requestIdLogLabel: "request_id" }),
+    bodyLimit: 1 << 20,
+    // Node's parser holds requests to the largest bound (GET /v1/session's); limitHeaderBytes, the rest.
+    http: { maxHeaderSize: config.http.maxHeaderBytes + CONTEXT_QUERY_BYTES },
+    forceCloseConnections: true,
+    trustProxy: (address: string) => isTrustedProxy(address),
+    // The request id is echoed on the response and names the request in every log line.
+    requestIdHeader: false,
+    genReqId: requestIds(isTrustedProxy),
+    logController: new RequestLog(config.http.requestLogPerSec),
     ...frameworkErrorOptions,
   });
   http.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
+  limitHeaderBytes(http, config.http.maxHeaderBytes);
+  await registerSecurityHeaders(http, browserOriginsOf(config.publicBaseUrl, config.storage));
   registerErrorHandling(http);
   // Route schemas are zod schemas: requests are validated (and defaults applied) before a handler runs.
   http.setValidatorCompiler(validatorCompiler);
@@ -72,14 +83,23 @@ export async function buildApp(config: Config, services: Services): Promise<App>
   let draining = false;
   const { redis } = services;
   const keyPrefix = config.redis?.keyPrefix ?? "";
-  const sessions = new RealtimeSessions(
-    config.maxSessions,
-    new SessionTokens(config.sessionSecret),
-    redis
+  const { perAccount, revocationCheckMs } = config.liveSessions;
+  const sessions = new RealtimeSessions({
+    capacity: config.maxSessions,
+    tokens: new SessionTokens(config.sessionSecret),
+    pending: redis
       ? new RedisPendingSessions(redis, keyPrefix, config.unclaimedSessions)
       : new MemoryPendingSessions(config.unclaimedSessions),
-    () => fleet.hasRoom(),
-  );
+    accountSlots: redis
+      ? new RedisAccountSlots(redis, keyPrefix, perAccount, undefined, (error) =>
+          http.log.warn({ err: error }, "live-session leases could not be renewed in Redis"),
+        )
+      : new MemoryAccountSlots(perAccount),
+    revokedAmong: (accountIds) => db.accounts.revokedAccounts(accountIds),
+    revocationCheckMs,
+    fleetHasRoom: () => fleet.hasRoom(),
+    onError: (error, what) => http.log.warn({ err: error }, `${what} failed`),
+  });
   // Joining refuses a setup the other processes on this database cannot work with.
   const fleet = await FleetMembership.join({
     db,
@@ -131,7 +151,15 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     emptyTimeoutMs: config.rooms.emptyTimeoutMs,
     emptyPerAccount: config.rooms.emptyPerAccount,
     departureTimeoutMs: config.rooms.departureTimeoutMs,
-    ...(roomDirectory ? { fleet: { directory: roomDirectory, workerId: config.workerId } } : {}),
+    ...(roomDirectory
+      ? {
+          fleet: {
+            directory: roomDirectory,
+            workerId: config.workerId,
+            addressOf: (workerId: string) => fleet.addressOf(workerId),
+          },
+        }
+      : {}),
   });
   const metrics = new Metrics({
     sessions,
@@ -153,8 +181,9 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     publicBaseUrl: config.publicBaseUrl,
     workerId: config.workerId,
     modelVersionId: (modelName) => `${modelName}/${SERVICE_VERSION}/${engines}`,
+    timeouts: { idleMs: config.liveSessions.idleTimeoutMs, maxDurationMs: config.liveSessions.maxDurationMs },
     observer: {
-      closed: (code) => metrics.sessionsClosed.inc({ code: String(code) }),
+      closed: (code, by) => metrics.sessionClosed(code, by),
       pipeline: metrics.pipeline,
     },
   });
@@ -167,10 +196,19 @@ export async function buildApp(config: Config, services: Services): Promise<App>
     maxFileBytes: config.dubbing.maxFileBytes,
     maxDurationSec: config.dubbing.maxDurationSec,
     workDir: config.dubbing.workDir,
+    jobsPerAccount: config.dubbing.jobsPerAccount,
+    sourceProbeMs: config.dubbing.sourceProbeMs,
+    allowPrivateSources: config.dubbing.allowPrivateSources,
     rateLimit: limitPerAccount,
+    retention: config.retention,
   });
-  if (store.kind === "local")
-    await http.register(localStorageRoutes, { store, maxBytes: config.dubbing.maxFileBytes });
+  if (store.kind === "local") {
+    await http.register(localStorageRoutes, {
+      store,
+      maxBytes: config.dubbing.maxFileBytes,
+      uploads: uploadGate(db, store),
+    });
+  }
   await http.register(playgroundRoutes);
   await http.register(operationsRoutes, {
     registry,
@@ -195,6 +233,7 @@ export async function buildApp(config: Config, services: Services): Promise<App>
       await fleet.leave();
       await rooms.close();
       await http.close();
+      await sessions.close();
     },
   };
 }

@@ -1,8 +1,10 @@
 import { createHmac, randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import { existsSync } from "node:fs";
+import { isIP } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { nativeBuildLoads } from "./engines/whisper-cpp/binding.js";
 import { findModel } from "./models/catalogue.js";
@@ -53,9 +55,34 @@ const envSchema = z.object({
   PUBLIC_BASE_URL: z.string().url().optional(),
   API_KEYS: list.pipe(z.array(apiKeySpec)).default([]),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  REQUEST_LOG_PER_SEC: z.coerce.number().int().min(1).default(20),
+  MAX_HEADER_BYTES: z.coerce
+    .number()
+    .int()
+    .min(4096)
+    .max(1 << 20)
+    .default(16 * 1024),
+  TRUSTED_PROXIES: list
+    .pipe(
+      z.array(
+        z.string().refine((item) => isIP(item) !== 0 || ipaddr.isValidCIDR(item), {
+          message: "expected IP addresses or CIDR ranges, e.g. 10.0.0.0/8,127.0.0.1",
+        }),
+      ),
+    )
+    .default([]),
   MAX_SESSIONS: z.coerce.number().int().min(1).default(32),
   UNCLAIMED_SESSIONS_PER_ACCOUNT: z.coerce.number().int().min(1).default(16),
   UNCLAIMED_SESSIONS_MAX: z.coerce.number().int().min(1).default(1024),
+  LIVE_SESSIONS_PER_ACCOUNT: z.coerce.number().int().min(1).default(8),
+  // Timers beyond about 24 days (2^31 ms) would fire at once.
+  SESSION_IDLE_TIMEOUT_SEC: z.coerce.number().positive().max(2_000_000).default(60),
+  SESSION_MAX_DURATION_SEC: z.coerce
+    .number()
+    .positive()
+    .max(2_000_000)
+    .default(3 * 3600),
+  REVOCATION_CHECK_SEC: z.coerce.number().positive().max(2_000_000).default(5),
   SESSION_SECRET: z.string().min(16).optional(),
   WORKER_ID: z
     .string()
@@ -73,6 +100,26 @@ const envSchema = z.object({
   S3_SECRET_ACCESS_KEY: z.string().optional(),
   S3_FORCE_PATH_STYLE: z.enum(["true", "false", "1", "0"]).default("false"),
   STORAGE_SECRET: z.string().min(16).optional(),
+  S3_UPLOAD_IF_NONE_MATCH: z.enum(["true", "false", "1", "0"]).default("true"),
+  S3_LIFECYCLE: z.enum(["true", "false", "1", "0"]).default("true"),
+  UPLOAD_URL_TTL_SEC: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(7 * 24 * 3600)
+    .default(3600),
+  UPLOAD_RETENTION_SEC: z.coerce.number().int().min(0).default(86_400),
+  RESULT_RETENTION_SEC: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(30 * 86_400),
+  STORAGE_QUOTA_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(10 * 1024 * 1024 * 1024),
+  RETENTION_SWEEP_SEC: z.coerce.number().int().min(1).default(300),
   DUBBING_WORKERS: z.coerce.number().int().min(0).max(16).default(1),
   DUBBING_LEASE_SEC: z.coerce.number().int().min(1).default(30),
   DUBBING_MAX_DURATION_SEC: z.coerce.number().int().min(1).default(600),
@@ -82,6 +129,14 @@ const envSchema = z.object({
     .min(1)
     .default(500 * 1024 * 1024),
   SOURCE_URL_ALLOW_PRIVATE: z.enum(["true", "false", "1", "0"]).default("false"),
+  DUBBING_JOBS_PER_ACCOUNT: z.coerce.number().int().min(1).default(10),
+  DUBBING_SOURCE_PROBE_SEC: z.coerce.number().positive().default(10),
+  DUBBING_DOWNLOAD_BASE_SEC: z.coerce.number().positive().default(60),
+  DUBBING_DOWNLOAD_MIN_BYTES_PER_SEC: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(256 * 1024),
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).default(10),
   REDIS_URL: z
     .string()
@@ -148,9 +203,30 @@ export interface Config {
   readonly publicBaseUrl: string | undefined;
   readonly apiKeys: readonly { key: string; balanceUsd: number; entitlements: readonly string[] }[];
   readonly logLevel: string;
+  readonly http: {
+    /**
+     * Per-request log lines of refused (4xx) and unauthenticated requests written per second; the
+     * others are counted in one summary line.
+     */
+    readonly requestLogPerSec: number;
+    /** Bound on a request's line and headers (`GET /v1/session` may add its `context` allowance). */
+    readonly maxHeaderBytes: number;
+    /** Addresses and CIDR ranges of the proxies whose X-Forwarded-* and `x-request-id` are believed. */
+    readonly trustedProxies: readonly string[];
+  };
   readonly maxSessions: number;
   /** Bounds on sessions created by `GET /v1/session` and not yet connected. */
   readonly unclaimedSessions: { readonly perAccount: number; readonly total: number };
+  readonly liveSessions: {
+    /** Open session sockets and rooms one account may hold (fleet-wide with Redis). */
+    readonly perAccount: number;
+    /** A session socket with no audio and no message this long is closed. */
+    readonly idleTimeoutMs: number;
+    /** A session socket is closed this long after it opened. */
+    readonly maxDurationMs: number;
+    /** How often the accounts of live sessions are checked for a revoked API key. */
+    readonly revocationCheckMs: number;
+  };
   /** Signs `ws_url` tokens; random per process when not set (then URLs are only valid on this process). */
   readonly sessionSecret: string;
   /** Names this process: in `ready.worker_id`, logs, job leases and the fleet's process table. */
@@ -175,6 +251,8 @@ export interface Config {
         readonly accessKeyId: string | undefined;
         readonly secretAccessKey: string | undefined;
         readonly forcePathStyle: boolean;
+        /** Upload URLs require `If-None-Match: *`, so the bucket refuses a second PUT. */
+        readonly conditionalUploads: boolean;
       };
   readonly dubbing: {
     readonly workers: number;
@@ -185,6 +263,26 @@ export interface Config {
     readonly allowPrivateSources: boolean;
     /** Scratch space of jobs and of probing uploads at job creation: `DATA_DIR/work`. */
     readonly workDir: string;
+    /** Jobs one account may have pending or running (fleet-wide: counted in the database). */
+    readonly jobsPerAccount: number;
+    /** How long job creation may spend reading a `source_url`'s duration. */
+    readonly sourceProbeMs: number;
+    /** A source download may take `baseMs` plus 1 s per `minBytesPerSec` bytes. */
+    readonly downloadDeadline: { readonly baseMs: number; readonly minBytesPerSec: number };
+  };
+  /** What is kept in the object store, and for how long (src/dubbing/retention.ts). */
+  readonly retention: {
+    /** Lifetime of an upload URL. */
+    readonly uploadUrlTtlSec: number;
+    /** An upload no job has named is deleted this long after its URL expired. */
+    readonly uploadRetentionMs: number;
+    /** A result is deleted this long after its job completed. */
+    readonly resultRetentionMs: number;
+    /** What one account's uploads not yet deleted may hold in all. */
+    readonly quotaBytes: number;
+    readonly sweepIntervalMs: number;
+    /** S3: merge relay's expiration rules into the bucket's lifecycle at start. */
+    readonly s3Lifecycle: boolean;
   };
   readonly rateLimitPerMinute: number;
   readonly rooms: {
@@ -282,8 +380,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicBaseUrl: e.PUBLIC_BASE_URL?.replace(/\/+$/u, ""),
     apiKeys: e.API_KEYS,
     logLevel: e.LOG_LEVEL,
+    http: {
+      requestLogPerSec: e.REQUEST_LOG_PER_SEC,
+      maxHeaderBytes: e.MAX_HEADER_BYTES,
+      trustedProxies: e.TRUSTED_PROXIES,
+    },
     maxSessions: e.MAX_SESSIONS,
     unclaimedSessions: { perAccount: e.UNCLAIMED_SESSIONS_PER_ACCOUNT, total: e.UNCLAIMED_SESSIONS_MAX },
+    liveSessions: {
+      perAccount: e.LIVE_SESSIONS_PER_ACCOUNT,
+      idleTimeoutMs: e.SESSION_IDLE_TIMEOUT_SEC * 1000,
+      maxDurationMs: e.SESSION_MAX_DURATION_SEC * 1000,
+      revocationCheckMs: e.REVOCATION_CHECK_SEC * 1000,
+    },
     sessionSecret,
     workerId: e.WORKER_ID ?? `${hostname()}-${process.pid}`,
     advertiseUrl: (
@@ -301,6 +410,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
             accessKeyId: e.S3_ACCESS_KEY_ID,
             secretAccessKey: e.S3_SECRET_ACCESS_KEY,
             forcePathStyle: truthy(e.S3_FORCE_PATH_STYLE),
+            conditionalUploads: truthy(e.S3_UPLOAD_IF_NONE_MATCH),
           }
         : { kind: "local", dir: path.join(dataDir, "objects"), secret: e.STORAGE_SECRET },
     dubbing: {
@@ -310,6 +420,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxFileBytes: e.DUBBING_MAX_FILE_BYTES,
       allowPrivateSources: truthy(e.SOURCE_URL_ALLOW_PRIVATE),
       workDir: path.join(dataDir, "work"),
+      jobsPerAccount: e.DUBBING_JOBS_PER_ACCOUNT,
+      sourceProbeMs: e.DUBBING_SOURCE_PROBE_SEC * 1000,
+      downloadDeadline: {
+        baseMs: e.DUBBING_DOWNLOAD_BASE_SEC * 1000,
+        minBytesPerSec: e.DUBBING_DOWNLOAD_MIN_BYTES_PER_SEC,
+      },
+    },
+    retention: {
+      uploadUrlTtlSec: e.UPLOAD_URL_TTL_SEC,
+      uploadRetentionMs: e.UPLOAD_RETENTION_SEC * 1000,
+      resultRetentionMs: e.RESULT_RETENTION_SEC * 1000,
+      quotaBytes: e.STORAGE_QUOTA_BYTES,
+      sweepIntervalMs: e.RETENTION_SWEEP_SEC * 1000,
+      s3Lifecycle: truthy(e.S3_LIFECYCLE),
     },
     rateLimitPerMinute: e.RATE_LIMIT_PER_MINUTE,
     redis: e.REDIS_URL ? { url: e.REDIS_URL, keyPrefix: e.REDIS_KEY_PREFIX } : undefined,

@@ -160,8 +160,20 @@ export function isLanguageCode(value: string): boolean {
 }
 
 /**
+ * What a dubbing `source_lang` of "auto" (the spec's default) means with the configured engines:
+ * "auto" when a recogniser identifies languages (the speech is identified); the one dubbing
+ * language the recognisers know when they know only one (dubbing checks that the speech sounds
+ * like it); undefined otherwise (several languages and nothing to tell them apart: refused).
+ */
+export function dubbingAutoSource(registry: LanguageCapabilities): LanguageCode | "auto" | undefined {
+  if (registry.languageIdentifier()) return "auto";
+  const [only, ...others] = registry.recognitionLanguages();
+  return only !== undefined && others.length === 0 && isDubbingLanguage(only) ? only : undefined;
+}
+
+/**
  * The dubbing languages the configured engines serve: targets they can translate into and speak,
- * sources they recognise ("auto" when a recogniser identifies languages). Listed by
+ * sources they recognise ("auto" when `dubbingAutoSource` gives it a meaning). Listed by
  * `GET /v1/languages`, so clients offer what this server does.
  */
 export function servedDubbingLanguages(registry: LanguageCapabilities): {
@@ -171,7 +183,7 @@ export function servedDubbingLanguages(registry: LanguageCapabilities): {
   const servable = (requirements: Requirement[]) => unservable(registry, requirements) === undefined;
   return {
     sources: [
-      ...(servable([{ kind: "recognition", language: "auto" }]) ? ["auto" as const] : []),
+      ...(dubbingAutoSource(registry) !== undefined ? ["auto" as const] : []),
       ...DUBBING_LANGUAGES.filter((language) => servable([{ kind: "recognition", language }])),
     ],
     targets: DUBBING_LANGUAGES.filter((language) =>

@@ -1,5 +1,6 @@
 import { buildApp } from "./app.js";
 import { ConfigError, loadConfig } from "./config.js";
+import { startRetention } from "./dubbing/retention.js";
 import { startDubbingWorkers } from "./dubbing/worker.js";
 import { openServices } from "./services.js";
 
@@ -21,13 +22,14 @@ async function main(): Promise<void> {
     app.http.log.warn("API_KEYS is empty: only keys already in the database work");
   await app.http.listen({ port: config.port, host: config.host });
   const workers = startDubbingWorkers(config, services, app.http.log, { observer: app.metrics.dubbing });
+  const retention = startRetention(config, services, app.http.log);
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.http.log.info(`${signal}: closing sessions and shutting down`);
-    await Promise.all([app.shutdown(), workers.stop()]);
+    await Promise.all([app.shutdown(), workers.stop(), retention.stop()]);
     await services.close();
     process.exit(0);
   };

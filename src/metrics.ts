@@ -9,6 +9,12 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom
 import type { WorkerObserver } from "./dubbing/worker.js";
 import type { PipelineObserver, PipelineStage } from "./pipeline/translation-pipeline.js";
 
+/**
+ * Client close codes counted as themselves: normal, going away, none given, and the connection
+ * dropped without a close frame. Any other (a client may choose any of about 2,000) is "other".
+ */
+const CLIENT_CLOSE_CODES = new Set([1000, 1001, 1005, 1006]);
+
 /** Latencies from 10 ms to about 40 s. */
 const LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 40];
 /** Dubbing stages last from a fraction of a second to many minutes. */
@@ -32,10 +38,19 @@ export class Metrics {
 
   readonly sessionsClosed = new Counter({
     name: "relay_sessions_closed_total",
-    help: "Real-time sessions closed, by WebSocket close code (1000 normal, 1001 shutdown, 4503 full, 4500 engine failure, ...).",
-    labelNames: ["code"] as const,
+    help:
+      "Real-time sessions closed, by the side that closed and its close code: the server's exactly (1000, 1001, 1008, " +
+      "1009, 4401 revoked, 4408 idle, 4409 max length, 4429 account bound, 4500, 4503), the client's as 1000, 1001, " +
+      "1005, 1006 or other.",
+    labelNames: ["by", "code"] as const,
     registers: [this.registry],
   });
+
+  /** A session socket closed: the server's codes are its own few; a client's are collapsed (it may send any). */
+  sessionClosed(code: number, by: "server" | "client"): void {
+    const label = by === "server" || CLIENT_CLOSE_CODES.has(code) ? String(code) : "other";
+    this.sessionsClosed.inc({ by, code: label });
+  }
 
   readonly pipelineLatency = new Histogram({
     name: "relay_pipeline_latency_seconds",

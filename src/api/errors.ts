@@ -57,6 +57,8 @@ export interface ValidationErrorMapping {
 declare module "fastify" {
   interface FastifyContextConfig {
     validationError?: ValidationErrorMapping;
+    /** Bytes the route's request line and headers may take beyond the service's bound (`limitHeaderBytes`). */
+    extraHeaderBytes?: number;
   }
 }
 
@@ -141,6 +143,25 @@ export const frameworkErrorOptions: Pick<FastifyServerOptions, "frameworkErrors"
     socket.destroy();
   },
 };
+
+/**
+ * Holds every request's line and headers to `maxBytes`, plus its route's `extraHeaderBytes`, with
+ * the 431 Node's parser gives past its own limit. That limit is set to the largest route's bound
+ * (a long `context` in `GET /v1/session`), so the other routes are held to theirs here.
+ */
+export function limitHeaderBytes(app: FastifyInstance, maxBytes: number): void {
+  app.addHook("onRequest", async (request, reply) => {
+    const { method, url, httpVersion, rawHeaders } = request.raw;
+    // As sent: "METHOD URL HTTP/x.y\r\n", "name: value\r\n" each, "\r\n" (Node reads them as latin1).
+    let bytes = `${method} ${url} HTTP/${httpVersion}\r\n\r\n`.length;
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+      bytes += rawHeaders[i]!.length + rawHeaders[i + 1]!.length + 4;
+    if (bytes > maxBytes + (request.routeOptions.config.extraHeaderBytes ?? 0)) {
+      const { status, body } = frameworkError(431);
+      return reply.code(status).send(body);
+    }
+  });
+}
 
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {

@@ -45,11 +45,21 @@ export function errorResponses(...statuses: number[]): Record<number, z.ZodType>
 
 /**
  * Route config that keeps a WebSocket route in the reference: @fastify/websocket hides them (the
- * upgrade is not an HTTP exchange), but users need to find them and their refusals.
+ * upgrade is not an HTTP exchange), but users need to find them, their success (the 101 upgrade,
+ * documented here only: it has no body for the route's serializer) and their refusals.
  */
 export const DOCUMENTED_WEBSOCKET = {
-  swaggerTransform: (document: Parameters<typeof jsonSchemaTransform>[0]) =>
-    jsonSchemaTransform({ ...document, schema: { ...document.schema, hide: false } }),
+  swaggerTransform: (document: Parameters<typeof jsonSchemaTransform>[0]) => {
+    const transformed = jsonSchemaTransform({ ...document, schema: { ...document.schema, hide: false } });
+    const upgraded = { type: "null", description: "Switching Protocols: the WebSocket is open" };
+    return {
+      ...transformed,
+      schema: {
+        ...transformed.schema,
+        response: { 101: upgraded, ...(transformed.schema.response as Record<string, unknown>) },
+      },
+    };
+  },
 };
 
 /** Routes that need the API key. */
@@ -78,7 +88,12 @@ export async function registerApiReference(app: FastifyInstance): Promise<void> 
     },
     transform: jsonSchemaTransform,
   });
-  await app.register(swaggerUi, { routePrefix: "/docs", uiConfig: { deepLinking: true } });
+  await app.register(swaggerUi, {
+    routePrefix: "/docs",
+    uiConfig: { deepLinking: true },
+    // Swagger UI sets inline styles; the rest of the service's Content-Security-Policy holds here too.
+    transformStaticCSP: (header) => header.replace("style-src 'self'", "style-src 'self' 'unsafe-inline'"),
+  });
   app.get("/openapi.json", { schema: { hide: true } }, async () => app.swagger());
   const messages = messagesJsonSchema();
   app.get(

@@ -1,4 +1,4 @@
-import { getJson, printTable } from "./common.js";
+import { getJson, printTable, type Connection } from "./common.js";
 
 /** The listings' shapes as this client reads them (fields it does not print are left out). */
 interface Voice {
@@ -16,9 +16,9 @@ interface LanguagesReport {
 }
 
 /** `relay voices`: GET /v1/voices as a table. */
-export async function voices(server: string, gender: string | undefined): Promise<number> {
+export async function voices(connection: Connection, gender: string | undefined): Promise<number> {
   const query = gender ? `?gender=${encodeURIComponent(gender)}` : "";
-  const { voices } = (await getJson(server, `/v1/voices${query}`)) as { voices: Voice[] };
+  const { voices } = (await getJson(connection, `/v1/voices${query}`)) as { voices: Voice[] };
   const rows = voices.map((v) => [String(v.id), v.name, v.gender, v.strong_accent ? "strong accent" : ""]);
   printTable(["ID", "NAME", "GENDER", "NOTE"], rows);
   console.log(`${voices.length} voices`);
@@ -26,8 +26,8 @@ export async function voices(server: string, gender: string | undefined): Promis
 }
 
 /** `relay languages`: GET /v1/languages as what can be spoken, translated and voiced. */
-export async function languages(server: string): Promise<number> {
-  const report = (await getJson(server, "/v1/languages")) as LanguagesReport;
+export async function languages(connection: Connection): Promise<number> {
+  const report = (await getJson(connection, "/v1/languages")) as LanguagesReport;
   console.log(`Speech input (--from): ${report.recognition.map((r) => r.language).join(", ") || "none"}`);
 
   console.log("Translation (--from → --to):");

@@ -52,9 +52,13 @@ export function describeError(error: unknown): string {
   return String(error);
 }
 
-/** GET a JSON document from the service (the voice and language listings need no key). */
-export async function getJson(server: string, path: string): Promise<unknown> {
-  const response = await fetch(new URL(path, server));
+/**
+ * GET a JSON document from the service. The voice and language listings need no key; one given is
+ * sent anyway (a gateway in front of the service may require it).
+ */
+export async function getJson({ server, apiKey }: Connection, path: string): Promise<unknown> {
+  const headers: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
+  const response = await fetch(new URL(path, server), { headers });
   const body: unknown = await response.json().catch(() => undefined);
   if (!response.ok) throw new HttpError(response.status, body);
   return body;

@@ -23,13 +23,17 @@ function parseSpeed(value: string): number {
   return speed === 0 ? Infinity : speed;
 }
 
-/** Every command names the server; the session-creating ones also need the API key. */
-function withServer(command: Command, needsKey: boolean): Command {
-  command.addOption(
-    new Option("--server <url>", "service base URL").env("RELAY_SERVER").default("http://localhost:8080"),
-  );
-  if (needsKey) command.addOption(new Option("--api-key <key>", "API key").env("RELAY_API_KEY"));
-  return command;
+/**
+ * The common options of every command that talks to the service: the server and the API key (from
+ * the environment too), accepted even where the endpoint needs no key, so one invocation style (or
+ * one environment) serves every command.
+ */
+function withServer(command: Command): Command {
+  return command
+    .addOption(
+      new Option("--server <url>", "service base URL").env("RELAY_SERVER").default("http://localhost:8080"),
+    )
+    .addOption(new Option("--api-key <key>", "API key").env("RELAY_API_KEY"));
 }
 
 const connection = (options: ServerOptions): Connection => ({
@@ -61,7 +65,6 @@ withServer(
     .addOption(new Option("--finalize-mode <mode>", "when finals are sent").choices(["stable", "sentence"]))
     .option("--no-audio", "transcripts only: no translated speech, no --out")
     .option("--json", "print every server message as one JSON line", false),
-  true,
 ).action(async (input: string, options: Omit<Parameters<typeof live>[1], "in"> & ServerOptions) => {
   process.exitCode = await live(connection(options), { ...options, in: input });
 });
@@ -74,7 +77,6 @@ withServer(
     .requiredOption("--to <lang>", "language to speak it in (see `relay languages`)")
     .requiredOption("--out <wav>", "where to write the speech (float32, 24 kHz)")
     .option("--voice <id>", "voice ID (see `relay voices`)"),
-  true,
 ).action(async (text: string, options: Omit<Parameters<typeof speak>[1], "text"> & ServerOptions) => {
   process.exitCode = await speak(connection(options), { ...options, text });
 });
@@ -92,7 +94,6 @@ withServer(
     )
     .requiredOption("--out <file>", "where to save the result (MP4; MP3 when the input has no video)")
     .option("--json", "print the finished job's status as one JSON line", false),
-  true,
 ).action(async (input: string, options: DubCommandOptions & ServerOptions) => {
   process.exitCode = await dub(connection(options), input, options);
 });
@@ -102,16 +103,14 @@ withServer(
     .command("voices")
     .description("list the voice library")
     .addOption(new Option("--gender <gender>", "only this gender").choices(["female", "male"])),
-  false,
 ).action(async (options: ServerOptions & { gender?: string }) => {
-  process.exitCode = await voices(options.server, options.gender);
+  process.exitCode = await voices(connection(options), options.gender);
 });
 
 withServer(
   program.command("languages").description("list speech input, translation pairs and voice output"),
-  false,
 ).action(async (options: ServerOptions) => {
-  process.exitCode = await languages(options.server);
+  process.exitCode = await languages(connection(options));
 });
 
 program.addCommand(modelsCommand());

@@ -132,6 +132,19 @@ export function createAccountsRepository(
 
     listKeys: () => keyRecords(),
 
+    async revokedAccounts(accountIds) {
+      if (accountIds.length === 0) return new Set();
+      const active = await db
+        .selectFrom("api_keys")
+        .select("account_id")
+        .distinct()
+        .where("account_id", "in", [...accountIds])
+        .where("revoked_at", "is", null)
+        .execute();
+      const stillActive = new Set(active.map((row) => row.account_id));
+      return new Set(accountIds.filter((id) => !stillActive.has(id)));
+    },
+
     async revokeKey(keyOrId) {
       const keyHash = await keyHashOf(keyOrId);
       if (!keyHash) return undefined;

@@ -3,8 +3,9 @@ import { ACTIVE_STATUSES, type Schema } from "./schema.js";
 import { run, type TxBody } from "./transactions.js";
 
 /**
- * Balance holds. A job holds its cost (`jobs.reserved_micro_usd`) from the moment its duration is
- * known until it finishes: completion turns it into the ledger charge, failure drops it. What an
+ * Balance holds. A job holds its cost (`jobs.reserved_micro_usd`) from its creation (the price of
+ * the longest accepted input while its duration is unknown, `creationHold`) until it finishes:
+ * completion turns it into the ledger charge, failure drops it. What an
  * account can still spend is its ledger sum less the holds of its unfinished jobs. Checking that
  * and taking a hold happen in one transaction under the account's lock, so concurrent jobs (in any
  * number of processes) can never hold, and so never be charged, more than the balance.

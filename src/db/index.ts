@@ -10,6 +10,7 @@ import type { Schema } from "./schema.js";
 import { postgresTransactions, sqliteTransactions, type TransactionRunner } from "./transactions.js";
 import type { Database } from "./types.js";
 import { createProcessesRepository } from "./processes.js";
+import { createRetentionRepository } from "./retention.js";
 import { createUploadsRepository } from "./uploads.js";
 import { parseDatabaseUrl } from "./url.js";
 
@@ -34,7 +35,8 @@ function assemble(kind: "sqlite" | "postgres", db: Kysely<Schema>, transaction: 
   return {
     kind,
     accounts: createAccountsRepository(db, transaction),
-    uploads: createUploadsRepository(db),
+    uploads: createUploadsRepository(db, kind, transaction),
+    retention: createRetentionRepository(db),
     jobs: createJobsRepository(db, kind, transaction),
     processes: createProcessesRepository(db),
     close: () => (closing ??= db.destroy()),

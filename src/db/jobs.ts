@@ -23,6 +23,14 @@ import type {
 
 type JobsExpressions = ExpressionBuilder<Schema, "jobs">;
 
+/** The account already has `limit` jobs pending or running. */
+export class ActiveJobsLimitError extends Error {
+  override readonly name = "ActiveJobsLimitError";
+  constructor(readonly limit: number) {
+    super(`the account already has ${limit} unfinished jobs`);
+  }
+}
+
 /** The worker's write guard: it holds the lease and the job has not finished. */
 function heldBy(jobId: string, workerId: string) {
   return (eb: JobsExpressions): Expression<SqlBool> =>
@@ -134,13 +142,28 @@ export function createJobsRepository(
     return rows[0] && toJobRecord(rows[0]);
   }
 
-  function* createTx(job: NewJob): TxBody<{ job: JobRecord; created: boolean }> {
+  function* createTx(
+    job: NewJob,
+    maxActiveJobs: number | undefined,
+  ): TxBody<{ job: JobRecord; created: boolean }> {
     // A retried request gets its job back, even if the balance could no longer cover it.
     const earlier = yield* existingTx(job);
     if (earlier) return { job: earlier, created: false };
     const reserved = job.reservation && toMicroUsd(job.reservation.costUsd);
-    if (reserved !== undefined) {
+    if (reserved !== undefined || maxActiveJobs !== undefined) {
       yield* lockAccount(db, dialect, job.accountId);
+    }
+    if (maxActiveJobs !== undefined) {
+      const { rows } = yield* run(
+        db
+          .selectFrom("jobs")
+          .select((eb) => eb.fn.countAll<number | string>().as("active"))
+          .where("account_id", "=", job.accountId)
+          .where("status", "in", ACTIVE_STATUSES),
+      );
+      if (Number(rows[0]?.active ?? 0) >= maxActiveJobs) throw new ActiveJobsLimitError(maxActiveJobs);
+    }
+    if (reserved !== undefined) {
       const available = yield* availableMicroUsd(db, job.accountId);
       if (available < reserved) {
         throw new InsufficientBalanceError(fromMicroUsd(reserved), fromMicroUsd(available));
@@ -201,9 +224,71 @@ export function createJobsRepository(
     return { status: "reserved" };
   }
 
+  function* claimTx(workerId: string, leaseMs: number): TxBody<JobRecord | undefined> {
+    const now = Date.now();
+    // One statement chooses and takes the job: SQLite runs it under the database write lock; on
+    // PostgreSQL, SKIP LOCKED lets concurrent claimers pass over a row another claimer has just
+    // locked instead of queueing for it. A job is claimable when active and unleased (never
+    // claimed) or its lease has expired (its worker died); it keeps its status and progress, and
+    // the new worker restarts it. Fairness: the account with the fewest running jobs first, so one
+    // account's slow jobs cannot hold every worker; among equals the account served least recently
+    // (round robin, even with one worker); within the account its oldest job.
+    const { rows } = yield* run(
+      db
+        .updateTable("jobs")
+        .set((eb) => ({
+          lease_owner: workerId,
+          lease_expires_at: now + leaseMs,
+          attempts: eb("attempts", "+", 1),
+          updated_at: now,
+        }))
+        .where((eb) =>
+          eb(
+            "id",
+            "=",
+            eb
+              .selectFrom("jobs as candidate")
+              .select("candidate.id")
+              .where("candidate.status", "in", ACTIVE_STATUSES)
+              .where((inner) =>
+                inner.or([
+                  inner("candidate.lease_expires_at", "is", null),
+                  inner("candidate.lease_expires_at", "<", now),
+                ]),
+              )
+              .orderBy((inner) =>
+                inner
+                  .selectFrom("jobs as running")
+                  .select((count) => count.fn.countAll().as("running"))
+                  .whereRef("running.account_id", "=", "candidate.account_id")
+                  .where("running.status", "in", ACTIVE_STATUSES)
+                  .where("running.lease_expires_at", ">=", now),
+              )
+              .orderBy((inner) =>
+                inner
+                  .selectFrom("accounts")
+                  .select((served) =>
+                    served.fn.coalesce("accounts.job_claimed_at", served.lit(0)).as("served"),
+                  )
+                  .whereRef("accounts.id", "=", "candidate.account_id"),
+              )
+              .orderBy("candidate.created_at")
+              .orderBy("candidate.id")
+              .limit(1)
+              .$if(postgres, (qb) => qb.forUpdate().skipLocked()),
+          ),
+        )
+        .returningAll(),
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    yield* run(db.updateTable("accounts").set({ job_claimed_at: now }).where("id", "=", row.account_id));
+    return toJobRecord(row);
+  }
+
   return {
-    async create(job) {
-      return transaction(() => createTx(job));
+    async create(job, limits) {
+      return transaction(() => createTx(job, limits?.maxActiveJobs));
     },
 
     async get(accountId, jobId) {
@@ -256,43 +341,7 @@ export function createJobsRepository(
 
     async claim(workerId, leaseMs) {
       checkLeaseMs(leaseMs);
-      const now = Date.now();
-      // One statement, so the choice and the take are atomic: SQLite runs it under the database
-      // write lock; on PostgreSQL, SKIP LOCKED lets concurrent claimers pass over a row another
-      // claimer has just locked instead of queueing for it. A job is claimable when active and
-      // unleased (never claimed) or its lease has expired (its worker died); it keeps its status
-      // and progress, and the new worker restarts it.
-      const row = await db
-        .updateTable("jobs")
-        .set((eb) => ({
-          lease_owner: workerId,
-          lease_expires_at: now + leaseMs,
-          attempts: eb("attempts", "+", 1),
-          updated_at: now,
-        }))
-        .where((eb) =>
-          eb(
-            "id",
-            "=",
-            eb
-              .selectFrom("jobs as candidate")
-              .select("candidate.id")
-              .where("candidate.status", "in", ACTIVE_STATUSES)
-              .where((inner) =>
-                inner.or([
-                  inner("candidate.lease_expires_at", "is", null),
-                  inner("candidate.lease_expires_at", "<", now),
-                ]),
-              )
-              .orderBy("candidate.created_at")
-              .orderBy("candidate.id")
-              .limit(1)
-              .$if(postgres, (qb) => qb.forUpdate().skipLocked()),
-          ),
-        )
-        .returningAll()
-        .executeTakeFirst();
-      return row && toJobRecord(row);
+      return transaction(() => claimTx(workerId, leaseMs));
     },
 
     async heartbeat(jobId, workerId, leaseMs) {

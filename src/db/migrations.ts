@@ -178,6 +178,54 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable("api_keys").dropColumn("label").execute();
     },
   },
+  "0006_storage_retention": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Uploads: the size the URL allows (counted against the account's quota until the real size
+      // is known), the real size once stored, how many job creations named it (and when last), and
+      // when retention deleted it (the row) and its object (purged).
+      for (const column of ["max_bytes", "bytes", "named_at", "deleted_at", "purged_at"]) {
+        await db.schema.alterTable("uploads").addColumn(column, "bigint").execute();
+      }
+      await db.schema
+        .alterTable("uploads")
+        .addColumn("named", "integer", (col) => col.notNull().defaultTo(0))
+        .execute();
+      // Uploads from before: every job that named one counts as a naming.
+      await sql`update uploads set named = (select count(*) from jobs where jobs.source_url = 'upload:' || uploads.id)`.execute(
+        db,
+      );
+      // Results: when retention deleted the job's output.
+      await db.schema.alterTable("jobs").addColumn("output_expired_at", "bigint").execute();
+      // The sweep finds the jobs naming an upload by their source.
+      await db.schema.createIndex("jobs_source_url_idx").on("jobs").column("source_url").execute();
+      // Named leases: one process of a fleet at a time runs the retention sweep.
+      await db.schema
+        .createTable("leases")
+        .addColumn("name", "text", (col) => col.primaryKey())
+        .addColumn("owner", "text", (col) => col.notNull())
+        .addColumn("expires_at", "bigint", (col) => col.notNull())
+        .execute();
+    },
+
+    async down(db: Kysely<unknown>): Promise<void> {
+      await db.schema.dropTable("leases").execute();
+      await db.schema.dropIndex("jobs_source_url_idx").execute();
+      await db.schema.alterTable("jobs").dropColumn("output_expired_at").execute();
+      for (const column of ["named", "purged_at", "deleted_at", "named_at", "bytes", "max_bytes"]) {
+        await db.schema.alterTable("uploads").dropColumn(column).execute();
+      }
+    },
+  },
+  "0007_fair_claims": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // When a worker last took a job of the account: claims go round the accounts (jobs.ts).
+      await db.schema.alterTable("accounts").addColumn("job_claimed_at", "bigint").execute();
+    },
+
+    async down(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable("accounts").dropColumn("job_claimed_at").execute();
+    },
+  },
 };
 
 /** The failure codes of the spec, as 0001-era rows prefix their `error` with. */

@@ -16,6 +16,8 @@ type NullableInt8 = ColumnType<number | string | null, number | null, number | n
 export interface AccountsTable {
   id: string;
   created_at: Int8;
+  /** When a worker last took one of the account's jobs (fair claiming, jobs.ts). */
+  job_claimed_at: NullableInt8;
 }
 
 export interface ApiKeysTable {
@@ -50,6 +52,16 @@ export interface UploadsTable {
   filename: string;
   expires_at: Int8;
   created_at: Int8;
+  /** The largest object the upload URL allows; counted against the quota until `bytes` is known. */
+  max_bytes: NullableInt8;
+  /** The stored object's size, once known (the embedded store records it when the PUT completes). */
+  bytes: NullableInt8;
+  /** Job creations that named the upload (a job is inserted after each), and when the last did. */
+  named: ColumnType<number, number | undefined, number>;
+  named_at: NullableInt8;
+  /** When retention deleted the upload (its object goes next), and when the object was deleted. */
+  deleted_at: NullableInt8;
+  purged_at: NullableInt8;
 }
 
 export interface JobsTable {
@@ -83,6 +95,8 @@ export interface JobsTable {
   lease_expires_at: NullableInt8;
   created_at: Int8;
   updated_at: Int8;
+  /** When retention deleted the result (`output_key` is cleared once its object is gone). */
+  output_expired_at: NullableInt8;
 }
 
 export interface Schema {
@@ -92,6 +106,14 @@ export interface Schema {
   uploads: UploadsTable;
   jobs: JobsTable;
   processes: ProcessesTable;
+  leases: LeasesTable;
+}
+
+/** A named lease: what one process of a fleet does at a time (the retention sweep). */
+export interface LeasesTable {
+  name: string;
+  owner: string;
+  expires_at: Int8;
 }
 
 export interface ProcessesTable {
@@ -145,6 +167,7 @@ export function toJobRecord(row: Selectable<JobsTable>): JobRecord {
     attempts: Number(row.attempts),
     createdAt: new Date(Number(row.created_at)),
     updatedAt: new Date(Number(row.updated_at)),
+    outputExpiredAt: row.output_expired_at === null ? null : new Date(Number(row.output_expired_at)),
   };
 }
 
@@ -157,6 +180,7 @@ export function toUploadRecord(row: Selectable<UploadsTable>): UploadRecord {
     filename: row.filename,
     expiresAt: new Date(Number(row.expires_at)),
     createdAt: new Date(Number(row.created_at)),
+    deletedAt: row.deleted_at === null ? null : new Date(Number(row.deleted_at)),
   };
 }
 

@@ -55,6 +55,8 @@ export interface JobRecord {
   readonly attempts: number;
   readonly createdAt: Date;
   readonly updatedAt: Date;
+  /** When retention deleted the result (completed jobs; `updatedAt` is when it completed). */
+  readonly outputExpiredAt: Date | null;
 }
 
 export interface NewJob {
@@ -67,10 +69,10 @@ export interface NewJob {
   readonly voice?: string;
   readonly idempotencyKey?: string;
   /**
-   * When the input's duration is known at creation (an upload probed then): the job is created
-   * holding `costUsd` of the balance, or not at all (InsufficientBalanceError).
+   * The job is created holding `costUsd` of the balance, or not at all (InsufficientBalanceError);
+   * `inputDurationSec` when the input's duration was learned at creation.
    */
-  readonly reservation?: { readonly costUsd: number; readonly inputDurationSec: number };
+  readonly reservation?: { readonly costUsd: number; readonly inputDurationSec?: number };
 }
 
 /** Fields a worker holding the lease may change while a job runs. */
@@ -106,6 +108,8 @@ export interface AccountsRepository {
   }): Promise<{ key: string; record: ApiKeyRecord }>;
   /** Every key, newest first. */
   listKeys(): Promise<ApiKeyRecord[]>;
+  /** Of these accounts, those left without a key that is not revoked (their sessions must end). */
+  revokedAccounts(accountIds: readonly string[]): Promise<Set<string>>;
   /** Revokes the key named by its id (a prefix of its hash) or the key itself; undefined when none or several match. */
   revokeKey(keyOrId: string): Promise<ApiKeyRecord | undefined>;
   /** Adds `amountUsd` (positive) to the account of the key named by its id or the key itself. */
@@ -138,11 +142,74 @@ export interface UploadRecord {
   readonly filename: string;
   readonly expiresAt: Date;
   readonly createdAt: Date;
+  /** When retention deleted it (its object is then gone or about to be). */
+  readonly deletedAt: Date | null;
+}
+
+export interface NewUpload {
+  readonly id: string;
+  readonly accountId: string;
+  readonly objectKey: string;
+  readonly contentType: string;
+  readonly filename: string;
+  readonly expiresAt: Date;
+  /** The most one object may hold; the upload is given less when the quota leaves less. */
+  readonly maxBytes: number;
+  /** What the account's uploads not yet deleted may hold in all. */
+  readonly quotaBytes: number;
+  /**
+   * Whether the store records each object's size when it arrives (the embedded store): then an
+   * expired upload URL with no size recorded holds nothing. Otherwise (S3) an upload counts its
+   * allowance until it is deleted.
+   */
+  readonly sizesRecorded: boolean;
 }
 
 export interface UploadsRepository {
-  create(upload: Omit<UploadRecord, "createdAt">): Promise<UploadRecord>;
+  /**
+   * Records a new upload allowed min(maxBytes, what the quota leaves), checked and taken in one
+   * transaction (concurrent requests cannot both take the last of the quota); throws
+   * StorageQuotaError when nothing is left.
+   */
+  create(upload: NewUpload): Promise<{ record: UploadRecord; maxBytes: number }>;
   get(id: string): Promise<UploadRecord | undefined>;
+  /**
+   * Records the stored object's size (the embedded store, when a PUT completes); false when no
+   * upload not yet deleted has that key.
+   */
+  recordSize(objectKey: string, bytes: number): Promise<boolean>;
+  /** Whether an object may be stored for the upload with that key: it exists and is not deleted. */
+  acceptsObject(objectKey: string): Promise<boolean>;
+  /**
+   * Counts a job creation about to name the upload, so retention keeps it; false when retention
+   * already deleted it. Call `unname` when no job was created after all.
+   */
+  name(id: string): Promise<boolean>;
+  unname(id: string): Promise<void>;
+}
+
+/** What the retention sweep reads and marks (see src/dubbing/retention.ts). */
+export interface RetentionRepository {
+  /** Takes or renews the named lease for `owner` until now + `ttlMs`; false while another holds it. */
+  acquireLease(name: string, owner: string, ttlMs: number): Promise<boolean>;
+  releaseLease(name: string, owner: string): Promise<void>;
+  /**
+   * Marks deleted every upload no unfinished job names whose jobs have all finished, or whose
+   * retention ended (`unusedBefore`: its URL expired, or its last naming happened, before then
+   * with no job created since); returns how many.
+   */
+  expireUploads(options: {
+    unusedBefore: number;
+    namedBefore: number;
+    /** A job's `source_url` naming an upload is this prefix and the upload's id. */
+    uploadSourcePrefix: string;
+  }): Promise<number>;
+  /** Marks expired the results of jobs completed before `completedBefore`; returns how many. */
+  expireResults(completedBefore: number): Promise<number>;
+  /** Objects of deleted uploads and expired results still in the store. */
+  objectsToPurge(limit: number): Promise<{ kind: "upload" | "result"; id: string; objectKey: string }[]>;
+  /** Records that the object is gone (idempotent). */
+  purged(kind: "upload" | "result", id: string): Promise<void>;
 }
 
 /** One service process as it last reported itself (a heartbeat). */
@@ -173,16 +240,24 @@ export interface JobsRepository {
    * Creates a pending job. With an idempotency key already used by the account, returns the
    * existing job and `created: false` instead. With a `reservation` the balance check and the hold
    * are atomic with the insert; throws InsufficientBalanceError when the account cannot cover it.
+   * With `limits.maxActiveJobs`, throws ActiveJobsLimitError when the account already has that many
+   * jobs pending or running (counted in the same transaction, so concurrent creations in any number
+   * of processes cannot exceed it).
    */
-  create(job: NewJob): Promise<{ job: JobRecord; created: boolean }>;
+  create(
+    job: NewJob,
+    limits?: { readonly maxActiveJobs?: number },
+  ): Promise<{ job: JobRecord; created: boolean }>;
   get(accountId: string, jobId: string): Promise<JobRecord | undefined>;
   /** Newest first. */
   list(accountId: string, limit: number, offset: number): Promise<{ jobs: JobRecord[]; total: number }>;
   /** Jobs of every account per status (metrics; `pending` is the queue depth). */
   countByStatus(): Promise<Record<JobStatus, number>>;
   /**
-   * Atomically takes the oldest job that is pending, or running with an expired lease (its worker
-   * died), for `workerId` until now + `leaseMs`; increments `attempts`. Safe with many workers.
+   * Atomically takes a job that is pending, or running with an expired lease (its worker died), for
+   * `workerId` until now + `leaseMs`; increments `attempts`. Safe with many workers. Fair across
+   * accounts: from the account with the fewest running jobs, among those the one served least
+   * recently, its oldest job.
    */
   claim(workerId: string, leaseMs: number): Promise<JobRecord | undefined>;
   /** Extends the lease; false when the worker no longer holds it. */
@@ -218,6 +293,7 @@ export interface Database {
   readonly kind: "sqlite" | "postgres";
   readonly accounts: AccountsRepository;
   readonly uploads: UploadsRepository;
+  readonly retention: RetentionRepository;
   readonly jobs: JobsRepository;
   readonly processes: ProcessesRepository;
   close(): Promise<void>;

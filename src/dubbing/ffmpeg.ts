@@ -192,7 +192,7 @@ export function localPath(file: string): string {
  * (HLS and DASH playlists, concat lists, image sequences) are refused: opened by the service, they
  * could pull other local files (say, other customers' uploads) into the output.
  */
-const ACCEPTED_DEMUXERS = new Set([
+export const ACCEPTED_DEMUXERS: ReadonlySet<string> = new Set([
   "mov",
   "mp4",
   "matroska",

@@ -1,7 +1,7 @@
 /**
  * Resolving a source language of "auto" by listening to the first few segments. Separate from
  * recognition proper: it decides which recogniser the whole file is decoded with, and its rules
- * (voting, the letter-count heuristic) are a policy of their own.
+ * (voting, the confidence check, the letter-count heuristic) are a policy of their own.
  */
 import type { LanguageCode } from "../engines/types.js";
 import { UnsupportedLanguageError } from "./errors.js";
@@ -10,22 +10,38 @@ import { UnsupportedLanguageError } from "./errors.js";
 const DETECTION_SEGMENTS = 3;
 
 /**
+ * Below this mean word confidence (the recogniser's posterior, pooled over the sampled segments)
+ * speech is taken not to be in the only language the recognisers know. The score separates
+ * languages poorly: through this pipeline PocketSphinx en-us scores English clips 0.35-0.86 and
+ * German, French, Spanish, Portuguese and Mandarin clips 0.24-0.59 (`npm run bench:language-check`,
+ * docs/benchmarks.md), so the threshold sits under every English clip (English is never refused)
+ * and catches only speech the recogniser evidently cannot follow; the rest is dubbed as English.
+ */
+export const MIN_CONFIDENCE = 0.3;
+
+/** What the language check reads of a recognised segment. */
+export interface Heard {
+  readonly text: string;
+  /** The recogniser's confidence in the words (0-1), when it computes one. */
+  readonly confidence?: number;
+}
+
+/**
  * Resolves "auto". With a recogniser that identifies languages (whisper.cpp, a remote Whisper),
  * the first few segments are identified and the most frequent candidate language wins; speech
  * identified only as languages that cannot be dubbed into the target is refused
- * (UnsupportedLanguageError) rather than taken for another language. Without one, one candidate (one recogniser language that can
- * reach the target) is the answer without listening, and with several a heuristic stands in for
+ * (UnsupportedLanguageError) rather than taken for another language. Without one, a single
+ * candidate (recognisers of one language) is checked: its recogniser's confidence over the first
+ * few segments must reach MIN_CONFIDENCE, or the speech is evidently in another language and is
+ * refused, never dubbed from garbage. With several candidates a heuristic stands in for
  * identification: each candidate's recogniser decodes the first few segments, and the language
- * whose recogniser produced the most letters wins (ties: the earlier configured language). A
- * recogniser given speech in another language still emits words from its own vocabulary, so the
- * heuristic separates languages only roughly; callers who know the language should say so (the
- * service refuses "auto" without an identifier).
+ * whose recogniser produced the most letters wins (ties: the earlier configured language).
  */
 export async function chooseSourceLanguage(
   candidates: readonly LanguageCode[],
   targetLang: LanguageCode,
   segmentCount: number,
-  recognize: (lang: LanguageCode, index: number) => Promise<{ readonly text: string }>,
+  recognize: (lang: LanguageCode, index: number) => Promise<Heard>,
   identify: ((index: number) => Promise<LanguageCode | undefined>) | undefined,
 ): Promise<LanguageCode> {
   if (segmentCount === 0) return candidates[0]!;
@@ -42,12 +58,29 @@ export async function chooseSourceLanguage(
     if (winner) return winner[0];
     if (others.size > 0) {
       throw new UnsupportedLanguageError(
-        `the speech was identified as ${[...others].join(", ")}, which cannot be dubbed into "${targetLang}" ` +
-          `with the configured engines (possible source languages: ${candidates.join(", ")})`,
+        `unsupported_language: the speech was identified as ${[...others].join(", ")}, which cannot be ` +
+          `dubbed into "${targetLang}" with the configured engines (possible source languages: ${candidates.join(", ")})`,
       );
     }
   }
-  if (candidates.length === 1) return candidates[0]!;
+  if (candidates.length === 1) {
+    const only = candidates[0]!;
+    if (!identify) {
+      const heard: Heard[] = [];
+      for (let i = 0; i < sampled; i++) heard.push(await recognize(only, i));
+      const confidence = pooledConfidence(heard);
+      if (confidence !== undefined && confidence < MIN_CONFIDENCE) {
+        throw new UnsupportedLanguageError(
+          `unsupported_language: source_lang "auto" was taken to be "${only}", the only language the ` +
+            `configured recognisers know, but the speech does not sound like it (confidence ` +
+            `${confidence.toFixed(2)}, below ${MIN_CONFIDENCE}); name the spoken language in source_lang ` +
+            `if this server can recognise it, or add a recogniser that identifies languages ` +
+            `(e.g. the whisper.cpp model: npx relay models pull base)`,
+        );
+      }
+    }
+    return only;
+  }
   let best = candidates[0]!;
   let bestScore = -1;
   for (const lang of candidates) {
@@ -58,4 +91,20 @@ export async function chooseSourceLanguage(
     if (score > bestScore) [best, bestScore] = [lang, score];
   }
   return best;
+}
+
+/**
+ * The mean confidence of the segments' words, each segment weighted by its word count; undefined
+ * when no segment with words has a confidence (nothing to judge by: the language is not refused).
+ */
+export function pooledConfidence(heard: readonly Heard[]): number | undefined {
+  let words = 0;
+  let sum = 0;
+  for (const { text, confidence } of heard) {
+    const count = text.split(/\s+/u).filter(Boolean).length;
+    if (confidence === undefined || count === 0) continue;
+    words += count;
+    sum += confidence * count;
+  }
+  return words > 0 ? sum / words : undefined;
 }

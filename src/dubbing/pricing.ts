@@ -10,3 +10,24 @@ export function costOf(durationSec: number): number {
 export function formatUsd(usd: number): string {
   return `${Number(usd.toFixed(6))} USD`;
 }
+
+/** What a job holds of the balance from its creation. */
+export interface CreationHold {
+  readonly costUsd: number;
+  /** The input's duration when the hold is its exact price. */
+  readonly inputDurationSec?: number;
+}
+
+/**
+ * A job holds its price from creation, so that 201 means the balance covers it (the spec). When
+ * the duration could not be learned at creation, or is over the limit (the job will then fail
+ * `video_too_long`), it holds the price of the longest accepted input; the worker brings the hold
+ * down to the exact price once it has read the downloaded input (`costOf`), and a failed job holds
+ * nothing.
+ */
+export function creationHold(durationSec: number | undefined, maxDurationSec: number): CreationHold {
+  if (durationSec !== undefined && durationSec <= maxDurationSec) {
+    return { costUsd: costOf(durationSec), inputDurationSec: durationSec };
+  }
+  return { costUsd: costOf(maxDurationSec) };
+}

@@ -27,6 +27,8 @@ export interface Recognized {
   readonly text: string;
   /** The language the recogniser heard, when it identifies languages (asked with "auto"). */
   readonly language?: LanguageCode;
+  /** The recogniser's confidence in the words (0-1), when it computes one. */
+  readonly confidence?: number;
   /** Energy of the span's audio (for matching the dub's level to the original dialogue). */
   readonly energy: Energy;
 }
@@ -64,13 +66,10 @@ export async function recognizeAll(
     const identify = identifier
       ? async (index: number) => (await recognizeSpan(identifier, "auto", pcm, spans[index]!)).language
       : undefined;
-    const language = await chooseSourceLanguage(
-      candidates,
-      options.targetLang,
-      spans.length,
-      recognize,
-      identify,
-    );
+    // A named language is one candidate, taken as named; "auto" is listened to.
+    const language = options.identify
+      ? await chooseSourceLanguage(candidates, options.targetLang, spans.length, recognize, identify)
+      : candidates[0]!;
     options.onLanguage(language);
     let done = 0;
     const recognized = await mapLimit(
@@ -133,6 +132,7 @@ async function recognizeSpan(
     ...(span.speaker !== undefined ? { speaker: span.speaker } : {}),
     text,
     ...(hypothesis.language ? { language: hypothesis.language } : {}),
+    ...(hypothesis.confidence !== undefined ? { confidence: hypothesis.confidence } : {}),
     energy: energyOf(await readPcm16(pcm.original, startSample, endSample), 1 / 32768),
   };
 }

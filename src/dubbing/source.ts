@@ -9,16 +9,28 @@ import ipaddr from "ipaddr.js";
 
 /**
  * Downloads a job's source over http(s) into a local file with the size cap enforced while
- * streaming. Server-side request forgery is refused: every address a host name resolves to must be
- * public (see `isPublicAddress`) unless `allowPrivate`, and the connection is pinned to the checked
- * address (no DNS rebinding between the check and the connect). Redirects are followed (up to 5),
- * each one checked again.
+ * streaming and, when asked, a deadline for the whole download; or mirrors it on a loopback port
+ * for ffprobe (`withGuardedMirror`). Server-side request forgery is refused: every address a host
+ * name resolves to must be public (see `isPublicAddress`) unless `allowPrivate`, and the connection
+ * is pinned to the checked address (no DNS rebinding between the check and the connect). Redirects
+ * are followed (up to 5), each one checked again.
  */
 
 /** How a job whose source is one of the service's own uploads records it: `upload:<upload id>`. */
 export const UPLOAD_SOURCE_SCHEME = "upload:";
 
-export class DownloadError extends Error {}
+export class DownloadError extends Error {
+  constructor(
+    message: string,
+    /** For the operator's log only, never the client (how a host name resolved, say). */
+    readonly detail?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The refusal of a source on a private address: it does not tell the client how names resolve. */
+const NOT_PUBLIC = "the source's host is not a public address; refused";
 export class SourceTooLargeError extends Error {
   constructor(readonly maxBytes: number) {
     super(`the source is larger than the ${maxBytes}-byte limit`);
@@ -30,8 +42,22 @@ const MAX_REDIRECTS = 5;
 export interface DownloadOptions {
   readonly maxBytes: number;
   readonly allowPrivate: boolean;
+  /** Idle limit: the source must answer, and then send something, within this (default 30 s). */
   readonly timeoutMs?: number;
   readonly signal?: AbortSignal;
+  /** The whole download's time limit (connection, redirects and body); none without it. */
+  readonly deadline?: DownloadDeadline;
+}
+
+/**
+ * A download may take `baseMs` plus one second per `minBytesPerSec` bytes received so far. A source
+ * that drips bytes falls behind soon after `baseMs`, while one sending at least that rate is never
+ * cut off; the size cap bounds the whole at `baseMs` plus `maxBytes / minBytesPerSec` seconds.
+ * (Content-Length is not trusted to extend it: a dripping source could declare any size.)
+ */
+export interface DownloadDeadline {
+  readonly baseMs: number;
+  readonly minBytesPerSec: number;
 }
 
 const IPV4_MAPPED = ipaddr.parseCIDR("::ffff:0:0/96");
@@ -80,11 +106,7 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
       if (error) return callback(error, "", 0);
       const refused = addresses.find((a) => !allowPrivate && !isPublicAddress(a.address));
       if (refused) {
-        return callback(
-          new DownloadError(`${hostname} resolves to a non-public address (${refused.address}); refused`),
-          "",
-          0,
-        );
+        return callback(new DownloadError(NOT_PUBLIC, `${hostname} resolves to ${refused.address}`), "", 0);
       }
       const [first] = addresses;
       if (!first) return callback(new DownloadError(`${hostname} did not resolve`), "", 0);
@@ -94,6 +116,33 @@ function guardedLookup(allowPrivate: boolean): LookupFunction {
   };
 }
 
+/**
+ * Opens `url` through the guarded client, following redirects (each checked again): the response
+ * once it is 200 (or 206 to a `range` request); a DownloadError for any other status.
+ */
+async function openSource(
+  url: string,
+  options: DownloadOptions,
+  range?: string,
+): Promise<http.IncomingMessage> {
+  let current = new URL(url);
+  for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
+    const response = await request(current, options, range);
+    const status = response.statusCode ?? 0;
+    if (status >= 300 && status < 400 && response.headers.location) {
+      response.resume();
+      current = new URL(response.headers.location, current);
+      continue;
+    }
+    if (status !== 200 && !(range !== undefined && status === 206)) {
+      response.resume();
+      throw new DownloadError(`the source answered HTTP ${status}`);
+    }
+    return response;
+  }
+  throw new DownloadError(`more than ${MAX_REDIRECTS} redirects`);
+}
+
 /** Downloads `url` to `destination` (atomically: a partial download never appears there). */
 export async function downloadSource(
   url: string,
@@ -101,43 +150,132 @@ export async function downloadSource(
   options: DownloadOptions,
 ): Promise<number> {
   const partial = `${destination}.partial`;
+  const deadline = options.deadline && new Deadline(options.deadline);
+  let bytes = 0;
   try {
-    let current = new URL(url);
-    for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-      const response = await request(current, options);
-      const status = response.statusCode ?? 0;
-      if (status >= 300 && status < 400 && response.headers.location) {
-        response.resume();
-        current = new URL(response.headers.location, current);
-        continue;
-      }
-      if (status !== 200) {
-        response.resume();
-        throw new DownloadError(`the source answered HTTP ${status}`);
-      }
-      const declared = Number(response.headers["content-length"] ?? Number.NaN);
-      if (declared > options.maxBytes) {
-        response.destroy();
-        throw new SourceTooLargeError(options.maxBytes);
-      }
-      let bytes = 0;
-      response.on("data", (chunk: Buffer) => {
-        bytes += chunk.length;
-        if (bytes > options.maxBytes) response.destroy(new SourceTooLargeError(options.maxBytes));
-      });
-      await pipeline(response, createWriteStream(partial));
-      await rename(partial, destination);
-      return bytes;
+    const signals = [options.signal, deadline?.signal].filter((s) => s !== undefined);
+    const response = await openSource(url, {
+      ...options,
+      signal: signals.length > 0 ? AbortSignal.any(signals) : undefined,
+    });
+    const declared = Number(response.headers["content-length"] ?? Number.NaN);
+    if (declared > options.maxBytes) {
+      response.destroy();
+      throw new SourceTooLargeError(options.maxBytes);
     }
-    throw new DownloadError(`more than ${MAX_REDIRECTS} redirects`);
+    response.on("data", (chunk: Buffer) => {
+      bytes += chunk.length;
+      deadline?.allowFor(bytes);
+      if (bytes > options.maxBytes) response.destroy(new SourceTooLargeError(options.maxBytes));
+    });
+    await pipeline(response, createWriteStream(partial));
+    await rename(partial, destination);
+    return bytes;
   } catch (error) {
     await rm(partial, { force: true });
+    if (deadline?.signal.aborted) throw new DownloadError(deadline.failure(bytes));
     if (error instanceof SourceTooLargeError || error instanceof DownloadError) throw error;
     throw new DownloadError((error as Error).message);
+  } finally {
+    deadline?.stop();
   }
 }
 
-function request(url: URL, options: DownloadOptions): Promise<http.IncomingMessage> {
+/** The running limit of one download (see DownloadDeadline); `signal` aborts when it passes. */
+class Deadline {
+  private readonly controller = new AbortController();
+  private readonly started = performance.now();
+  private bytes = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly limits: DownloadDeadline) {
+    this.arm();
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** The download may take as long as `bytes` bytes need (the limit only ever moves later). */
+  allowFor(bytes: number): void {
+    this.bytes = Math.max(this.bytes, bytes);
+  }
+
+  stop(): void {
+    clearTimeout(this.timer);
+  }
+
+  failure(received: number): string {
+    const seconds = (performance.now() - this.started) / 1000;
+    return (
+      `the download took too long (${received} bytes in ${seconds.toFixed(1)} s); a source must arrive ` +
+      `within ${this.limits.baseMs / 1000} s plus 1 s per ${this.limits.minBytesPerSec} bytes`
+    );
+  }
+
+  private allowedMs(): number {
+    return this.limits.baseMs + (this.bytes / this.limits.minBytesPerSec) * 1000;
+  }
+
+  /** Wakes when the limit as it stands passes; bytes that arrived meanwhile move it on. */
+  private arm(): void {
+    const left = this.allowedMs() - (performance.now() - this.started);
+    if (left <= 0) {
+      this.controller.abort(new DownloadError("download deadline passed"));
+      return;
+    }
+    // setTimeout takes at most 2^31 - 1 ms; a longer wait simply wakes once more.
+    this.timer = setTimeout(() => this.arm(), Math.min(left, 2 ** 31 - 1));
+  }
+}
+
+/**
+ * Lets ffprobe read `url` without reaching the network itself: a loopback HTTP server answers each
+ * of its requests (with its Range header) by fetching `url` through the guarded client (every
+ * address checked and pinned, redirects followed and checked here), relaying at most
+ * `options.maxBytes` in all. `use` gets the loopback URL; everything is closed once it settles.
+ */
+export async function withGuardedMirror<T>(
+  url: string,
+  options: DownloadOptions,
+  use: (localUrl: string) => Promise<T>,
+): Promise<T> {
+  const done = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, done.signal]) : done.signal;
+  let relayed = 0;
+  const server = http.createServer((incoming, outgoing) => {
+    const range = incoming.headers.range;
+    openSource(url, { ...options, signal }, range).then(
+      (source) => {
+        const headers: http.OutgoingHttpHeaders = {};
+        for (const name of ["content-length", "content-range", "accept-ranges", "content-type"]) {
+          if (source.headers[name] !== undefined) headers[name] = source.headers[name];
+        }
+        outgoing.writeHead(source.statusCode!, headers);
+        source.on("data", (chunk: Buffer) => {
+          relayed += chunk.length;
+          if (relayed > options.maxBytes) source.destroy(new SourceTooLargeError(options.maxBytes));
+        });
+        pipeline(source, outgoing).catch(() => outgoing.destroy());
+      },
+      () => outgoing.writeHead(502).end(),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  try {
+    const { port } = server.address() as { port: number };
+    return await use(`http://127.0.0.1:${port}/source`);
+  } finally {
+    done.abort();
+    server.closeAllConnections();
+    server.close();
+  }
+}
+
+function request(url: URL, options: DownloadOptions, range?: string): Promise<http.IncomingMessage> {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     return Promise.reject(new DownloadError(`unsupported URL scheme ${url.protocol}`));
   }
@@ -145,14 +283,14 @@ function request(url: URL, options: DownloadOptions): Promise<http.IncomingMessa
   const literal = url.hostname.replace(/^\[|\]$/gu, "");
   // A literal IP in the URL skips DNS, so it is checked here.
   if (isIP(literal) !== 0 && !options.allowPrivate && !isPublicAddress(literal)) {
-    return Promise.reject(new DownloadError(`${literal} is not a public address; refused`));
+    return Promise.reject(new DownloadError(NOT_PUBLIC, `${literal} is not a public address`));
   }
   return new Promise((resolve, reject) => {
     const req = client.get(url, {
       lookup: guardedLookup(options.allowPrivate),
       timeout: options.timeoutMs ?? 30_000,
       signal: options.signal,
-      headers: { "user-agent": "relay-dubbing/1" },
+      headers: { "user-agent": "relay-dubbing/1", ...(range !== undefined && { range }) },
     });
     req.once("response", resolve);
     req.once("timeout", () => req.destroy(new DownloadError("the source did not answer in time")));

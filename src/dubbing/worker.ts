@@ -19,16 +19,23 @@ import {
 } from "./index.js";
 import { withoutPaths } from "./errors.js";
 import { costOf, formatUsd } from "./pricing.js";
-import { DownloadError, downloadSource, SourceTooLargeError, UPLOAD_SOURCE_SCHEME } from "./source.js";
+import {
+  DownloadError,
+  downloadSource,
+  SourceTooLargeError,
+  UPLOAD_SOURCE_SCHEME,
+  type DownloadDeadline,
+} from "./source.js";
 
 /**
  * Runs dubbing jobs from the database. A job is held under a lease renewed by heartbeats; a worker
  * that dies (even kill -9) stops renewing, its lease expires and another worker (or this one after
  * a restart) claims the job again, removes what the dead attempt left in the work directory and
  * runs it from the start. A worker that is stopped (SIGTERM) hands its job back at once instead.
- * Once the input's duration is known the job holds its cost of the balance (refused when the
- * balance less other jobs' holds cannot cover it); completion and the charge are one transaction,
- * so a job is never charged twice; a failed job is never charged.
+ * A job holds of the balance from its creation (`creationHold`); once the input's duration is
+ * known the hold becomes its exact price (refused when the balance less other jobs' holds cannot
+ * cover it); completion and the charge are one transaction, so a job is never charged twice; a
+ * failed job is never charged. A URL source's download has a deadline (`DownloadDeadline`).
  */
 
 /** A job whose worker died this many times (a crash it causes itself, say) is failed rather than retried forever. */
@@ -45,6 +52,8 @@ export interface WorkerOptions {
   readonly maxBytes: number;
   readonly maxDurationSec: number;
   readonly allowPrivateSources: boolean;
+  /** The time limit of a URL source's whole download (none without it). */
+  readonly downloadDeadline?: DownloadDeadline;
   readonly leaseMs?: number;
   readonly pollMs?: number;
   readonly log: FastifyBaseLogger;
@@ -340,6 +349,7 @@ export class DubbingWorker {
         maxBytes,
         allowPrivate: this.options.allowPrivateSources,
         signal,
+        ...(this.options.downloadDeadline && { deadline: this.options.downloadDeadline }),
       });
     } catch (error) {
       if (error instanceof JobFailure) throw error;
@@ -349,7 +359,10 @@ export class DubbingWorker {
       if (error instanceof ObjectNotFoundError) {
         throw new JobFailure("download_failed", "the upload was never completed (no object was stored)");
       }
-      if (error instanceof DownloadError) throw new JobFailure("download_failed", error.message);
+      if (error instanceof DownloadError) {
+        if (error.detail) this.options.log.info({ job: job.id, detail: error.detail }, "source refused");
+        throw new JobFailure("download_failed", error.message);
+      }
       throw error;
     }
   }
@@ -374,6 +387,7 @@ export function startDubbingWorkers(
         maxBytes: config.dubbing.maxFileBytes,
         maxDurationSec: config.dubbing.maxDurationSec,
         allowPrivateSources: config.dubbing.allowPrivateSources,
+        downloadDeadline: config.dubbing.downloadDeadline,
         log,
       }),
   );

@@ -77,6 +77,11 @@ export interface Hypothesis {
   readonly words: readonly WordTiming[];
   /** The language heard, from engines that identify it (streams opened with `language: "auto"`). */
   readonly language?: LanguageCode;
+  /**
+   * How sure the engine is of the words: their mean posterior probability (0-1), from engines that
+   * compute one (PocketSphinx's finals). Speech in a language the engine does not know scores low.
+   */
+  readonly confidence?: number;
 }
 
 export interface AsrStreamOptions {

@@ -27,6 +27,12 @@ const SENTENCE_END = /[.!?。！？…]["'”’)\]]*$/u;
 export class TranscriptStabilizer {
   private committedCount = 0;
   private previousTail: StableWord[] = [];
+  /**
+   * For each word of `previousTail`: the utterance audio (ms) of the first hypothesis that showed
+   * it where it is, all hypotheses since agreeing. The word was heard within that audio: it ends
+   * by then, which bounds the end of words without timings.
+   */
+  private previousHeardBy: number[] = [];
 
   constructor(
     private readonly mode: FinalizeMode,
@@ -41,17 +47,24 @@ export class TranscriptStabilizer {
   /**
    * `audioMs`: utterance audio decoded so far. With word timings, words ending within
    * `holdBackMs` of it are not committed yet: recognisers revise recent words most.
+   * `commitBeforeMs`: words ending after it (without timings: heard in audio reaching past it)
+   * are not committed now, whatever the agreement (they are not ready to be final for another
+   * reason: their speaker may still change).
    */
-  update(hypothesis: readonly StableWord[], audioMs = Infinity): StabilizerUpdate {
+  update(hypothesis: readonly StableWord[], audioMs = Infinity, commitBeforeMs = Infinity): StabilizerUpdate {
     const tail = hypothesis.slice(this.committedCount);
     const agreed = commonPrefixLength(this.previousTail, tail);
+    const heardBy = tail.map((_, i) => (i < agreed ? this.previousHeardBy[i]! : audioMs));
     this.previousTail = tail;
+    this.previousHeardBy = heardBy;
     const settledBefore = audioMs - (this.options.holdBackMs ?? 0);
     let settled = 0;
     while (settled < tail.length && (tail[settled]!.endMs ?? -Infinity) <= settledBefore) settled++;
     const timed = tail.length > 0 && tail.every((word) => word.endMs !== undefined);
+    let ready = 0;
+    while (ready < tail.length && (tail[ready]!.endMs ?? heardBy[ready]!) <= commitBeforeMs) ready++;
     // Never commit the newest word while audio is still arriving.
-    const lockable = Math.min(agreed, tail.length - 1, timed ? settled : Infinity);
+    const lockable = Math.min(agreed, tail.length - 1, timed ? settled : Infinity, ready);
     const minCommitWords = this.options.minCommitWords ?? 2;
     const commitLength =
       this.mode === "stable"
@@ -70,6 +83,7 @@ export class TranscriptStabilizer {
     const update = this.commit(tail, tail.length);
     this.committedCount = 0;
     this.previousTail = [];
+    this.previousHeardBy = [];
     return update;
   }
 
@@ -78,6 +92,7 @@ export class TranscriptStabilizer {
     const committed = tail.slice(0, length);
     this.committedCount += length;
     this.previousTail = this.previousTail.slice(length);
+    this.previousHeardBy = this.previousHeardBy.slice(length);
     const commits =
       this.mode === "sentence" && this.options.punctuated !== false ? splitSentences(committed) : [committed];
     return { commits, pending: tail.slice(length) };

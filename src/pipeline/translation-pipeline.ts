@@ -163,8 +163,13 @@ interface Segment {
   interimSeq: number;
   /** The segment's language (identified per utterance in "auto" sessions). */
   language: LanguageCode | undefined;
-  /** Its speaker's label (the latest decision while the tracker is still unsure). */
+  /**
+   * Its speaker's label: the latest decision until its first final, then fixed (a change of
+   * speaker starts a new segment).
+   */
   speaker: string | undefined;
+  /** A final has been sent for it. */
+  hasFinal: boolean;
 }
 
 interface TranslationJob {
@@ -251,6 +256,7 @@ export class TranslationPipeline {
   private receivedSamples = 0;
   private processedSamples = 0;
   private backlogSamples = 0;
+  /** Audio was dropped in the current backlog episode (it ends when the backlog has drained). */
   private backlogWarned = false;
   private finalizeTimer: NodeJS.Timeout | undefined;
   private silenceTimer: NodeJS.Timeout | undefined;
@@ -308,13 +314,13 @@ export class TranslationPipeline {
     this.receivedSamples += pcm.length;
     if (this.backlogSamples + pcm.length > this.maxBacklogSamples) {
       this.options.observer?.inputDropped(pcm.length / (SAMPLES_PER_MS * 1000));
+      // Once per episode: until the backlog has drained, audio accepted between drops is no news.
       if (!this.backlogWarned) {
         this.backlogWarned = true;
         this.reportError("the server is falling behind this session's audio; audio is being dropped");
       }
       return;
     }
-    this.backlogWarned = false;
     this.backlogSamples += pcm.length;
     this.input.push(pcm);
   }
@@ -384,7 +390,10 @@ export class TranslationPipeline {
         }
         this.backlogSamples -= item.length;
         await this.consumeAudio(this.level.process(item));
-        if (this.backlogSamples === 0) this.awaitSilence();
+        if (this.backlogSamples === 0) {
+          this.backlogWarned = false;
+          this.awaitSilence();
+        }
       }
     } catch (error) {
       this.events.push({
@@ -470,8 +479,14 @@ export class TranslationPipeline {
       const hypothesis = await utterance.stream.partial();
       this.hear(hypothesis);
       const audioMs = (this.processedSamples - utterance.startSample) / SAMPLES_PER_MS;
+      // A final carries its speaker's label for good: words stay interim until the tracker has
+      // decided who says them and can no longer split them off as another voice.
+      const tracker = this.options.speakers;
+      const commitBeforeMs = tracker
+        ? (tracker.settledBefore - utterance.startSample) / SAMPLES_PER_MS
+        : Infinity;
       this.applyStabiliser(
-        utterance.stabilizer.update(toStableWords(hypothesis), audioMs),
+        utterance.stabilizer.update(toStableWords(hypothesis), audioMs, commitBeforeMs),
         utterance.startSample,
         false,
       );
@@ -532,19 +547,25 @@ export class TranslationPipeline {
 
   /**
    * The voice changed inside the utterance: what came before the change is finished as its own
-   * segment, under the earlier speaker, and the rest opens a new utterance and segment. With word
-   * timings the recogniser's words are cut at the change; without, the earlier part is recognised
-   * again on its own. The later part (the tracker's window, about 2 s) is recognised again.
+   * segment, under the earlier speaker, and the rest opens a new utterance and segment. No final
+   * lies past the change (words become final only once the tracker can no longer split before
+   * them), so the later part repeats none. With word timings the recogniser's words are cut at
+   * the change (a word across it stays whole in the earlier part, and the later part starts after
+   * it); without, the earlier part is recognised again on its own. The later part (the tracker's
+   * window, about 2 s) is recognised again.
    */
   private async splitUtterance(change: SpeakerChange): Promise<void> {
     const utterance = this.utterance!;
-    const cutMs = (change.atSample - utterance.startSample) / SAMPLES_PER_MS;
+    let cutSample = change.atSample;
     let hypothesis: Hypothesis;
     if (this.options.asr.capabilities.wordTimings) {
       await flushToRecognizer(utterance);
       const whole = await utterance.stream.finish();
-      const words = whole.words.filter((word) => word.startMs < cutMs);
+      const cutInUtteranceMs = (cutSample - utterance.startSample) / SAMPLES_PER_MS;
+      const words = whole.words.filter((word) => word.startMs < cutInUtteranceMs);
       hypothesis = { ...whole, text: words.map((word) => word.word).join(" "), words };
+      const lastEnd = utterance.startSample + Math.ceil((words.at(-1)?.endMs ?? 0) * SAMPLES_PER_MS);
+      cutSample = Math.min(Math.max(cutSample, lastEnd), this.processedSamples);
     } else {
       utterance.stream.abort();
       const stream = await this.options.asr.createStream({
@@ -552,30 +573,36 @@ export class TranslationPipeline {
         context: this.context,
       });
       const head = utterance.audio
-        .filter((window) => window.startSample < change.atSample)
-        .map((window) => window.pcm.subarray(0, change.atSample - window.startSample));
+        .filter((window) => window.startSample < cutSample)
+        .map((window) => window.pcm.subarray(0, cutSample - window.startSample));
       await stream.write(concat(head));
       hypothesis = await stream.finish();
     }
+    const cutMs = Math.floor(cutSample / SAMPLES_PER_MS);
     this.speaking = change.before;
     this.hear(hypothesis);
-    this.applyStabiliser(utterance.stabilizer.finish(toStableWords(hypothesis)), utterance.startSample, true);
-    // Words an interim showed past the change are the next speaker's: they are not committed here.
+    this.applyStabiliser(
+      utterance.stabilizer.finish(toStableWords(hypothesis)),
+      utterance.startSample,
+      true,
+      cutMs,
+    );
+    // Words an interim showed past the cut are the next speaker's: they are not committed here.
     if (this.segment) this.segment.shownPending = [];
-    this.closeSegment();
+    this.closeSegment(cutMs);
     this.observeSpeech(0, change.atSample);
 
     this.speaking = change.speaker;
-    // From the change on, including the part of the window it falls in.
+    // From the cut on, including the part of the window it falls in.
     const rest = utterance.audio
-      .filter((window) => window.startSample + window.pcm.length > change.atSample)
+      .filter((window) => window.startSample + window.pcm.length > cutSample)
       .map((window) =>
-        window.startSample >= change.atSample
+        window.startSample >= cutSample
           ? window
-          : { startSample: change.atSample, pcm: window.pcm.subarray(change.atSample - window.startSample) },
+          : { startSample: cutSample, pcm: window.pcm.subarray(cutSample - window.startSample) },
       );
-    this.utterance = await this.openUtterance(change.atSample, rest);
-    this.segment = this.newSegment(Math.floor(change.atSample / SAMPLES_PER_MS));
+    this.utterance = await this.openUtterance(cutSample, rest);
+    this.segment = this.newSegment(cutMs);
   }
 
   /** Notes the language an "auto" recogniser identified, for the segment being built. */
@@ -636,26 +663,28 @@ export class TranslationPipeline {
     this.closeSegment();
   }
 
-  /** Closes the open segment: interim text no final covers gets one. */
-  private closeSegment(): void {
+  /** Closes the open segment: interim text no final covers gets one (ending at `endMs`). */
+  private closeSegment(endMs = this.positionMs()): void {
     const segment = this.segment;
     this.segment = undefined;
     // Interim text that no final covers must be closed by a final, even an empty one. When the
     // recogniser's last pass withdrew words an interim showed and a final already holds the rest,
     // the shown words are committed: a final never repeats the previous one.
     if (segment && segment.lastShown !== joinWords(segment.committed))
-      this.emitFinal(segment, segment.committed.length > 0 ? segment.shownPending : [], this.positionMs());
+      this.emitFinal(segment, segment.committed.length > 0 ? segment.shownPending : [], endMs);
   }
 
+  /** `untimedEndMs`: where words without timings end (by default, the audio processed so far). */
   private applyStabiliser(
     update: { commits: StableWord[][]; pending: StableWord[] },
     utteranceStartSample: number,
     utteranceEnded: boolean,
+    untimedEndMs = this.positionMs(),
   ): void {
     const utteranceStartMs = Math.floor(utteranceStartSample / SAMPLES_PER_MS);
     const endOf = (words: readonly StableWord[]): number => {
       const last = words.at(-1)?.endMs;
-      return last === undefined ? this.positionMs() : utteranceStartMs + last;
+      return last === undefined ? untimedEndMs : utteranceStartMs + last;
     };
     for (const commit of update.commits) {
       const segment = (this.segment ??= this.newSegment(utteranceStartMs));
@@ -671,7 +700,7 @@ export class TranslationPipeline {
     segment.lastShown = text;
     segment.shownPending = update.pending;
     segment.language = this.languageOf(segment);
-    segment.speaker = this.speaking;
+    if (!segment.hasFinal) segment.speaker = this.speaking;
     const endMs = endOf(update.pending);
     if (this.utterance?.awaitingInterimSince !== undefined) {
       this.options.observer?.latency(
@@ -709,7 +738,8 @@ export class TranslationPipeline {
     segment.lastShown = originalText;
     segment.shownPending = [];
     segment.language = this.languageOf(segment);
-    segment.speaker = this.speaking;
+    if (!segment.hasFinal) segment.speaker = this.speaking;
+    segment.hasFinal = true;
     this.events.push({
       type: "original",
       segmentId: segment.id,
@@ -745,6 +775,7 @@ export class TranslationPipeline {
       interimSeq: 0,
       language: undefined,
       speaker: this.speaking,
+      hasFinal: false,
     };
   }
 
@@ -771,42 +802,51 @@ export class TranslationPipeline {
       // Only the newest interim of a segment is worth translating.
       if (job.kind === "interim" && job.seq !== segment.interimSeq) continue;
       // Translation waits for the language to be identified ("auto"); the original transcript did not.
+      const to = job.language === undefined ? undefined : this.options.targetFor(job.language);
+      /** The span's translation; undefined when there is none (the failure has been reported). */
+      let translatedSpan: string | undefined;
       if (job.language === undefined) {
-        if (job.kind === "final")
-          this.reportError("the language of this utterance could not be identified", segment.id);
-        continue;
+        if (job.kind === "interim") continue;
+        this.reportError("the language of this utterance could not be identified", segment.id);
+      } else {
+        const calling = job.sourceText !== "" && to !== undefined;
+        const startedAt = performance.now();
+        const reportCall = (ok: boolean) => {
+          if (calling && this.options.engineIds)
+            this.options.observer?.engineCall(
+              "translate",
+              this.options.engineIds.translate(job.language!, to!),
+              (performance.now() - startedAt) / 1000,
+              ok,
+            );
+        };
+        try {
+          translatedSpan = calling ? await this.translate(job, job.language, to) : job.sourceText;
+          reportCall(true);
+        } catch (error) {
+          // A call cancelled by `close()` did not fail.
+          if (this.closed) continue;
+          reportCall(false);
+          // The segment is named so the client can tell which line lost (part of) its translation.
+          this.reportError(`translation failed: ${(error as Error).message}`, segment.id);
+          if (job.kind === "interim") continue;
+        }
       }
-      const to = this.options.targetFor(job.language);
-      const calling = job.sourceText !== "" && to !== undefined;
-      const startedAt = performance.now();
-      const reportCall = (ok: boolean) => {
-        if (calling && this.options.engineIds)
-          this.options.observer?.engineCall(
-            "translate",
-            this.options.engineIds.translate(job.language!, to!),
-            (performance.now() - startedAt) / 1000,
-            ok,
-          );
-      };
-      let translatedSpan: string;
-      try {
-        translatedSpan = calling ? await this.translate(job, job.language!, to) : job.sourceText;
-        reportCall(true);
-      } catch (error) {
-        // A call cancelled by `close()` did not fail.
-        if (this.closed) continue;
-        reportCall(false);
-        // The segment is named so the client can tell which line lost (part of) its translation.
-        this.reportError(`translation failed: ${(error as Error).message}`, segment.id);
-        continue;
-      }
-      if (job.kind === "final") this.history.record(job.sourceText, translatedSpan);
+      // A final whose span has no translation still gets its translated final, without the span
+      // (nothing is spoken for it), so a client waiting for the segment's translation is not left
+      // waiting; the `error` before it says why.
+      if (job.kind === "final" && translatedSpan !== undefined)
+        this.history.record(job.sourceText, translatedSpan);
       const previous = segment.translatedSpans;
-      translatedSpan = spanInSegment(segment, job.sourceText, translatedSpan);
-      if (job.kind === "final" && translatedSpan !== "") previous.push(translatedSpan);
+      if (translatedSpan !== undefined)
+        translatedSpan = spanInSegment(segment, job.sourceText, translatedSpan);
+      if (job.kind === "final" && translatedSpan) previous.push(translatedSpan);
       const text = [...previous, job.kind === "interim" ? translatedSpan : ""].filter(Boolean).join(" ");
       // The voice is chosen as the line is shown, so its `voiceId` is the voice that speaks it.
-      const voice = to !== undefined ? this.options.voices?.voiceFor(job.speaker, to) : undefined;
+      const voice =
+        to !== undefined && translatedSpan !== undefined
+          ? this.options.voices?.voiceFor(job.speaker, to)
+          : undefined;
       this.events.push({
         type: "translated",
         segmentId: segment.id,
@@ -821,7 +861,7 @@ export class TranslationPipeline {
       });
       if (job.kind === "final")
         this.options.observer?.latency("translation", (performance.now() - job.queuedAt) / 1000);
-      if (job.kind === "final" && translatedSpan !== "" && this.options.speak && to !== undefined)
+      if (job.kind === "final" && translatedSpan && this.options.speak && to !== undefined)
         this.speech.push({
           text: translatedSpan,
           language: to,

@@ -3,13 +3,16 @@ import type { FastifyBaseLogger } from "fastify";
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode, Voice } from "../engines/types.js";
 import type { RoomDirectory } from "../fleet/room-directory.js";
-import type { LiveSession, SessionCapacity } from "../sessions/capacity.js";
+import { AccountSessionsLimitError, type LiveSession, type SessionCapacity } from "../sessions/capacity.js";
 import { RoomTranslator } from "./translator.js";
 import type { RoomAccess, RoomBackend } from "./types.js";
 
 export interface RoomsOptions {
   readonly registry: EngineRegistry;
-  /** Rooms count against the same per-process capacity as WebSocket sessions. */
+  /**
+   * Rooms count against the same per-process capacity and per-account bound as WebSocket
+   * sessions, and end when their API key is revoked.
+   */
   readonly sessions: SessionCapacity;
   readonly log: FastifyBaseLogger;
   /** A room is closed this long after creation whatever happens in it. */
@@ -23,15 +26,21 @@ export interface RoomsOptions {
   readonly emptyPerAccount: number;
   /** A room is closed this long after its last participant left, unless someone (re)joins. */
   readonly departureTimeoutMs: number;
-  /** In a fleet: where each room is hosted, so any process can grant access to it. */
-  readonly fleet?: { readonly directory: RoomDirectory; readonly workerId: string };
+  /** In a fleet: where each room is hosted, so any process can grant access to it or end it. */
+  readonly fleet?: {
+    readonly directory: RoomDirectory;
+    readonly workerId: string;
+    /** The address of a live process of the fleet (undefined when it is gone). */
+    readonly addressOf: (workerId: string) => string | undefined;
+  };
 }
 
 export interface RoomRequest {
   readonly accountId: string;
   readonly sourceLanguage: LanguageCode;
   readonly targetLanguage: LanguageCode;
-  readonly voice: Voice | "clone";
+  /** The translator's voice; undefined: it publishes transcripts only, no speech. */
+  readonly voice: Voice | "clone" | undefined;
 }
 
 export interface CreatedRoom extends RoomAccess {
@@ -46,6 +55,26 @@ interface OpenRoom {
   readonly timers: NodeJS.Timeout[];
   idleTimer: NodeJS.Timeout | undefined;
 }
+
+/** What an owner's request to end a room came to (`endByOwner`). */
+export type RoomEnding =
+  | { readonly kind: "ended" }
+  /** No such room, or not this account's: the two are not told apart. */
+  | { readonly kind: "not_found" }
+  /** Open on another process of the fleet, at `address`: the request is that process's to serve. */
+  | { readonly kind: "elsewhere"; readonly address: string };
+
+const ENDED: RoomEnding = { kind: "ended" };
+const NOT_FOUND: RoomEnding = { kind: "not_found" };
+
+/** The names this service gives rooms; any other name is no room of ours. */
+const ROOM_NAME = /^api-[0-9a-f]{20}$/u;
+
+/**
+ * The directory entry remembering who owned an ended room (a name no room has: it never collides
+ * with a room's own entry, and no token can be minted for it).
+ */
+const endedEntry = (roomName: string) => `ended:${roomName}`;
 
 export class RoomCapacityError extends Error {}
 
@@ -68,6 +97,11 @@ export class Rooms {
   private readonly open = new Map<string, OpenRoom>();
   /** Rooms being created, per account: they count as empty rooms before they are open. */
   private readonly creating = new Map<string, number>();
+  /**
+   * Without a fleet: the owners of rooms that ended, kept `maxLifetimeMs` after the end so ending
+   * one again succeeds (in a fleet the directory remembers them). Ordered by end time.
+   */
+  private readonly ended = new Map<string, { readonly accountId: string; readonly until: number }>();
 
   constructor(
     readonly backend: RoomBackend,
@@ -95,11 +129,16 @@ export class Rooms {
       );
     }
     const roomName = `api-${randomBytes(10).toString("hex")}`;
-    const live: LiveSession = { close: () => void this.end(roomName, "server shutting down") };
+    const live: LiveSession = {
+      id: roomName,
+      accountId,
+      close: (_code, reason) => void this.end(roomName, reason),
+    };
     if (!sessions.open(live)) throw new RoomCapacityError("no room capacity right now");
     const identity = clientIdentity();
     this.creating.set(accountId, (this.creating.get(accountId) ?? 0) + 1);
     try {
+      if (!(await sessions.reserve(live))) throw new AccountSessionsLimitError(sessions.perAccount);
       await this.backend.createRoom(roomName);
       await this.options.fleet?.directory.register(
         roomName,
@@ -107,7 +146,9 @@ export class Rooms {
         this.options.maxLifetimeMs,
       );
       const access = await this.backend.clientAccess(roomName, identity, publicBaseUrl);
-      const connection = await this.backend.joinAsTranslator(roomName);
+      const connection = await this.backend.joinAsTranslator(roomName, {
+        speaks: request.voice !== undefined,
+      });
       const translator = new RoomTranslator(connection, {
         registry,
         sourceLanguage: request.sourceLanguage,
@@ -147,12 +188,41 @@ export class Rooms {
     accountId: string,
     publicBaseUrl: string,
   ): Promise<CreatedRoom | undefined> {
+    if (!ROOM_NAME.test(roomName)) return undefined;
     const room = this.open.get(roomName);
     const owner = room?.accountId ?? (await this.options.fleet?.directory.lookup(roomName))?.accountId;
     if (owner !== accountId) return undefined;
     const identity = clientIdentity();
     const access = await this.backend.clientAccess(roomName, identity, publicBaseUrl);
     return { ...access, roomName, identity };
+  }
+
+  /**
+   * Ends a room for the account that created it: everyone is disconnected and its session slot is
+   * freed. Ending a room that has already ended (however it ended) succeeds again for its owner.
+   * `forwarded`: the request was passed here by another process, and is not passed on again.
+   */
+  async endByOwner(roomName: string, accountId: string, forwarded = false): Promise<RoomEnding> {
+    if (!ROOM_NAME.test(roomName)) return NOT_FOUND;
+    const room = this.open.get(roomName);
+    if (room) {
+      if (room.accountId !== accountId) return NOT_FOUND;
+      await this.end(roomName, "ended by its owner");
+      return ENDED;
+    }
+    const fleet = this.options.fleet;
+    const location = await fleet?.directory.lookup(roomName);
+    if (fleet && location) {
+      if (location.accountId !== accountId) return NOT_FOUND;
+      const address = location.workerId === fleet.workerId ? undefined : fleet.addressOf(location.workerId);
+      if (address) return forwarded ? NOT_FOUND : { kind: "elsewhere", address };
+      // Its host is gone (killed, or this process before a restart): only LiveKit's room and the entry remain.
+      await this.backend.deleteRoom(roomName);
+      await this.rememberEnded(roomName, accountId);
+      await fleet.directory.remove(roomName);
+      return ENDED;
+    }
+    return (await this.endedOwner(roomName)) === accountId ? ENDED : NOT_FOUND;
   }
 
   /** Closes every room (shutdown). */
@@ -179,6 +249,10 @@ export class Rooms {
     for (const timer of [...room.timers, room.idleTimer]) clearTimeout(timer);
     this.options.sessions.ended(room.live);
     this.options.log.info({ room: roomName, reason }, "room closed");
+    // Remembered before the room's own entry goes, so a second end never finds neither.
+    await this.rememberEnded(roomName, room.accountId).catch((error: unknown) => {
+      this.options.log.warn({ err: error, room: roomName }, "ended room could not be remembered");
+    });
     await this.options.fleet?.directory.remove(roomName).catch((error: unknown) => {
       this.options.log.warn(
         { err: error, room: roomName },
@@ -189,6 +263,31 @@ export class Rooms {
     await this.backend.deleteRoom(roomName).catch((error: unknown) => {
       this.options.log.warn({ err: error, room: roomName }, "room could not be deleted");
     });
+  }
+
+  private async rememberEnded(roomName: string, accountId: string): Promise<void> {
+    const { fleet, maxLifetimeMs } = this.options;
+    if (fleet) {
+      await fleet.directory.register(
+        endedEntry(roomName),
+        { workerId: fleet.workerId, accountId },
+        maxLifetimeMs,
+      );
+      return;
+    }
+    const now = Date.now();
+    for (const [name, entry] of this.ended) {
+      if (entry.until > now) break;
+      this.ended.delete(name);
+    }
+    this.ended.set(roomName, { accountId, until: now + maxLifetimeMs });
+  }
+
+  private async endedOwner(roomName: string): Promise<string | undefined> {
+    const { fleet } = this.options;
+    if (fleet) return (await fleet.directory.lookup(endedEntry(roomName)))?.accountId;
+    const entry = this.ended.get(roomName);
+    return entry && entry.until > Date.now() ? entry.accountId : undefined;
   }
 }
 

@@ -13,8 +13,11 @@ export interface TranslatorOptions {
   readonly registry: EngineRegistry;
   readonly sourceLanguage: LanguageCode;
   readonly targetLanguage: LanguageCode;
-  /** A library voice, or `"clone"`: each speaker is voiced by the library voice measured nearest to them. */
-  readonly voice: Voice | "clone";
+  /**
+   * A library voice, or `"clone"`: each speaker is voiced by the library voice measured nearest to
+   * them; undefined: no speech, transcripts only.
+   */
+  readonly voice: Voice | "clone" | undefined;
   readonly log: FastifyBaseLogger;
   /** Called whenever the last participant has left. */
   readonly onEmpty: () => void;
@@ -140,7 +143,12 @@ export class RoomTranslator {
             { participant: identity, segment: event.segmentId },
             `pipeline: ${event.message}`,
           );
-          await this.publish(errorFrame(event.message, { participant: identity }));
+          await this.publish(
+            errorFrame(event.message, {
+              participant: identity,
+              ...(event.segmentId === undefined ? {} : { correlationId: event.segmentId }),
+            }),
+          );
           if (event.fatal && this.speakers.get(identity) === pipeline) {
             this.speakers.delete(identity);
             void pipeline.close();

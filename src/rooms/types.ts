@@ -5,6 +5,13 @@ import type { ServerMessage } from "../wire/messages.js";
  * talks to a `RoomConnection`, so its behaviour is the same on both.
  */
 
+/**
+ * Identity of the translator participant in every room, and the name of the audio track it speaks
+ * on: the names Pinch's own clients (pinch-sdk, Pipecat's Pinch service) look for.
+ */
+export const TRANSLATOR_IDENTITY = "translation-agent";
+export const TRANSLATION_TRACK_NAME = "translated-audio";
+
 /** What the translator hears in a room. Audio is PCM16, 16 kHz mono, per publishing participant. */
 export type RoomEvent =
   | { readonly type: "participant_joined"; readonly identity: string }
@@ -37,8 +44,8 @@ export interface RoomBackend {
   createRoom(roomName: string): Promise<void>;
   /** A client's credentials for a room that exists (no call to a room service). */
   clientAccess(roomName: string, clientIdentity: string, publicBaseUrl: string): Promise<RoomAccess>;
-  /** Joins the room as its translator. */
-  joinAsTranslator(roomName: string): Promise<RoomConnection>;
+  /** Joins the room as its translator; `speaks: false` (default true): it publishes transcripts only. */
+  joinAsTranslator(roomName: string, options?: { readonly speaks: boolean }): Promise<RoomConnection>;
   /** Removes the room and disconnects everyone still in it. */
   deleteRoom(roomName: string): Promise<void>;
   close(): Promise<void>;

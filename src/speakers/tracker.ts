@@ -19,6 +19,9 @@
  *     sides differ most and the rest becomes a new run: a change of speaker without a pause.
  *   - A run's speech joins its speaker's voiceprint when the run ends, so speakers sharpen as the
  *     session goes on and a run is never compared with itself.
+ *   - Speech is settled (`settledBefore`) once its run is decided and it lies before the earliest
+ *     point a later change could split the run at: its label is then final, and live sessions
+ *     make words final only there.
  *
  * Hand-written because this is the product: no maintained JavaScript library does online
  * diarization, and the decisions (when to trust a label, when to split) are the service's own.
@@ -79,6 +82,8 @@ export class SpeakerTracker {
   private label: string | undefined;
   private decided = false;
   private flagged = 0;
+  /** Speech of an utterance has been pushed since the last `endUtterance`. */
+  private inUtterance = false;
   /** The current run is near its speaker (not merely the nearest): only then does it teach the speaker. */
   private matched = false;
   /** After a change of voice inside an utterance: the speaker the new run cannot be. */
@@ -103,6 +108,22 @@ export class SpeakerTracker {
     return { speaker: this.label ?? "1", decided: this.decided };
   }
 
+  /**
+   * Session position (samples) before which the current utterance's speech has its label for good:
+   * its run is decided, and a change of voice found later splits the run only after this point.
+   * -Infinity while the run's label may still change.
+   */
+  get settledBefore(): number {
+    if (!this.inUtterance) return Infinity;
+    if (!this.decided) return -Infinity;
+    // The earliest block a later check can split at (see checkChange): checks look back one block
+    // more than their window, and never split off the run's first block.
+    const earliest = Math.max(1, this.blocks.length - CHANGE_WINDOW_BLOCKS);
+    return earliest < this.blocks.length
+      ? this.blocks[earliest]!.startSample
+      : (this.blocks.at(-1)?.endSample ?? this.pendingStart);
+  }
+
   /** Labels handed out so far. */
   get count(): number {
     return this.speakers.length;
@@ -113,6 +134,11 @@ export class SpeakerTracker {
    * at session position `atSample`. Returns a change when the voice changed inside the utterance.
    */
   push(samples: Float32Array, atSample: number): SpeakerChange | undefined {
+    if (!this.inUtterance) {
+      // A new utterance may be anyone's: until its speech is heard, the last label is only a guess.
+      this.inUtterance = true;
+      this.decided = false;
+    }
     if (this.pendingSamples === 0) this.pendingStart = atSample;
     this.pending.push(samples);
     this.pendingSamples += samples.length;
@@ -126,6 +152,7 @@ export class SpeakerTracker {
     if (this.pendingSamples > 0) this.addBlock(this.takeBlock(), true);
     if (this.run) this.decide(true);
     this.closeRun();
+    this.inUtterance = false;
     return this.current;
   }
 
@@ -158,7 +185,6 @@ export class SpeakerTracker {
     };
     if (block.print.speechSeconds === 0) return undefined;
     this.blocks.push(block);
-    if (!this.run) this.decided = false;
     this.run = this.run ? this.engine.merge(this.run, block.print) : block.print;
     const change = last ? undefined : this.checkChange();
     if (change) return change;

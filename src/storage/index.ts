@@ -17,6 +17,7 @@ export {
   type LocalObjectStore,
   type LocalObjectStoreOptions,
   type LocalStorageRouteOptions,
+  type UploadGate,
 } from "./local.js";
 export { createS3ObjectStore, type S3ObjectStoreOptions } from "./s3.js";
 

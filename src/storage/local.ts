@@ -1,6 +1,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { constants as fsConstants } from "node:fs";
-import { copyFile, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, link, mkdir, open, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import { basename, dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
@@ -17,6 +17,7 @@ import {
   tempPathFor,
 } from "./common.js";
 import {
+  ObjectExistsError,
   ObjectNotFoundError,
   ObjectTooLargeError,
   type ObjectStore,
@@ -66,7 +67,10 @@ export interface LocalObjectStore extends ObjectStore {
   readonly dir: string;
   /** Checks a presigned URL's query (signature first, then expiry) for `method` on `key`. */
   verify(method: SignedMethod, key: string, query: Readonly<Record<string, unknown>>): GrantCheck;
-  /** Streams a request body into `key`; the object appears only once the whole body is on disk. */
+  /**
+   * Streams a request body into a new object `key`; it appears only once the whole body is on disk.
+   * Throws ObjectExistsError when the object exists (then or by the time the body has arrived).
+   */
   receive(key: string, body: Readable, maxBytes: number, contentType: string): Promise<{ bytes: number }>;
   /** Opens the object for reading; throws ObjectNotFoundError. */
   openObject(key: string): Promise<StoredObject>;
@@ -146,6 +150,36 @@ export function createLocalObjectStore(options: LocalObjectStoreOptions): LocalO
     }
   }
 
+  /**
+   * Makes a finished temp file the object only if there is none: the hard link is the atomic
+   * create-if-absent (two PUTs racing store one object). The sidecar follows; a reader in between
+   * sees the default content type.
+   */
+  async function commitNew(tmp: string, path: string, key: string, contentType: string): Promise<void> {
+    try {
+      await link(tmp, path);
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code === "EEXIST" && (await stat(path).catch(() => undefined))?.isFile()) {
+        throw new ObjectExistsError(key);
+      }
+      throw error;
+    } finally {
+      await rm(tmp, { force: true });
+    }
+    const metaTmp = `${tmp}.meta`;
+    try {
+      await writeFile(metaTmp, JSON.stringify({ contentType } satisfies Metadata), {
+        flag: "wx",
+        mode: 0o600,
+      });
+      await rename(metaTmp, metaPath(path));
+    } catch (error) {
+      await rm(metaTmp, { force: true });
+      throw error;
+    }
+  }
+
   const store: LocalObjectStore = {
     kind: "local",
     dir: root,
@@ -219,7 +253,7 @@ export function createLocalObjectStore(options: LocalObjectStoreOptions): LocalO
       await mkdir(dirname(path), { recursive: true });
       const tmp = tempPathFor(path);
       const bytes = await streamToNewFile(body, tmp, maxBytes);
-      await commit(tmp, path, contentType);
+      await commitNew(tmp, path, key, contentType);
       return { bytes };
     },
 
@@ -318,6 +352,16 @@ export interface LocalStorageRouteOptions {
   readonly store: ObjectStore;
   /** Ceiling on any upload whatever its URL says; defaults to MAX_OBJECT_BYTES. */
   readonly maxBytes?: number;
+  /** What the service knows of the upload a PUT is for. */
+  readonly uploads?: UploadGate;
+}
+
+/** The service's view of uploads, consulted by PUTs (keys are the uploads' object keys). */
+export interface UploadGate {
+  /** Whether an object may still be stored at `key` (false once retention deleted its upload). */
+  accepts(key: string): Promise<boolean>;
+  /** The object is stored (`bytes` long); false when the upload was deleted meanwhile (and the object with it). */
+  stored(key: string, bytes: number): Promise<boolean>;
 }
 
 export function isLocalObjectStore(store: ObjectStore): store is LocalObjectStore {
@@ -328,6 +372,10 @@ export function isLocalObjectStore(store: ObjectStore): store is LocalObjectStor
     typeof candidate.receive === "function"
   );
 }
+
+const UPLOAD_EXPIRED = "this upload was deleted by retention; ask for a new upload URL";
+const ALREADY_UPLOADED =
+  "this upload URL has already been used (an upload URL stores one file, once); ask for a new upload URL";
 
 /** How long, and how much, a refused upload is still read and discarded so the client sees the 413. */
 const LINGER_MS = 2000;
@@ -396,7 +444,9 @@ export async function localStorageRoutes(
     schema: {
       tags: ["dubbing"],
       summary: "The embedded store: PUT an upload to its presigned URL (upload_url)",
-      description: "Only with STORAGE_BACKEND=local. The URL's signature allows one object, size and type.",
+      description:
+        "Only with STORAGE_BACKEND=local. The URL's signature allows one object, size and type, stored " +
+        "once: a PUT when the object exists is refused with 412 already_uploaded.",
     },
     // The service-wide 1 MiB limit is for JSON; uploads are capped per URL while streaming.
     bodyLimit: ceiling + 1,
@@ -415,6 +465,15 @@ export async function localStorageRoutes(
         );
         return lingerAfter(reply, raw);
       }
+      // Before reading the body: a client re-sending 500 MB should learn at once that it is refused.
+      if (await store.exists(grant.key)) {
+        refuse(reply, 412, "already_uploaded", ALREADY_UPLOADED);
+        return lingerAfter(reply, raw);
+      }
+      if (options.uploads && !(await options.uploads.accepts(grant.key))) {
+        refuse(reply, 410, "upload_expired", UPLOAD_EXPIRED);
+        return lingerAfter(reply, raw);
+      }
       const maxBytes = Math.min(grant.maxBytes, ceiling);
       const declared = request.headers["content-length"];
       if (declared !== undefined && Number(declared) > maxBytes) {
@@ -423,10 +482,17 @@ export async function localStorageRoutes(
       }
       try {
         const { bytes } = await store.receive(grant.key, body, maxBytes, grant.contentType);
+        if (options.uploads && !(await options.uploads.stored(grant.key, bytes))) {
+          return refuse(reply, 410, "upload_expired", UPLOAD_EXPIRED);
+        }
         return reply.code(200).send({ key: grant.key, bytes });
       } catch (error) {
         if (error instanceof ObjectTooLargeError) {
           refuse(reply, 413, "too_large", `the body may be at most ${maxBytes} bytes`);
+          return lingerAfter(reply, raw);
+        }
+        if (error instanceof ObjectExistsError) {
+          refuse(reply, 412, "already_uploaded", ALREADY_UPLOADED);
           return lingerAfter(reply, raw);
         }
         if (error instanceof IncompleteTransferError) {

@@ -4,9 +4,12 @@ import { resolve } from "node:path";
 import { Readable } from "node:stream";
 import {
   DeleteObjectCommand,
+  GetBucketLifecycleConfigurationCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  PutBucketLifecycleConfigurationCommand,
   PutObjectCommand,
+  type LifecycleRule,
   S3Client,
   S3ServiceException,
   type S3ClientConfig,
@@ -19,7 +22,7 @@ import {
   streamToNewFile,
   tempPathFor,
 } from "./common.js";
-import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "./types.js";
+import { ObjectNotFoundError, ObjectTooLargeError, type ExpiryRule, type ObjectStore } from "./types.js";
 
 export interface S3ObjectStoreOptions {
   readonly bucket: string;
@@ -37,6 +40,12 @@ export interface S3ObjectStoreOptions {
    * host is part of the signature.
    */
   readonly publicEndpoint?: string;
+  /**
+   * Upload URLs require `If-None-Match: *` (signed, so a PUT without it is refused): the bucket
+   * then refuses a PUT onto an existing object with 412 (AWS S3 since 2024-08, MinIO, R2). Default
+   * true; turn off for a service without conditional writes.
+   */
+  readonly conditionalUploads?: boolean;
 }
 
 export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore {
@@ -64,6 +73,7 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore 
     : client;
 
   const expiresAt = (expiresInSec: number) => new Date(Date.now() + expiresInSec * 1000);
+  const conditional = options.conditionalUploads ?? true;
 
   return {
     kind: "s3",
@@ -71,16 +81,26 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore 
     async presignUpload(key, { contentType, maxBytes, expiresInSec }) {
       assertValidObjectKey(key);
       assertPresignOptions({ contentType, maxBytes, expiresInSec });
-      const command = new PutObjectCommand({ Bucket: bucket, Key: key, ContentType: contentType });
+      const command = new PutObjectCommand({
+        Bucket: bucket,
+        Key: key,
+        ContentType: contentType,
+        ...(conditional ? { IfNoneMatch: "*" } : {}),
+      });
       // The presigner leaves Content-Type out of the signature unless told to sign it; signed, S3
-      // refuses a PUT with any other Content-Type. A presigned PUT cannot cap the body size (only a
-      // presigned POST policy can), so `maxBytes` is NOT enforced here: consumers must re-check the
-      // size when reading (getToFile does, while streaming).
+      // refuses a PUT with any other Content-Type (and, conditional, one without If-None-Match). A
+      // presigned PUT cannot cap the body size (only a presigned POST policy can), so `maxBytes` is
+      // NOT enforced here: consumers must re-check the size when reading (getToFile does, while
+      // streaming).
       const url = await getSignedUrl(signer, command, {
         expiresIn: expiresInSec,
-        signableHeaders: new Set(["content-type"]),
+        signableHeaders: new Set(conditional ? ["content-type", "if-none-match"] : ["content-type"]),
       });
-      return { url, expiresAt: expiresAt(expiresInSec), headers: { "Content-Type": contentType } };
+      return {
+        url,
+        expiresAt: expiresAt(expiresInSec),
+        headers: { "Content-Type": contentType, ...(conditional ? { "If-None-Match": "*" } : {}) },
+      };
     },
 
     async presignDownload(key, { expiresInSec, downloadName }) {
@@ -164,6 +184,35 @@ export function createS3ObjectStore(options: S3ObjectStoreOptions): ObjectStore 
       assertValidObjectKey(key);
       // Idempotent on S3: deleting a missing key succeeds.
       await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
+    },
+
+    async ensureExpiryRules(rules: readonly ExpiryRule[]) {
+      let existing: LifecycleRule[] = [];
+      try {
+        const current = await client.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }));
+        existing = current.Rules ?? [];
+      } catch (error) {
+        if (!(error instanceof S3ServiceException && error.name === "NoSuchLifecycleConfiguration"))
+          throw error;
+      }
+      const ours = new Set(rules.map((rule) => rule.id));
+      // The PUT replaces the whole configuration: the operator's own rules are carried over.
+      await client.send(
+        new PutBucketLifecycleConfigurationCommand({
+          Bucket: bucket,
+          LifecycleConfiguration: {
+            Rules: [
+              ...existing.filter((rule) => !ours.has(rule.ID ?? "")),
+              ...rules.map((rule): LifecycleRule => ({
+                ID: rule.id,
+                Status: "Enabled",
+                Filter: { Prefix: rule.prefix },
+                Expiration: { Days: rule.days },
+              })),
+            ],
+          },
+        }),
+      );
     },
 
     async close() {

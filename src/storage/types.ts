@@ -27,9 +27,27 @@ export class ObjectNotFoundError extends Error {
   }
 }
 
+/** A presigned upload URL was used again: an upload URL stores one object, once. */
+export class ObjectExistsError extends Error {
+  constructor(readonly key: string) {
+    super(`object "${key}" already exists`);
+  }
+}
+
+/** Objects under `prefix` are deleted `days` after they were written (an S3 lifecycle rule). */
+export interface ExpiryRule {
+  readonly id: string;
+  readonly prefix: string;
+  readonly days: number;
+}
+
 export interface ObjectStore {
   readonly kind: "local" | "s3";
-  /** A URL the client PUTs the object to, valid for `expiresInSec`, bound to `contentType`. */
+  /**
+   * A URL the client PUTs the object to, valid for `expiresInSec`, bound to `contentType`. It
+   * creates the object once: a PUT when the object exists is refused (the embedded store always;
+   * S3 with conditional uploads, through the `If-None-Match: *` header it then requires).
+   */
   presignUpload(
     key: string,
     options: { contentType: string; maxBytes: number; expiresInSec: number },
@@ -44,6 +62,12 @@ export interface ObjectStore {
   /** Copies the object to a local file; throws ObjectTooLargeError past `maxBytes`, ObjectNotFoundError when absent. */
   getToFile(key: string, path: string, maxBytes: number): Promise<{ bytes: number }>;
   exists(key: string): Promise<boolean>;
+  /** Idempotent: deleting a missing object succeeds. */
   delete(key: string): Promise<void>;
+  /**
+   * S3 only: merges `rules` (replacing rules of the same id, keeping the operator's others) into
+   * the bucket's lifecycle configuration.
+   */
+  ensureExpiryRules?(rules: readonly ExpiryRule[]): Promise<void>;
   close(): Promise<void>;
 }

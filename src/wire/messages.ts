@@ -34,7 +34,11 @@ export const originalTranscriptMessage = z.object({
 export const translatedTranscriptMessage = z.object({
   type: z.literal("translated_transcript"),
   ...transcriptFields,
-  translated_text: z.string(),
+  translated_text: z
+    .string()
+    .describe(
+      "Without any span whose translation failed (an error with this correlation_id precedes the final); may be empty",
+    ),
   original_text: z.string().describe("The source-language text that produced it"),
   voiceId: z.string().optional().describe("With voiceId=auto: the voice matched to this speaker"),
 });
@@ -73,6 +77,16 @@ export const joinedMessage = z.object({
   room_name: z.string(),
   identity: z.string().describe("This participant"),
   participants: z.array(z.string()).describe("Those already in the room"),
+  translator: z
+    .object({
+      identity: z.string().describe("translation-agent, as on LiveKit"),
+      audio_track: z
+        .string()
+        .nullable()
+        .describe("translated-audio (the float32 binary frames); null when the room has no speech output"),
+    })
+    .nullable()
+    .describe("The room's translator, named as on LiveKit (null if it is not in the room)"),
 });
 
 export const participantMessage = z.object({

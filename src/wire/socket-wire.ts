@@ -13,6 +13,9 @@ const MAX_BUFFERED_BYTES = 8 << 20;
  * applied: speech is dropped first, transcripts never, and a client that stops reading is closed.
  */
 export class SocketWire {
+  /** The code this side closed the socket with, once it did (undefined: open, or closed by the client). */
+  closeCode: number | undefined;
+
   /** `onAudioDropped`: told of each speech frame skipped (for counting). */
   constructor(
     private readonly socket: WebSocket,
@@ -23,7 +26,7 @@ export class SocketWire {
     const { socket } = this;
     if (socket.readyState !== socket.OPEN) return;
     if (socket.bufferedAmount > MAX_BUFFERED_BYTES) {
-      socket.close(1008, "client is not reading; too much data queued");
+      this.close(1008, "client is not reading; too much data queued");
       return;
     }
     socket.send(JSON.stringify(message));
@@ -35,7 +38,9 @@ export class SocketWire {
   }
 
   close(code: number, reason: string): void {
-    if (this.socket.readyState === this.socket.OPEN) this.socket.close(code, reason);
+    if (this.socket.readyState !== this.socket.OPEN) return;
+    this.closeCode = code;
+    this.socket.close(code, reason);
   }
 
   /** Speech frames are skipped while the client lags (transcripts are never dropped). */
@@ -52,7 +57,7 @@ export class SocketWire {
     const { socket } = this;
     if (socket.readyState !== socket.OPEN) return;
     if (socket.bufferedAmount > MAX_BUFFERED_BYTES)
-      socket.close(1008, "client is not reading; too much data queued");
+      this.close(1008, "client is not reading; too much data queued");
     else socket.send(data, { binary: false });
   }
 

@@ -104,6 +104,23 @@ describe("the OpenAPI document", () => {
     expectValid(responseSchema("/api/dubbing/jobs/{id}", "get", 404), notFound.json);
   });
 
+  it("documents every operation's success: a 2xx, or a WebSocket endpoint's 101 upgrade", () => {
+    const undocumented: string[] = [];
+    for (const [route, methods] of Object.entries(doc.paths)) {
+      for (const [method, operation] of Object.entries(methods)) {
+        const statuses = Object.keys(operation.responses).map(Number);
+        // A WebSocket endpoint is the one that answers 426 to a plain GET.
+        const success = statuses.includes(426)
+          ? statuses.includes(101)
+          : statuses.some((s) => s >= 200 && s < 300);
+        if (!success) undocumented.push(`${method.toUpperCase()} ${route}`);
+      }
+    }
+    expect(undocumented).toEqual([]);
+    const subtitles = doc.paths["/api/dubbing/jobs/{id}/subtitles"]?.get?.responses["200"]?.content ?? {};
+    expect(Object.keys(subtitles).sort()).toEqual(["application/x-subrip", "text/vtt"]);
+  });
+
   it.skipIf(sharedMissing("data/speech"))(
     "describes a real session: GET /v1/session's answer and every WebSocket message",
     async () => {
@@ -177,6 +194,17 @@ describe("the OpenAPI document", () => {
         responseSchema("/api/dubbing/jobs", "get", 200),
         (await call("GET", "/api/dubbing/jobs")).json,
       );
+      // The subtitles answer in a content type their documented 200 names.
+      const documented = doc.paths["/api/dubbing/jobs/{id}/subtitles"]?.get?.responses["200"]?.content ?? {};
+      for (const format of ["vtt", "srt"]) {
+        const subtitles = await fetch(
+          new URL(`/api/dubbing/jobs/${jobId}/subtitles?track=translated&format=${format}`, server.baseUrl),
+          { headers: { authorization: `Bearer ${API_KEY}` } },
+        );
+        expect(subtitles.status).toBe(200);
+        const type = subtitles.headers.get("content-type")?.split(";")[0] ?? "";
+        expect(Object.keys(documented)).toContain(type);
+      }
     },
     120_000,
   );

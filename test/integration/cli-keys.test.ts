@@ -3,8 +3,11 @@
  * the service runs; the running service honours each change at once (real HTTP, real CLI process).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { injectApp, type InjectedApp } from "../support/app.js";
+import { createRoomSession, joinRoom } from "../support/room-client.js";
 import { runScript } from "../support/run-script.js";
+import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
 let service: InjectedApp;
 let database: string;
@@ -77,5 +80,52 @@ describe("relay keys", () => {
     const badEntitlement = await keys("create", "--entitlements", "everything");
     expect(badEntitlement.code).not.toBe(0);
     expect(badEntitlement.stderr).toMatch(/realtime\+rooms\+dubbing/u);
+  });
+});
+
+describe("revoking a key while it is in use", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer({ REVOCATION_CHECK_SEC: "0.2" });
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it("ends its live sessions and rooms within seconds and refuses its unclaimed ws_urls", async () => {
+    const created = await runScript(
+      "src/cli/main.ts",
+      ["keys", "create", "--json", "--database", server.config.databaseUrl],
+      {},
+    );
+    const { key } = JSON.parse(created.stdout) as { key: string };
+    const socket = await RealtimeSocket.connect((await createSession(server.baseUrl, key)).ws_url);
+    await socket.waitFor((m) => m.type === "ready");
+    const unclaimed = await createSession(server.baseUrl, key);
+    const room = await createRoomSession(server.baseUrl, key, {
+      source_language: "en-US",
+      target_language: "es-ES",
+    });
+    const participant = await joinRoom(room);
+    // Another key's session is left alone.
+    const bystander = await RealtimeSocket.connect((await createSession(server.baseUrl, API_KEY)).ws_url);
+    await bystander.waitFor((m) => m.type === "ready");
+
+    const revoked = await runScript(
+      "src/cli/main.ts",
+      ["keys", "revoke", key, "--database", server.config.databaseUrl],
+      {},
+    );
+    expect(revoked.code).toBe(0);
+    expect(await socket.closed()).toBe(4401);
+    expect(socket.messages.at(-1)).toMatchObject({
+      type: "error",
+      error: expect.stringMatching(/API key .* was revoked/u),
+    });
+    await participant.closed();
+    expect(server.app.rooms.count).toBe(0);
+    await expect(RealtimeSocket.connect(unclaimed.ws_url)).rejects.toMatchObject({ status: 401 });
+    expect(bystander.isOpen).toBe(true);
+    bystander.close();
   });
 });

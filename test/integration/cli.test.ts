@@ -134,6 +134,34 @@ describe("relay speak, voices, languages", () => {
   });
 });
 
+describe("the common options", () => {
+  it("every command that talks to the service takes --server and --api-key, even where no key is needed", async () => {
+    // Options on the command line, nothing in the environment.
+    const listed = await runScript(
+      "src/cli/main.ts",
+      ["languages", "--server", server.baseUrl, "--api-key", API_KEY],
+      {},
+    );
+    expect(errorLines(listed)).toEqual([]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^Engines:/mu);
+    const voices = await runScript(
+      "src/cli/main.ts",
+      ["voices", "--api-key", API_KEY, "--server", server.baseUrl],
+      {},
+    );
+    expect(errorLines(voices)).toEqual([]);
+    expect(voices.code).toBe(0);
+    // Both from the environment too, as the session commands always did.
+    for (const command of ["voices", "languages"]) {
+      const help = await runScript("src/cli/main.ts", [command, "--help"], {});
+      // (commander wraps the help text at 80 columns)
+      expect(help.stdout, command).toMatch(/--server <url>[^-]*env:\s+RELAY_SERVER\)/u);
+      expect(help.stdout, command).toMatch(/--api-key <key>[^-]*env:\s+RELAY_API_KEY\)/u);
+    }
+  });
+});
+
 describe.skipIf(SPEECH_MISSING)("examples/sdk-translate.ts", () => {
   it("translates a WAV file with the SDK and prints the final transcripts", async () => {
     const result = await run("examples/sdk-translate.ts", [goForward]);

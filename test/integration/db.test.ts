@@ -10,6 +10,7 @@ import { Kysely, Migrator, PostgresDialect, sql, SqliteDialect } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { InsufficientBalanceError } from "../../src/db/billing.js";
+import { ActiveJobsLimitError } from "../../src/db/jobs.js";
 import { openDatabase, parseDatabaseUrl } from "../../src/db/index.js";
 import { migrationProvider } from "../../src/db/migrations.js";
 import type { Database, JobProgress, JobRecord } from "../../src/db/types.js";
@@ -21,7 +22,7 @@ import { createTestDatabase, postgresProblem } from "../support/postgres.js";
  */
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-const TABLES = ["ledger_entries", "jobs", "uploads", "api_keys", "accounts"] as const;
+const TABLES = ["ledger_entries", "jobs", "uploads", "api_keys", "accounts", "leases"] as const;
 
 /** Plain SQL on the test database, behind the layer's back, for checks and cleanup. */
 interface Raw {
@@ -182,6 +183,8 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
           "0003_job_voices",
           "0004_processes",
           "0005_key_management",
+          "0006_storage_retention",
+          "0007_fair_claims",
         ]);
         // The instances opened earlier still work after the re-open.
         expect(await db.accounts.findByKey("nobody")).toBeUndefined();
@@ -353,18 +356,110 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
       it("creates and reads back an upload", async () => {
         const accountId = await account();
         const expiresAt = new Date(Date.now() + 3_600_000);
-        const created = await db.uploads.create({
+        const { record: created, maxBytes } = await db.uploads.create({
           id: "up-1",
           accountId,
           objectKey: "uploads/up-1",
           contentType: "video/mp4",
           filename: "talk.mp4",
           expiresAt,
+          maxBytes: 1000,
+          quotaBytes: 5000,
+          sizesRecorded: true,
         });
+        expect(maxBytes).toBe(1000);
         expect(created.expiresAt.getTime()).toBe(expiresAt.getTime());
         expect(created.createdAt).toBeInstanceOf(Date);
+        expect(created.deletedAt).toBeNull();
         expect(await db2.uploads.get("up-1")).toEqual(created);
         expect(await db.uploads.get("up-missing")).toBeUndefined();
+      });
+
+      it("retention keeps an upload while a job naming it is unfinished or a naming has no job yet", async () => {
+        const accountId = await account();
+        const past = new Date(Date.now() - 60_000);
+        const make = (id: string) =>
+          db.uploads.create({
+            id,
+            accountId,
+            objectKey: `uploads/${id}`,
+            contentType: "video/mp4",
+            filename: "talk.mp4",
+            expiresAt: past,
+            maxBytes: 10,
+            quotaBytes: 1000,
+            sizesRecorded: true,
+          });
+        const sweep = () =>
+          db2.retention.expireUploads({
+            unusedBefore: Date.now(),
+            namedBefore: Date.now() - 3_600_000,
+            uploadSourcePrefix: "upload:",
+          });
+        await make("ret-unused");
+        await make("ret-named");
+        // Named by a job creation whose job is not inserted yet: kept (its naming is recent).
+        expect(await db.uploads.name("ret-named")).toBe(true);
+        expect(await sweep()).toBe(1);
+        expect((await db.uploads.get("ret-unused"))!.deletedAt).not.toBeNull();
+        expect((await db.uploads.get("ret-named"))!.deletedAt).toBeNull();
+        // Its job is inserted and pending: kept.
+        const { job } = await db.jobs.create({
+          id: `job-ret-${accountId}`,
+          accountId,
+          sourceUrl: "upload:ret-named",
+          sourceLang: "en",
+          targetLang: "es",
+        });
+        expect(await sweep()).toBe(0);
+        // The job fails: the upload goes, once, and can no longer be named.
+        const claimed = (await db.jobs.claim("w", 60_000))!;
+        expect(claimed.id).toBe(job.id);
+        await db.jobs.fail(job.id, "w", { code: "download_failed", message: "x" });
+        expect(await sweep()).toBe(1);
+        expect(await sweep()).toBe(0);
+        expect(await db.uploads.name("ret-named")).toBe(false);
+        const purge = await db.retention.objectsToPurge(10);
+        expect(purge.map((o) => o.objectKey).sort()).toEqual(["uploads/ret-named", "uploads/ret-unused"]);
+        for (const object of purge) await db2.retention.purged(object.kind, object.id);
+        expect(await db.retention.objectsToPurge(10)).toEqual([]);
+      });
+
+      it("one process at a time holds the sweep lease", async () => {
+        expect(await db.retention.acquireLease("sweep", "a", 60_000)).toBe(true);
+        expect(await db2.retention.acquireLease("sweep", "b", 60_000)).toBe(false);
+        expect(await db.retention.acquireLease("sweep", "a", 1)).toBe(true);
+        await sleep(5);
+        expect(await db2.retention.acquireLease("sweep", "b", 60_000)).toBe(true);
+        expect(await db.retention.acquireLease("sweep", "a", 60_000)).toBe(false);
+        await db2.retention.releaseLease("sweep", "b");
+        expect(await db.retention.acquireLease("sweep", "a", 60_000)).toBe(true);
+      });
+
+      it("gives concurrent uploads of one account no more than its quota in all", async () => {
+        const accountId = await account();
+        const expiresAt = new Date(Date.now() + 3_600_000);
+        const attempts = await Promise.allSettled(
+          Array.from({ length: 6 }, (_, i) =>
+            (i % 2 === 0 ? db : db2).uploads.create({
+              id: `quota-${accountId}-${i}`,
+              accountId,
+              objectKey: `uploads/quota-${accountId}-${i}`,
+              contentType: "video/mp4",
+              filename: "talk.mp4",
+              expiresAt,
+              maxBytes: 400,
+              quotaBytes: 1000,
+              sizesRecorded: false,
+            }),
+          ),
+        );
+        const granted = attempts.flatMap((a) => (a.status === "fulfilled" ? [a.value.maxBytes] : []));
+        // 400 + 400 + the 200 left; the others are refused.
+        expect(granted.sort((a, b) => a - b)).toEqual([200, 400, 400]);
+        for (const refused of attempts.filter((a) => a.status === "rejected")) {
+          expect((refused.reason as Error).name).toBe("StorageQuotaError");
+        }
       });
     });
 
@@ -518,6 +613,75 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
         expect(new Set(all).size).toBe(20);
         const attempts = await backend.raw.query("SELECT DISTINCT attempts FROM jobs");
         expect(attempts.map((row) => Number(row.attempts))).toEqual([1]);
+      });
+
+      it("claims from the account with the fewest running jobs, round the accounts, oldest first within each", async () => {
+        const [a, b, c] = [await account(), await account(), await account()];
+        // Oldest first would take all of a's jobs before any of b's or c's.
+        await createJobs(a, 3, "a");
+        await createJobs(b, 2, "b");
+        await createJobs(c, 1, "c");
+        const order: string[] = [];
+        for (let i = 0; ; i++) {
+          const job = await (i % 2 ? db2 : db).jobs.claim(`w${i}`, 60_000);
+          if (!job) break;
+          order.push(job.id);
+        }
+        expect(order).toEqual(["a-000", "b-000", "c-000", "a-001", "b-001", "a-002"]);
+      });
+
+      it("one worker goes round the accounts: the account served least recently comes first", async () => {
+        const [a, b] = [await account(), await account()];
+        await createJobs(a, 3, "a");
+        await createJobs(b, 1, "b");
+        const served: string[] = [];
+        for (;;) {
+          const job = await db.jobs.claim("only", 60_000);
+          if (!job) break;
+          served.push(job.id);
+          await db.jobs.fail(job.id, "only", { code: "download_failed", message: "x" });
+        }
+        expect(served).toEqual(["a-000", "b-000", "a-001", "a-002"]);
+      });
+
+      it("caps an account's unfinished jobs, counted in the database (two instances at once); finished ones free a place", async () => {
+        const [busy, other] = [await account(), await account()];
+        const limits = { maxActiveJobs: 3 };
+        const attempt = (instance: Database, i: number) =>
+          instance.jobs
+            .create(
+              {
+                id: `cap-${i}`,
+                accountId: busy,
+                sourceUrl: "https://example.com/v.mp4",
+                sourceLang: "en",
+                targetLang: "es",
+              },
+              limits,
+            )
+            .then(
+              () => "created",
+              (error: unknown) => (error instanceof ActiveJobsLimitError ? `limit ${error.limit}` : error),
+            );
+        const outcomes = await Promise.all(Array.from({ length: 8 }, (_, i) => attempt(i % 2 ? db2 : db, i)));
+        expect(outcomes.filter((o) => o === "created")).toHaveLength(3);
+        expect(outcomes.filter((o) => o === "limit 3")).toHaveLength(5);
+        // Another account is not affected.
+        await db.jobs.create(
+          {
+            id: "other-0",
+            accountId: other,
+            sourceUrl: "https://example.com/v.mp4",
+            sourceLang: "en",
+            targetLang: "es",
+          },
+          limits,
+        );
+        const job = await db.jobs.claim("w", 60_000);
+        expect(job?.accountId).toBe(busy);
+        await db.jobs.fail(job!.id, "w", { code: "download_failed", message: "x" });
+        expect(await attempt(db2, 100)).toBe("created");
+        expect(await attempt(db, 101)).toBe("limit 3");
       });
 
       it("an expired lease is reclaimed by another worker; the job keeps its state and the old worker is locked out", async () => {

@@ -257,31 +257,18 @@ describe("dubbing API validation", () => {
     expect((ja.body.error as { message: string }).message).toMatch(/translation into "ja"/);
   });
 
-  it("refuses source_lang auto (also by default) when no configured recogniser identifies languages", async () => {
+  it("accepts source_lang auto (also by default) when the recognisers know one language", async () => {
+    // Jobs are dubbed from English, checked to sound like it (dubbing-auto-source.test.ts).
     expect(server.registry.languageIdentifier()).toBeUndefined();
-    for (const [body, why] of [
-      [
-        { source_url: "https://example.com/v.mp4", target_lang: "es" },
-        /the default when source_lang is omitted/,
-      ],
-      [
-        { source_url: "https://example.com/v.mp4", target_lang: "es", source_lang: "auto" },
-        /^source_lang "auto" needs/,
-      ],
-    ] as const) {
-      const refused = await injected("POST", "/api/dubbing/jobs", body);
-      expect(refused.status).toBe(400);
-      expect(refused.body).toEqual({ error: { code: "unsupported_language", message: expect.any(String) } });
-      const { message } = refused.body.error as { message: string };
-      expect(message).toMatch(why);
-      expect(message).toMatch(/identifies languages.*name the spoken language instead \(source_lang "en"\)/);
+    expect(server.registry.recognitionLanguages()).toEqual(["en"]);
+    for (const body of [
+      { source_url: "https://203.0.113.1/default.mp4", target_lang: "es" },
+      { source_url: "https://203.0.113.1/auto.mp4", target_lang: "es", source_lang: "auto" },
+    ]) {
+      const accepted = await injected("POST", "/api/dubbing/jobs", body);
+      expect(accepted.status).toBe(201);
+      expect(accepted.body.source_lang).toBe("auto");
     }
-    const named = await injected("POST", "/api/dubbing/jobs", {
-      source_url: "https://203.0.113.1/named.mp4",
-      target_lang: "es",
-      source_lang: "en",
-    });
-    expect(named.status).toBe(201);
   });
 
   it("answers 401 without a key and 402 without balance", async () => {

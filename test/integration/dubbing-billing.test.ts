@@ -1,7 +1,9 @@
+import { execFile } from "node:child_process";
 import { readFile, mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestVideo } from "../support/media.js";
 import { createTestDatabase, postgresProblem } from "../support/postgres.js";
@@ -11,11 +13,13 @@ import { dubbingClient } from "../support/dubbing-client.js";
 
 /**
  * Money over the real HTTP interface, with real workers and engines, on SQLite and on PostgreSQL:
- * concurrent jobs of one account never spend more than its balance, an upload's price is checked
- * (and held) when its job is created, and a job found too expensive only after its download fails
- * with the documented reason and costs nothing.
+ * concurrent jobs of one account never spend more than its balance, a source's price (an upload's
+ * or a public URL's) is checked and held when its job is created, a URL whose duration cannot be
+ * read then holds the price of the longest accepted input, and a job found too expensive only
+ * after its download fails with the documented reason and costs nothing.
  *
- * The test video lasts 7.2 s: 8 started seconds at 0.50 USD a minute cost 0.066667 USD.
+ * The test video lasts 7.2 s: 8 started seconds at 0.50 USD a minute cost 0.066667 USD. The longest
+ * accepted input is set to 60 s here, 0.5 USD.
  */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 const pgProblem = await postgresProblem();
@@ -28,17 +32,56 @@ const TIGHT_KEY = "tight-key";
 const UPLOAD_KEY = "upload-key";
 /** Covers none. */
 const POOR_KEY = "poor-key";
+/** Covers the test video and its 3 s cut, not the longest accepted input. */
+const SMALL_KEY = "small-key";
+/** Covers the longest accepted input. */
+const RICH_KEY = "rich-key";
+/** Covers the 3 s cut, not the test video. */
+const CHANGING_KEY = "changing-key";
 
 let dir: string;
 let video: string;
 let files: Server;
 let filesBase: string;
+/** Requests for `/unreadable.mp4` without a Range header (downloads) wait for this. */
+let downloadGate = gate();
+
+function gate(): { promise: Promise<void>; resolve: () => void } {
+  let resolve = (): void => undefined;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), "dubbing-billing-"));
-  if (!SPEECH_MISSING) video = await makeTestVideo(dir);
+  if (!SPEECH_MISSING) {
+    video = await makeTestVideo(dir);
+    await promisify(execFile)("ffmpeg", [
+      "-v",
+      "error",
+      "-i",
+      video,
+      "-t",
+      "3",
+      "-c",
+      "copy",
+      path.join(dir, "cut.mp4"),
+    ]);
+  }
   files = createServer((request, response) => {
-    readFile(path.join(dir, path.basename(request.url ?? ""))).then(
+    // ffprobe reading the headers at creation asks for ranges; the worker's download does not.
+    const probing = request.headers.range !== undefined;
+    if (request.url === "/unreadable.mp4") {
+      // A server that refuses ffprobe's range requests; the download goes through (once released).
+      if (probing) return response.writeHead(403).end();
+      void downloadGate.promise.then(() =>
+        readFile(video).then((bytes) => response.writeHead(200, { "content-type": "video/mp4" }).end(bytes)),
+      );
+      return;
+    }
+    // Content that changes after the job was created: a 3 s cut first, the 7.2 s video later.
+    const name = request.url === "/changing.mp4" ? (probing ? "cut.mp4" : path.basename(video)) : request.url;
+    readFile(path.join(dir, path.basename(name ?? ""))).then(
       (bytes) => response.writeHead(200, { "content-type": "video/mp4" }).end(bytes),
       () => response.writeHead(404).end(),
     );
@@ -47,6 +90,7 @@ beforeAll(async () => {
   filesBase = `http://127.0.0.1:${(files.address() as { port: number }).port}`;
 });
 afterAll(async () => {
+  files?.closeAllConnections();
   await new Promise((resolve) => files?.close(resolve));
   if (dir) await rm(dir, { recursive: true, force: true });
 });
@@ -69,8 +113,13 @@ for (const database of databases) {
       const { url, drop } = await database.url();
       dropDatabase = drop;
       server = await startServer({
-        API_KEYS: `${TIGHT_KEY}:0.1:dubbing,${UPLOAD_KEY}:0.1:dubbing,${POOR_KEY}:0.05:dubbing`,
+        API_KEYS:
+          `${TIGHT_KEY}:0.1:dubbing,${UPLOAD_KEY}:0.1:dubbing,${POOR_KEY}:0.05:dubbing,` +
+          `${SMALL_KEY}:0.4:dubbing,${RICH_KEY}:1:dubbing,${CHANGING_KEY}:0.05:dubbing`,
         DUBBING_WORKERS: "2",
+        DUBBING_MAX_DURATION_SEC: "60",
+        // Generous: reading the headers takes a fraction of a second, but the machine may be busy.
+        DUBBING_SOURCE_PROBE_SEC: "30",
         SOURCE_URL_ALLOW_PRIVATE: "1",
         RATE_LIMIT_PER_MINUTE: "1000",
         ...(url ? { DATABASE_URL: url } : {}),
@@ -97,32 +146,26 @@ for (const database of databases) {
       };
     }
 
-    it("two jobs of one account at once: the one the balance cannot cover fails, and the balance never goes below zero", async () => {
+    it("two URL jobs of one account at once: the one the balance cannot cover is refused with 402, the other completes", async () => {
       const request = {
         source_url: `${filesBase}/${path.basename(video)}`,
         target_lang: "es",
         source_lang: "en",
       };
-      // URL sources: their price is only known once downloaded, so both are accepted and both workers
-      // take one at once.
+      // The URL's duration is read at creation, and the first job holds its price from then on.
       const created = await Promise.all([
         api(TIGHT_KEY, "POST", "/api/dubbing/jobs", request),
         api(TIGHT_KEY, "POST", "/api/dubbing/jobs", request),
       ]);
-      expect(created.map((c) => c.status)).toEqual([201, 201]);
-      const jobs = await Promise.all(created.map((c) => finished(TIGHT_KEY, c.body.job_id as string)));
-      const done = jobs.filter((job) => job.status === "completed");
-      const refused = jobs.filter((job) => job.status === "failed");
-      expect(done).toHaveLength(1);
-      expect(refused).toHaveLength(1);
-      expect(done[0]!.cost_usd).toBe(COST);
-      expect(refused[0]).toMatchObject({
-        error: "processing_failed",
-        error_message: expect.stringMatching(
-          /^insufficient balance: dubbing 7\.2 s costs 0\.066667 USD; the account has 0\.033333 USD available/,
-        ),
-        cost_usd: null,
-      });
+      expect(created.map((c) => c.status).sort()).toEqual([201, 402]);
+      const refused = created.find((c) => c.status === 402)!;
+      expect(refused.body).toEqual({ error: { code: "insufficient_balance", message: expect.any(String) } });
+      expect((refused.body.error as { message: string }).message).toMatch(
+        /^dubbing this 7\.2 s source costs 0\.066667 USD; the account has 0\.033333 USD available/,
+      );
+      const accepted = created.find((c) => c.status === 201)!;
+      const job = await finished(TIGHT_KEY, accepted.body.job_id as string);
+      expect(job).toMatchObject({ status: "completed", cost_usd: COST });
       expect(await ledger(TIGHT_KEY)).toEqual({ balance: 0.033333, available: 0.033333, charges: 1 });
     });
 
@@ -158,14 +201,56 @@ for (const database of databases) {
       expect((await api(POOR_KEY, "GET", "/api/dubbing/jobs")).body.total).toBe(0);
     });
 
-    it("a URL source found too expensive after its download fails with processing_failed and the reason; nothing is charged", async () => {
-      const created = await api(POOR_KEY, "POST", "/api/dubbing/jobs", {
+    it("a URL source the balance cannot cover is refused with 402 at creation; no job is made", async () => {
+      const refused = await api(POOR_KEY, "POST", "/api/dubbing/jobs", {
         source_url: `${filesBase}/${path.basename(video)}`,
         target_lang: "es",
         source_lang: "en",
       });
+      expect(refused).toEqual({
+        status: 402,
+        body: {
+          error: {
+            code: "insufficient_balance",
+            message:
+              "dubbing this 7.2 s source costs 0.066667 USD; the account has 0.05 USD available " +
+              "(its balance less what its unfinished jobs hold)",
+          },
+        },
+      });
+      expect((await api(POOR_KEY, "GET", "/api/dubbing/jobs")).body.total).toBe(0);
+      expect(await ledger(POOR_KEY)).toEqual({ balance: 0.05, available: 0.05, charges: 0 });
+    });
+
+    it("a URL whose duration cannot be read at creation holds the longest input's price: 402 when not covered, else brought down to the exact price", async () => {
+      const request = { source_url: `${filesBase}/unreadable.mp4`, target_lang: "es", source_lang: "en" };
+      const refused = await api(SMALL_KEY, "POST", "/api/dubbing/jobs", request);
+      expect(refused.status).toBe(402);
+      expect(refused.body).toEqual({ error: { code: "insufficient_balance", message: expect.any(String) } });
+      expect((refused.body.error as { message: string }).message).toMatch(
+        /duration could not be read .*the longest accepted input, 0\.5 USD; the account has 0\.4 USD available/,
+      );
+      expect((await api(SMALL_KEY, "GET", "/api/dubbing/jobs")).body.total).toBe(0);
+
+      const created = await api(RICH_KEY, "POST", "/api/dubbing/jobs", request);
       expect(created.status).toBe(201);
-      const job = await finished(POOR_KEY, created.body.job_id as string);
+      // Held until the worker has read the downloaded input (which waits for the gate).
+      expect(await ledger(RICH_KEY)).toEqual({ balance: 1, available: 0.5, charges: 0 });
+      downloadGate.resolve();
+      const job = await finished(RICH_KEY, created.body.job_id as string);
+      downloadGate = gate();
+      expect(job).toMatchObject({ status: "completed", cost_usd: COST });
+      expect(await ledger(RICH_KEY)).toEqual({ balance: 0.933333, available: 0.933333, charges: 1 });
+    });
+
+    it("a URL whose content grows after creation and is then found too expensive fails with processing_failed and the reason; nothing is charged", async () => {
+      const created = await api(CHANGING_KEY, "POST", "/api/dubbing/jobs", {
+        source_url: `${filesBase}/changing.mp4`,
+        target_lang: "es",
+        source_lang: "en",
+      });
+      expect(created.status).toBe(201);
+      const job = await finished(CHANGING_KEY, created.body.job_id as string);
       expect(job).toMatchObject({
         status: "failed",
         error: "processing_failed",
@@ -174,7 +259,7 @@ for (const database of databases) {
           "(its balance less what its unfinished jobs hold)",
         cost_usd: null,
       });
-      expect(await ledger(POOR_KEY)).toEqual({ balance: 0.05, available: 0.05, charges: 0 });
+      expect(await ledger(CHANGING_KEY)).toEqual({ balance: 0.05, available: 0.05, charges: 0 });
     });
   });
 }

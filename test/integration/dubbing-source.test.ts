@@ -119,9 +119,13 @@ describe("downloadSource", () => {
     await expect(refused).rejects.toBeInstanceOf(DownloadError);
     await expect(refused).rejects.toThrow(/not a public address/);
     const port = (server.address() as { port: number }).port;
-    await expect(
-      downloadSource(`http://localhost:${port}/file`, path.join(dir, "b"), options),
-    ).rejects.toThrow(/non-public address/);
+    const byName = downloadSource(`http://localhost:${port}/file`, path.join(dir, "b"), options);
+    await expect(byName).rejects.toThrow(/not a public address/);
+    // How the name resolved is for the operator's log, not the client.
+    await expect(byName).rejects.not.toThrow(/127\.0\.0\.1|::1/);
+    await expect(byName).rejects.toMatchObject({
+      detail: expect.stringMatching(/^localhost resolves to (127\.0\.0\.1|::1)$/),
+    });
     expect(existsSync(path.join(dir, "a"))).toBe(false);
   });
 

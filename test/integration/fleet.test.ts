@@ -144,6 +144,46 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
     }
   });
 
+  it("bounds one account's live sessions across the processes", async () => {
+    const other = await startServer(
+      { ...env, WORKER_ID: "fleet-live", LIVE_SESSIONS_PER_ACCOUNT: "1", MAX_SESSIONS: "2" },
+      { registry: a.registry },
+    );
+    try {
+      const key = "fleet-live-key";
+      await other.services.db.accounts.ensureKey(key, { balanceUsd: 10, entitlements: ["realtime"] });
+      const late = await createSession(other.baseUrl, key);
+      // The account's one session is open on a…
+      const first = await RealtimeSocket.connect(on(a, (await createSession(a.baseUrl, key)).ws_url));
+      await first.waitFor((m) => m.type === "ready");
+      // …so the process whose bound is 1 refuses another, and closes a socket claimed beyond it.
+      await expect(createSession(other.baseUrl, key)).rejects.toMatchObject({
+        status: 429,
+        body: { error: { code: "rate_limited" } },
+      });
+      const beyond = await RealtimeSocket.connect(on(other, late.ws_url));
+      expect(await beyond.closed()).toBe(4429);
+      expect(beyond.messages.map((m) => m.type)).toEqual(["error"]);
+      // Another account still gets a session there.
+      expect((await createSession(other.baseUrl, API_KEY)).session_id).toBeTruthy();
+      first.close();
+      await first.closed();
+      await expect
+        .poll(() =>
+          createSession(other.baseUrl, key).then(
+            () => 200,
+            () => 429,
+          ),
+        )
+        .toBe(200);
+    } finally {
+      await other.close();
+    }
+    // The next tests count on a fleet of two: both must have seen this process leave.
+    await eventually(() => fleetSize(a), 2);
+    await eventually(() => fleetSize(b), 2);
+  });
+
   it("counts one key's requests once across the processes", async () => {
     const key = "fleet-rate-key";
     await a.services.db.accounts.ensureKey(key, { balanceUsd: 10, entitlements: ["dubbing"] });

@@ -1,7 +1,9 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
+import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { injectApp, type InjectedApp } from "../support/app.js";
+import { createRoomSession } from "../support/room-client.js";
 import { API_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
 
 /**
@@ -345,5 +347,112 @@ describe("empty rooms", () => {
     } finally {
       await limited.close();
     }
+  });
+});
+
+describe("live sessions per account", () => {
+  it("bound one account's open sockets and rooms together (429), fleet slots stay for the others", async () => {
+    const bounded = await startServer(
+      { API_KEYS: `${API_KEY},${OTHER_KEY}`, LIVE_SESSIONS_PER_ACCOUNT: "2", MAX_SESSIONS: "6" },
+      { registry: server.registry },
+    );
+    const sockets: RealtimeSocket[] = [];
+    try {
+      const open = async (key: string) => {
+        const socket = await RealtimeSocket.connect((await createSession(bounded.baseUrl, key)).ws_url);
+        sockets.push(socket);
+        await socket.waitFor((m) => m.type === "ready");
+        return socket;
+      };
+      // A ws_url minted while the account was within its bound, claimed once it is not.
+      const late = await createSession(bounded.baseUrl, API_KEY);
+      const first = await open(API_KEY);
+      await open(API_KEY);
+      const refused = await createSession(bounded.baseUrl, API_KEY).catch((error: unknown) => error);
+      expect(refused).toMatchObject({
+        status: 429,
+        body: { error: { code: "rate_limited", message: expect.stringMatching(/2 live sessions/u) } },
+      });
+      // Rooms hold the same slots.
+      await expect(
+        createRoomSession(bounded.baseUrl, API_KEY, { source_language: "en-US", target_language: "es-ES" }),
+      ).rejects.toMatchObject({ status: 429, body: { error: { code: "rate_limited" } } });
+      const beyond = await RealtimeSocket.connect(late.ws_url);
+      expect(await beyond.closed()).toBe(4429);
+      expect(beyond.messages).toEqual([
+        expect.objectContaining({ type: "error", error: expect.stringMatching(/2 live sessions/u) }),
+      ]);
+      // Another account is not affected.
+      await open(OTHER_KEY);
+      // Ending one of its sessions gives the account its slot back.
+      first.close();
+      await first.closed();
+      await expect
+        .poll(() =>
+          createSession(bounded.baseUrl, API_KEY).then(
+            () => 200,
+            () => 429,
+          ),
+        )
+        .toBe(200);
+    } finally {
+      for (const socket of sockets) socket.close();
+      await bounded.close();
+    }
+  });
+});
+
+describe("idle and overlong sessions", () => {
+  let idle: TestServer;
+  let short: TestServer;
+  beforeAll(async () => {
+    idle = await startServer({ SESSION_IDLE_TIMEOUT_SEC: "1" }, { registry: server.registry });
+    short = await startServer(
+      { SESSION_IDLE_TIMEOUT_SEC: "1", SESSION_MAX_DURATION_SEC: "3" },
+      { registry: server.registry },
+    );
+  });
+  afterAll(async () => {
+    await idle?.close();
+    await short?.close();
+  });
+
+  async function open(params: Record<string, string> = {}, target = idle): Promise<RealtimeSocket> {
+    const socket = await RealtimeSocket.connect(
+      (await createSession(target.baseUrl, API_KEY, params)).ws_url,
+    );
+    await socket.waitFor((m) => m.type === "ready");
+    return socket;
+  }
+
+  it("closes a session that sends no audio and no message (4408), after an error frame", async () => {
+    const socket = await open();
+    expect(await socket.closed()).toBe(4408);
+    expect(socket.messages.map((m) => m.type)).toEqual(["ready", "error"]);
+    expect(socket.messages[1]!.error).toMatch(/no audio and no message for 1 s/u);
+  });
+
+  it("closes a tts session idle after its last speech (4408)", async () => {
+    const socket = await open({ mode: "tts", targetLanguage: "en" });
+    socket.send({ type: "speak", text: "Hello there." });
+    expect(await socket.closed()).toBe(4408);
+    const types = socket.messages.map((m) => m.type);
+    expect(types.slice(-2)).toEqual(["speech_end", "error"]);
+    expect(socket.audioFrames.length).toBeGreaterThan(0);
+  });
+
+  it("keeps a session that sends audio past the idle period, and closes it at its maximum length (4409)", async () => {
+    const socket = await open({}, short);
+    // Silence, frame after frame: activity, though nothing is said.
+    const sending = setInterval(() => socket.sendAudio(new Int16Array(1600)), 100);
+    try {
+      expect(await socket.closed()).toBe(4409);
+    } finally {
+      clearInterval(sending);
+    }
+    const errors = socket.messages.filter((m) => m.type === "error");
+    expect(errors).toEqual([
+      expect.objectContaining({ error: expect.stringMatching(/maximum length of 3 s/u) }),
+    ]);
   });
 });

@@ -476,11 +476,12 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     await connection.leave();
   });
 
-  it("publishes one translation track and speaks float audio as PCM16, in order and in real time", async () => {
+  it("publishes one translated-audio track and speaks float audio as PCM16, in order and in real time", async () => {
     const room = new StandInRoom();
     const connection = join(room);
     await connection.publishAudio(Float32Array.of(0, 1, -1, 0.5, -0.5, 2, -2, Number.NaN));
-    expect(room.published).toEqual([{ name: "translation", source: rtc.TrackSource.SOURCE_MICROPHONE }]);
+    // The track name Pinch's clients look for (with the identity translation-agent).
+    expect(room.published).toEqual([{ name: "translated-audio", source: rtc.TrackSource.SOURCE_MICROPHONE }]);
     expect(captured).toEqual([Int16Array.of(0, 32767, -32768, 16384, -16384, 32767, -32768, 0)]);
 
     // 3 s of speech in 100 ms frames, from calls not awaited one by one: order is kept, the
@@ -546,7 +547,8 @@ describe("joinAsTranslator", () => {
     const tokens = new Set(joins.map((r) => r.authorization).filter((a) => a !== undefined));
     expect(tokens.size).toBe(1);
     const claims = await verifier.verify(bearer(joins.find((r) => r.authorization)!));
-    expect(claims.sub).toBe("translator");
+    // The identity Pinch's clients look for.
+    expect(claims.sub).toBe("translation-agent");
     expect(claims.kind).toBe("agent");
     expect(claims.attributes).toEqual({ role: "translator" });
     expect(claims.video).toMatchObject({

@@ -1,6 +1,6 @@
 /**
  * What an operator sees: Prometheus metrics at /metrics (moved by a real session through the real
- * engines), request ids, and liveness / readiness.
+ * engines) and liveness / readiness; request ids are in http-hardening.test.ts.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -55,7 +55,7 @@ describe("GET /metrics", () => {
     "counts a real session: its close code, pipeline latencies and engine calls",
     async () => {
       const before = await scrape();
-      const closedBefore = valueOf(before, 'relay_sessions_closed_total{code="1000"}') ?? 0;
+      const closedBefore = valueOf(before, 'relay_sessions_closed_total{by="client",code="1000"}') ?? 0;
       const session = await createSession(server.baseUrl, API_KEY, {
         sourceLanguage: "en",
         targetLanguage: "es",
@@ -85,7 +85,7 @@ describe("GET /metrics", () => {
       }
 
       expect(valueOf(after, "relay_sessions_live")).toBe(0);
-      expect(valueOf(after, 'relay_sessions_closed_total{code="1000"}')).toBe(closedBefore + 1);
+      expect(valueOf(after, 'relay_sessions_closed_total{by="client",code="1000"}')).toBe(closedBefore + 1);
       for (const stage of ["first_interim", "final_transcript", "translation", "first_audio"])
         expect(
           valueOf(after, `relay_pipeline_latency_seconds_count{stage="${stage}"}`),
@@ -127,6 +127,38 @@ describe("GET /metrics", () => {
       expect(valueOf(text, `relay_dubbing_stage_seconds_count{stage="${stage}"}`)).toBe(1);
   });
 
+  it("counts the client's close codes apart from the server's, collapsing the codes a client chooses", async () => {
+    const series = (by: string, code: string) => `relay_sessions_closed_total{by="${by}",code="${code}"}`;
+    const before = await scrape();
+    const open = async (params: Record<string, string> = {}) => {
+      const socket = await RealtimeSocket.connect(
+        (await createSession(server.baseUrl, API_KEY, params)).ws_url,
+      );
+      await socket.waitFor((m) => m.type === "ready");
+      return socket;
+    };
+    // Codes a client may choose: each counted as "other", none as a series of its own.
+    for (const code of [3000, 4123, 4999]) {
+      const socket = await open();
+      socket.close(code);
+      await socket.closed();
+    }
+    // The server's own close after a session-start error, and after a message over 64 KiB.
+    const rejected = await open({ modelName: "nope" });
+    expect(await rejected.closed()).toBe(1000);
+    const oversized = await open();
+    oversized.sendRaw(Buffer.alloc(65 * 1024), true);
+    expect(await oversized.closed()).toBe(1009);
+    const closedBy = (text: string, by: string, code: string) => valueOf(text, series(by, code)) ?? 0;
+    const others = closedBy(before, "client", "other") + 3;
+    await expect.poll(async () => closedBy(await scrape(), "client", "other")).toBe(others);
+    const after = await scrape();
+    expect(closedBy(after, "client", "other")).toBe(closedBy(before, "client", "other") + 3);
+    expect(closedBy(after, "server", "1000")).toBe(closedBy(before, "server", "1000") + 1);
+    expect(closedBy(after, "server", "1009")).toBe(closedBy(before, "server", "1009") + 1);
+    expect(after).not.toMatch(/relay_sessions_closed_total\{[^}]*code="(3000|4123|4999)"/u);
+  });
+
   it("counts refusals by route and status", async () => {
     const response = await fetch(new URL("/v1/session", server.baseUrl), {
       headers: { authorization: "Bearer nope" },
@@ -136,29 +168,6 @@ describe("GET /metrics", () => {
     expect(
       valueOf(text, 'relay_http_requests_total{method="GET",route="/v1/session",status="401"}'),
     ).toBeGreaterThanOrEqual(1);
-  });
-});
-
-describe("x-request-id", () => {
-  it("echoes a caller's id, makes one when there is none, and replaces one it cannot log safely", async () => {
-    const given = await fetch(new URL("/livez", server.baseUrl), {
-      headers: { "x-request-id": "lb-1234.abc" },
-    });
-    expect(given.headers.get("x-request-id")).toBe("lb-1234.abc");
-    const made = await fetch(new URL("/livez", server.baseUrl));
-    expect(made.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/u);
-    for (const bad of ["has space", "x".repeat(129), "a/b;c=d"]) {
-      const replaced = await fetch(new URL("/v1/voices", server.baseUrl), {
-        headers: { "x-request-id": bad },
-      });
-      expect(replaced.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/u);
-    }
-    // Error responses carry it too.
-    const refused = await fetch(new URL("/v1/session", server.baseUrl), {
-      headers: { "x-request-id": "trace-7" },
-    });
-    expect(refused.status).toBe(401);
-    expect(refused.headers.get("x-request-id")).toBe("trace-7");
   });
 });
 

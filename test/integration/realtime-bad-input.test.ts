@@ -209,7 +209,7 @@ describe.skipIf(SPEECH_MISSING)("engine failure inside a session", () => {
     await expectServerHealthy();
   });
 
-  it("a translation that fails is an error frame naming its segment; the original transcript's finals still arrive", async () => {
+  it("a translation that fails is an error frame naming its segment, then a translated final without it; the original transcript's finals still arrive", async () => {
     // the only translator is a remote server (a stand-in speaking its protocol) that answers 500
     const remote = await startOpenAiServer();
     remote.script("chat", ...Array.from({ length: 50 }, () => ({ status: 500, message: "model crashed" })));
@@ -239,8 +239,23 @@ describe.skipIf(SPEECH_MISSING)("engine failure inside a session", () => {
       await expect
         .poll(() => socket.messages.findLastIndex((m) => m.type === "error"), { timeout: 20_000 })
         .toBeGreaterThan(socket.messages.indexOf(final));
+      // every original final still gets its translated final (nothing translated: empty), after its error
+      const translated = await socket.waitFor(
+        (m) => m.type === "translated_transcript" && m.is_final === true && m.original_text === final.text,
+        20_000,
+      );
+      expect(translated).toMatchObject({
+        correlation_id: final.correlation_id,
+        text: "",
+        translated_text: "",
+      });
+      expect(socket.messages[socket.messages.indexOf(translated) - 1]).toMatchObject({ type: "error" });
       await socket.settle(1000);
-      expect(socket.messages.some((m) => m.type === "translated_transcript" && m.is_final)).toBe(false);
+      const originals = socket.messages.filter((m) => m.type === "original_transcript" && m.is_final);
+      const translations = socket.messages.filter((m) => m.type === "translated_transcript" && m.is_final);
+      expect(translations.map((m) => [m.correlation_id, m.original_text, m.text])).toEqual(
+        originals.map((m) => [m.correlation_id, m.text, ""]),
+      );
       for (const error of errors(socket)) {
         expect(error).toEqual({
           type: "error",

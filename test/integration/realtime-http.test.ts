@@ -192,3 +192,72 @@ describe("GET /v1/languages, /healthz and unknown routes", () => {
     expectErrorBody(body, "not_found");
   });
 });
+
+describe("context of 2,000 characters in any script", () => {
+  /** `text` repeated to exactly `count` characters (code points). */
+  const characters = (text: string, count: number) =>
+    Array.from({ length: Math.ceil(count / [...text].length) }, () => text)
+      .join("")
+      .match(/./gsu)!
+      .slice(0, count)
+      .join("");
+  const CONTEXTS = {
+    Chinese: characters("本次会议讨论语音翻译系统的延迟、准确率和术语表。", 2000),
+    Japanese: characters("本日の会議では音声翻訳の遅延と精度、用語集について話し合いました。", 2000),
+    // 4 UTF-8 bytes (12 percent-encoded) and two UTF-16 units each: the longest a character can be.
+    "emoji and CJK Extension B": characters("😀𠀀𠀁🎙️𠮷", 2000),
+  };
+
+  /** Opens a session with `context`; the messages up to the ack of an update_metadata sent at once. */
+  async function sessionWith(context: string, update = context) {
+    const session = await createSession(server.baseUrl, API_KEY, {
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      context,
+    });
+    const socket = await RealtimeSocket.connect(session.ws_url);
+    await socket.waitFor((m) => m.type === "ready");
+    socket.send({ type: "update_metadata", metadata: { context: update } });
+    // A session-start error is sent right after ready, before anything the session answers.
+    await socket.waitFor((m) => m.type === "metadata_ack" || m.type === "error");
+    socket.close();
+    return socket.messages;
+  }
+
+  for (const [script, context] of Object.entries(CONTEXTS)) {
+    it(`accepts ${script} context of 2,000 characters at GET /v1/session and in update_metadata`, async () => {
+      expect([...context]).toHaveLength(2000);
+      const messages = await sessionWith(context);
+      expect(messages.filter((m) => m.type === "error")).toEqual([]);
+      expect(messages.map((m) => m.type)).toContain("metadata_ack");
+    });
+  }
+
+  it("counts characters, not UTF-16 units: 2,001 four-byte characters are one too many", async () => {
+    const tooLong = characters("𠀀", 2001);
+    const messages = await sessionWith(tooLong, "short");
+    expect(messages).toContainEqual(
+      expect.objectContaining({
+        type: "error",
+        error: expect.stringContaining("context is 2001 characters long; the limit is 2000"),
+      }),
+    );
+  });
+
+  it("holds every other route to 16 KiB of request line and headers, with the 431 error body", async () => {
+    const padded = (bytes: number) => ({ "x-padding": "a".repeat(bytes) });
+    for (const route of ["/livez", "/v1/voices", "/v1/languages"]) {
+      const refused = await fetch(new URL(route, server.baseUrl), { headers: padded(17_000) });
+      expect(refused.status, route).toBe(431);
+      expectErrorBody(await refused.json(), "headers_too_large");
+      // Just under the bound still passes.
+      expect((await fetch(new URL(route, server.baseUrl), { headers: padded(15_000) })).status).toBe(200);
+    }
+    // The session route's own bound (16 KiB plus the longest context) holds too.
+    const huge = await fetch(new URL("/v1/session", server.baseUrl), {
+      headers: { ...padded(45_000), authorization: `Bearer ${API_KEY}` },
+    });
+    expect(huge.status).toBe(431);
+    expectErrorBody(await huge.json(), "headers_too_large");
+  });
+});

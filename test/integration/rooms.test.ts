@@ -128,7 +128,7 @@ describe("POST /api/beta1/session", () => {
         { source_language: "en-US", target_language: "es-ES", voice_type: "robot" },
         400,
         "invalid_request",
-        /voice_type must be "clone", "female" or "male"/,
+        /voice_type must be "clone", "female", "male" or "custom"/,
       ],
       [{ source_language: "english", target_language: "es-ES" }, 400, "invalid_language", /"english"/],
       [{ source_language: "en-US", target_language: "ja-JP" }, 400, "invalid_language", /"ja-JP"/],

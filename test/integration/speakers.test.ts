@@ -22,9 +22,6 @@ beforeAll(async () => {
   if (SPEECH_MISSING) return;
   // A woman and a man, three turns each.
   conversation = await buildConversation("lj", "librivox", { seed: 1, maxTurns: 3 });
-  // The library's measurements for matching (a few seconds, once per process) are made up front,
-  // so the voice decisions below depend only on the speakers' speech.
-  await voiceClonerFor(server.services.registry.synthesizer("es")!, "en", "es").prepare();
 }, 120_000);
 afterAll(async () => {
   await server?.close();
@@ -118,6 +115,58 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
       expect(translation.speaker).toBe(originalLabel.get(translation.correlation_id as string));
   });
 
+  // Stable mode sends several finals per segment as words settle, while the speaker may still be
+  // undecided or the voice may change inside the utterance: finals are never revised, so one segment
+  // keeps one label, a change of speaker opens a new segment, and no final says a word twice.
+  it("stable mode: every final of a segment carries one label, and no final repeats an earlier final's words", async () => {
+    const socket = await open({
+      modelName: "relay-2",
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      finalizeMode: "stable",
+      audioOutputEnabled: "false",
+    });
+    await play(socket, conversation.pcm);
+    socket.close();
+
+    // Finals by segment, in the order they were sent.
+    const segments = new Map<string, ServerMessage[]>();
+    for (const m of [...finals(socket, "original_transcript"), ...finals(socket, "translated_transcript")])
+      segments.set(m.correlation_id as string, [...(segments.get(m.correlation_id as string) ?? []), m]);
+    expect(segments.size).toBeGreaterThan(conversation.turns.length);
+    const show = (lines: ServerMessage[]) =>
+      lines.map((m) => `${m.type} ${m.start_ms}-${m.end_ms} [${m.speaker}] ${m.text}`).join("\n");
+    for (const lines of segments.values())
+      expect(new Set(lines.map((m) => m.speaker)), show(lines)).toHaveLength(1);
+    expect(new Set([...segments.values()].map((lines) => lines[0]!.speaker))).toEqual(new Set(["1", "2"]));
+
+    // Each segment's original finals extend the one before; segments follow each other in the audio
+    // without overlapping, and none starts with words the previous one ended with.
+    const originals = [...segments.values()]
+      .map((lines) => lines.filter((m) => m.type === "original_transcript"))
+      .filter((lines) => (lines.at(-1)!.text as string) !== "");
+    for (const lines of originals)
+      for (let i = 1; i < lines.length; i++)
+        expect((lines[i]!.text as string).startsWith(lines[i - 1]!.text as string)).toBe(true);
+    for (let i = 1; i < originals.length; i++) {
+      const [previous, next] = [originals[i - 1]!.at(-1)!, originals[i]![0]!];
+      expect(next.start_ms as number, show([previous, next])).toBeGreaterThanOrEqual(
+        previous.end_ms as number,
+      );
+      const [said, saying] = [(previous.text as string).split(" "), (next.text as string).split(" ")];
+      for (let k = 2; k <= Math.min(said.length, saying.length); k++)
+        expect(saying.slice(0, k).join(" "), show([previous, next])).not.toBe(said.slice(-k).join(" "));
+    }
+    // The conversation has a reply without a pause that was split where the voice changed.
+    const split = originals.some(
+      (lines, i) =>
+        i > 0 &&
+        lines[0]!.speaker !== originals[i - 1]!.at(-1)!.speaker &&
+        (lines[0]!.start_ms as number) === (originals[i - 1]!.at(-1)!.end_ms as number),
+    );
+    expect(split).toBe(true);
+  });
+
   it("relay-1 never sends speaker or voiceId", async () => {
     const socket = await open({
       sourceLanguage: "en",
@@ -136,6 +185,12 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
 });
 
 describe.skipIf(SPEECH_MISSING)("relay-2 voiceId=auto", () => {
+  // The library's measurements for matching (a few seconds, once per process) are made up front,
+  // so the voice decisions below depend only on the speakers' speech.
+  beforeAll(async () => {
+    await voiceClonerFor(server.services.registry.synthesizer("es")!, "en", "es").prepare();
+  }, 120_000);
+
   it("gives each person a library voice of their gender, reported once matched and kept once locked", async () => {
     // A first line of 0.3 s: too little of the speaker's speech for a decision.
     const opening = conversation.pcm.subarray(

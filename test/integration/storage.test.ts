@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
-import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
+import { createServer, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -354,20 +354,36 @@ describe("local object store over HTTP", () => {
     expect(get.status).toBe(404);
   });
 
-  it("keeps the previous object when a replacing upload fails", async () => {
+  it("stores an upload once: a second PUT to the URL gets 412 already_uploaded and the first object stays", async () => {
     const original = randomBytes(1000);
     const first = await upload("uploads/keep", MB);
     expect((await fetch(first.url, { method: "PUT", headers: first.headers, body: original })).status).toBe(
       200,
     );
-    const oversized = await rawRequest(first.url, {
-      method: "PUT",
-      headers: { ...first.headers, "transfer-encoding": "chunked" },
-      body: randomBytes(MB + 1),
-    });
-    expect(oversized.status).toBe(413);
+    for (const body of [randomBytes(1000), randomBytes(MB + 1)]) {
+      const again = await rawRequest(first.url, {
+        method: "PUT",
+        headers: { ...first.headers, "transfer-encoding": "chunked" },
+        body,
+      });
+      expect(again.status).toBe(412);
+      expect(json(again)).toMatchObject({ error: { code: "already_uploaded" } });
+    }
     const get = await fetch((await store.presignDownload("uploads/keep", { expiresInSec: 60 })).url);
     expect(Buffer.from(await get.arrayBuffer()).equals(original)).toBe(true);
+  });
+
+  it("stores exactly one of two PUTs racing on one upload URL", async () => {
+    const put = await upload("uploads/race", 10 * MB);
+    const bodies = [randomBytes(2 * MB), randomBytes(2 * MB)];
+    const answers = await Promise.all(
+      bodies.map((body) => rawRequest(put.url, { method: "PUT", headers: put.headers, body })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 412]);
+    const winner = bodies[answers.findIndex((a) => a.status === 200)]!;
+    const get = await fetch((await store.presignDownload("uploads/race", { expiresInSec: 60 })).url);
+    expect(Buffer.from(await get.arrayBuffer()).equals(winner)).toBe(true);
+    await waitFor(async () => (await tempFilesUnder(dir)).length === 0);
   });
 
   it("leaves no object and no temp file when the client aborts mid-upload", async () => {
@@ -603,11 +619,15 @@ describe("S3 object store against s3rver", () => {
     const signed = new URL(put.url);
     // s3rver does not verify SigV4, so check what a real S3 would: Content-Type is in the signature,
     // and no checksum of an empty body is baked into the URL.
-    expect(signed.searchParams.get("X-Amz-SignedHeaders")?.split(";")).toContain("content-type");
+    // If-None-Match is signed too: the bucket refuses a PUT without it, and (conditional writes)
+    // one onto an existing object with 412.
+    expect(signed.searchParams.get("X-Amz-SignedHeaders")?.split(";")).toEqual(
+      expect.arrayContaining(["content-type", "if-none-match"]),
+    );
     expect([...signed.searchParams.keys()].filter((name) => name.toLowerCase().includes("checksum"))).toEqual(
       [],
     );
-    expect(put.headers).toEqual({ "Content-Type": "audio/wav" });
+    expect(put.headers).toEqual({ "Content-Type": "audio/wav", "If-None-Match": "*" });
     expect(put.expiresAt.getTime()).toBeGreaterThan(Date.now() + 590_000);
 
     const putResponse = await fetch(put.url, { method: "PUT", headers: put.headers, body: data });
@@ -630,6 +650,82 @@ describe("S3 object store against s3rver", () => {
       `attachment; filename="dub _.wav"; filename*=UTF-8''dub%20%C3%A9.wav`,
     );
     expect(Buffer.from(await namedResponse.arrayBuffer()).equals(data)).toBe(true);
+  });
+
+  it("without conditional uploads, signs Content-Type only", async () => {
+    const plain = createS3ObjectStore({
+      bucket: "test-bucket",
+      region: "us-east-1",
+      endpoint: server.endpoint,
+      ...S3_CREDENTIALS,
+      forcePathStyle: true,
+      conditionalUploads: false,
+    });
+    try {
+      const put = await plain.presignUpload("uploads/plain", {
+        contentType: "audio/wav",
+        maxBytes: MB,
+        expiresInSec: 60,
+      });
+      expect(new URL(put.url).searchParams.get("X-Amz-SignedHeaders")?.split(";")).not.toContain(
+        "if-none-match",
+      );
+      expect(put.headers).toEqual({ "Content-Type": "audio/wav" });
+    } finally {
+      await plain.close();
+    }
+  });
+
+  it("merges its expiration rules into the bucket's lifecycle, keeping the operator's own", async () => {
+    // s3rver has no lifecycle API: a stand-in bucket that keeps the configuration it is given.
+    let configuration =
+      '<?xml version="1.0" encoding="UTF-8"?><LifecycleConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">' +
+      "<Rule><ID>operator-logs</ID><Filter><Prefix>logs/</Prefix></Filter><Status>Enabled</Status><Expiration><Days>90</Days></Expiration></Rule>" +
+      "<Rule><ID>relay-results</ID><Filter><Prefix>results/</Prefix></Filter><Status>Enabled</Status><Expiration><Days>5</Days></Expiration></Rule>" +
+      "</LifecycleConfiguration>";
+    const requests: string[] = [];
+    const bucket = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        requests.push(`${request.method} ${request.url}`);
+        if (!request.url?.includes("lifecycle")) return response.writeHead(404).end();
+        if (request.method === "PUT") configuration = Buffer.concat(chunks).toString("utf8");
+        response
+          .writeHead(200, { "content-type": "application/xml" })
+          .end(request.method === "GET" ? configuration : "");
+      });
+    });
+    await new Promise<void>((resolve) => bucket.listen(0, "127.0.0.1", resolve));
+    const lifecycle = createS3ObjectStore({
+      bucket: "lifecycle-bucket",
+      region: "us-east-1",
+      endpoint: `http://127.0.0.1:${(bucket.address() as { port: number }).port}`,
+      ...S3_CREDENTIALS,
+      forcePathStyle: true,
+    });
+    try {
+      await lifecycle.ensureExpiryRules!([
+        { id: "relay-uploads", prefix: "uploads/", days: 8 },
+        { id: "relay-results", prefix: "results/", days: 31 },
+      ]);
+      expect(requests.map((r) => r.split(" ")[0])).toEqual(["GET", "PUT"]);
+      const rules = [...configuration.matchAll(/<Rule>(.*?)<\/Rule>/gsu)].map((m) => m[1]!);
+      expect(rules).toHaveLength(3);
+      expect(rules.find((r) => r.includes("operator-logs"))).toContain("<Days>90</Days>");
+      for (const [id, prefix, days] of [
+        ["relay-uploads", "uploads/", 8],
+        ["relay-results", "results/", 31],
+      ] as const) {
+        const rule = rules.find((r) => r.includes(`<ID>${id}</ID>`));
+        expect(rule).toContain(`<Prefix>${prefix}</Prefix>`);
+        expect(rule).toContain(`<Days>${days}</Days>`);
+        expect(rule).toContain("<Status>Enabled</Status>");
+      }
+    } finally {
+      await lifecycle.close();
+      await new Promise((resolve) => bucket.close(resolve));
+    }
   });
 
   it("putFile, getToFile, exists and delete", async () => {

@@ -200,6 +200,28 @@ describe.skipIf(SPEECH_MISSING)("two-way sessions (twoWay=true)", () => {
     expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
   });
 
+  it("applies the spec's defaults (en, es) to the language not given", async () => {
+    remote.reset();
+    remote.languageOf = () => "spanish";
+    remote.reply = replyInto;
+    // Neither language: the pair is en–es; only the target: the source is en.
+    for (const params of [{}, { targetLanguage: "fr" }] as Record<string, string>[]) {
+      const socket = await open({ twoWay: "true", audioOutputEnabled: "false", ...params });
+      await speak(socket, goForward);
+      socket.close();
+      expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
+      const [translated] = finalsOf(socket, "translated_transcript");
+      expect(translated).toMatchObject({
+        source_language: "en",
+        target_language: params.targetLanguage ?? "es",
+      });
+    }
+    // Spoken Spanish went into English in the en–es pair; in the en–fr pair it is taken to be the first side (en).
+    const directions = remote.ofEndpoint("chat").map((r) => /into (.*)\.$/u.exec(systemLineOf(r)!)![1]);
+    expect(directions).toContain("English");
+    expect(directions).toContain("French");
+  });
+
   describe("session-start rejections: ready, then an error frame, then close 1000", () => {
     const cases: [string, Record<string, string>, RegExp][] = [
       [

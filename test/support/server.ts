@@ -1,3 +1,4 @@
+import { startRetention } from "../../src/dubbing/retention.js";
 import { startDubbingWorkers } from "../../src/dubbing/worker.js";
 import type { EngineRegistry } from "../../src/engines/registry.js";
 import { openTestApp, type InjectedApp } from "./app.js";
@@ -31,11 +32,12 @@ export async function startServer(
     pollMs: 200,
     observer: handle.app.metrics.dubbing,
   });
+  const retention = startRetention(handle.config, handle.services, handle.app.http.log);
   return {
     ...handle,
     baseUrl,
     async close() {
-      await workers.stop();
+      await Promise.all([workers.stop(), retention.stop()]);
       await handle.close();
     },
   };

@@ -274,6 +274,71 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
     expect(last("original", second)).toBe(Array(12).fill("bee").join(" "));
   });
 
+  /** Each segment's finals (original and translated), in order. */
+  function finalsBySegment(events: PipelineEvent[]): Transcript[][] {
+    return segmentsOf(events).map((id) => transcripts(events).filter((e) => e.segmentId === id && e.isFinal));
+  }
+
+  // Finals are never revised: every final of a segment carries one label, the one its speaker keeps
+  // (stabilizerHoldBackMs 0 makes words final as early as the recogniser agrees on them).
+  it("every final of a segment carries its speaker's label, also when its first words were heard before the tracker had decided", async () => {
+    const events = await run(
+      pipelineWith({
+        asr: levelAsr(true),
+        speakers: new SpeakerTracker(levelSpeakerEngine),
+        stabilizerHoldBackMs: 0,
+      }),
+      voice(VOICE_A, 2000),
+      silence(800),
+      voice(VOICE_B, 2500),
+      silence(800),
+    );
+    const segments = finalsBySegment(events);
+    expect(segments).toHaveLength(2);
+    // the second voice was tentatively the first speaker for its first 1.5 s
+    const second = transcripts(events).filter((e) => e.segmentId === segments[1]![0]!.segmentId);
+    expect(second.some((e) => !e.isFinal && e.speaker === "1")).toBe(true);
+    segments.forEach((lines, i) => {
+      expect(new Set(lines.map((e) => e.speaker))).toEqual(new Set([String(i + 1)]));
+      expect(lines.filter((e) => e.type === "original").length).toBeGreaterThan(1);
+    });
+  });
+
+  describe.each([
+    { timings: true, name: "with word timings" },
+    { timings: false, name: "without word timings" },
+  ])("when the voice changes inside an utterance ($name)", ({ timings }) => {
+    it("no final holds the next speaker's words or repeats an earlier final's, and each segment keeps one label", async () => {
+      const events = await run(
+        pipelineWith({
+          asr: levelAsr(timings),
+          speakers: new SpeakerTracker(levelSpeakerEngine),
+          stabilizerHoldBackMs: 0,
+        }),
+        ...A_THEN_B,
+      );
+      const segments = finalsBySegment(events);
+      expect(segments).toHaveLength(2);
+      const [first, second] = segments.map((lines) => lines.filter((e) => e.type === "original"));
+      // the first speaker's words became final while they spoke, before the change was found
+      expect(first!.length).toBeGreaterThan(1);
+      for (const line of first!)
+        expect(line).toMatchObject({ speaker: "1", text: expect.stringMatching(/^ay( ay)*$/u) });
+      for (const line of second!)
+        expect(line).toMatchObject({ speaker: "2", text: expect.stringMatching(/^bee( bee)*$/u) });
+      // every word of the conversation is final once: 3 s of each voice, a word per 250 ms
+      expect(first!.at(-1)!.text).toBe(Array(12).fill("ay").join(" "));
+      expect(second!.at(-1)!.text).toBe(Array(12).fill("bee").join(" "));
+      segments.forEach((lines, i) => {
+        expect(new Set(lines.map((e) => e.speaker))).toEqual(new Set([String(i + 1)]));
+        const translated = lines.filter((e) => e.type === "translated");
+        expect(translated.length).toBe(lines.length / 2);
+        for (let k = 1; k < translated.length; k++)
+          expect(translated[k]!.text.startsWith(translated[k - 1]!.text)).toBe(true);
+      });
+    });
+  });
+
   it("voiceId is reported once the chooser has matched the speaker's voice, and that voice speaks", async () => {
     const fallback = defaultVoice("male");
     const matchedVoice = VOICES.find((v) => v.gender === "female" && v.id !== defaultVoice("female").id)!;

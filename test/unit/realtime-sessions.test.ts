@@ -3,6 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { RealtimeSessions } from "../../src/api/realtime/sessions.js";
 import { SessionTokens } from "../../src/auth/session-tokens.js";
+import { MemoryAccountSlots, RedisAccountSlots } from "../../src/sessions/account-slots.js";
 import {
   MemoryPendingSessions,
   RedisPendingSessions,
@@ -40,11 +41,12 @@ describe.each(stores)("RealtimeSessions: unclaimed sessions %s", (_name, store) 
   });
 
   const sessions = () =>
-    new RealtimeSessions(
-      4,
-      new SessionTokens("unit-test-secret-0123456789", 60),
-      store({ perAccount: 2, total: 3 }),
-    );
+    new RealtimeSessions({
+      capacity: 4,
+      tokens: new SessionTokens("unit-test-secret-0123456789", 60),
+      pending: store({ perAccount: 2, total: 3 }),
+      accountSlots: new MemoryAccountSlots(4),
+    });
 
   it("refuses an account beyond its bound until one of its sessions is claimed or expires", async () => {
     const registry = sessions();
@@ -98,14 +100,51 @@ describe.each(stores)("RealtimeSessions: unclaimed sessions %s", (_name, store) 
 
   it("refuses new sessions when the fleet has no room, whatever the bounds", async () => {
     let room = false;
-    const registry = new RealtimeSessions(
-      4,
-      new SessionTokens("unit-test-secret-0123456789", 60),
-      store({ perAccount: 2, total: 3 }),
-      () => room,
-    );
+    const registry = new RealtimeSessions({
+      capacity: 4,
+      tokens: new SessionTokens("unit-test-secret-0123456789", 60),
+      pending: store({ perAccount: 2, total: 3 }),
+      accountSlots: new MemoryAccountSlots(4),
+      fleetHasRoom: () => room,
+    });
     expect(await registry.create("a", {})).toMatchObject({ ok: false, reason: "capacity" });
     room = true;
     expect((await registry.create("a", {})).ok).toBe(true);
+  });
+});
+
+describe.skipIf(!redis)("RedisAccountSlots: the fleet's bound on an account's live sessions", () => {
+  it("is shared between processes, and frees the slots of a process that died once their lease ends", async () => {
+    const keyPrefix = `${prefix}slots:`;
+    const lease = { leaseMs: 400, renewMs: 100 };
+    const diesLater = new Redis(REDIS_URL);
+    const dying = new RedisAccountSlots(diesLater, keyPrefix, 2, lease);
+    const survivor = new RedisAccountSlots(redis!, keyPrefix, 2, lease);
+    try {
+      expect(await dying.acquire("a", "s1")).toBe(true);
+      expect(await survivor.acquire("a", "s2")).toBe(true);
+      expect(await survivor.acquire("a", "s3")).toBe(false);
+      expect(await survivor.acquire("b", "s4")).toBe(true);
+
+      // A live process renews its leases: past the first term, the slots are still held.
+      const key = `${keyPrefix}live:a`;
+      const firstTerm = Number(await redis!.zscore(key, "s1"));
+      await expect
+        .poll(async () => Number(await redis!.zscore(key, "s1")) > firstTerm + lease.leaseMs)
+        .toBe(true);
+      expect(await survivor.count("a")).toBe(2);
+
+      // A released slot is free at once.
+      await survivor.release("a", "s2");
+      expect(await survivor.acquire("a", "s3")).toBe(true);
+
+      // A process that dies stops renewing: its slot is free once its lease ends.
+      diesLater.disconnect();
+      await expect.poll(() => survivor.acquire("a", "s5"), { timeout: 5_000 }).toBe(true);
+      expect(await survivor.count("a")).toBe(2);
+    } finally {
+      await dying.close().catch(() => undefined);
+      await survivor.close();
+    }
   });
 });

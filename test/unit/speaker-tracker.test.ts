@@ -29,6 +29,9 @@ class Session {
   readonly tracker: SpeakerTracker;
   position = 0;
   readonly changes: SpeakerChange[] = [];
+  /** For each change: the latest `settledBefore` the tracker reported before it. */
+  readonly settledBeforeChanges: number[] = [];
+  private settled = -Infinity;
 
   constructor(engine: SpeakerEngine = levelSpeakerEngine) {
     this.tracker = new SpeakerTracker(engine);
@@ -39,7 +42,11 @@ class Session {
     const changes: SpeakerChange[] = [];
     for (let at = 0; at < samples.length; at += WINDOW) {
       const change = this.tracker.push(samples.subarray(at, at + WINDOW), this.position + at);
-      if (change) changes.push(change);
+      if (change) {
+        changes.push(change);
+        this.settledBeforeChanges.push(this.settled);
+      }
+      this.settled = this.tracker.settledBefore;
     }
     this.position += samples.length;
     this.changes.push(...changes);
@@ -189,6 +196,38 @@ describe("SpeakerTracker (speaker engine double)", () => {
     expect(session.tracker.count).toBe(2);
   });
 
+  // The pipeline makes words final only before `settledBefore`: they must keep their label for good.
+  it("settles speech only once its label is decided, and only where a later change cannot cut", () => {
+    const session = new Session();
+    expect(session.utterance(voice(10, 2))).toBe("1");
+    expect(session.tracker.settledBefore).toBe(Infinity);
+    // a new utterance: nothing is settled until its speaker is decided, not even for a known voice
+    const start = session.position;
+    session.push(voice(10, 1 / RATE));
+    expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
+    expect(session.tracker.settledBefore).toBe(-Infinity);
+    session.push(voice(10, 1.5));
+    expect(session.tracker.current).toEqual({ speaker: "1", decided: true });
+    // decided, and the first block is never split off
+    expect(session.tracker.settledBefore).toBeGreaterThan(start);
+    // then speaker 2 answers without a pause: speech after the change is never settled as speaker 1's
+    const boundary = session.position + 2 * RATE;
+    const settled: number[] = [];
+    const speech = join(voice(10, 2), voice(40, 3));
+    for (let at = 0; at < speech.length; at += WINDOW) {
+      session.push(speech.subarray(at, at + WINDOW));
+      if (session.changes.length === 0) settled.push(session.tracker.settledBefore);
+    }
+    expect(session.changes).toHaveLength(1);
+    expect(session.changes[0]).toMatchObject({ before: "1", speaker: "2" });
+    for (let i = 1; i < settled.length; i++) expect(settled[i]).toBeGreaterThanOrEqual(settled[i - 1]!);
+    expect(Math.max(...settled)).toBeLessThanOrEqual(session.changes[0]!.atSample);
+    expect(Math.max(...settled)).toBeLessThanOrEqual(boundary);
+    // the speech of the new run is settled as it goes on
+    expect(session.tracker.settledBefore).toBeGreaterThanOrEqual(session.changes[0]!.atSample);
+    expect(session.settledBeforeChanges).toEqual([Math.max(...settled)]);
+  });
+
   it(`never hands out more than MAX_SPEAKERS (${MAX_SPEAKERS}) labels, even to 40 voices`, () => {
     const session = new Session();
     const codes = Array.from({ length: 40 }, (_, i) => 10 + 2 * i);
@@ -252,6 +291,9 @@ describe.skipIf(SPEECH_MISSING)("SpeakerTracker (MFCC speaker engine, real speec
     expect(changes).toHaveLength(1);
     expect(Math.abs(changes[0]!.atSample - boundary)).toBeLessThanOrEqual(1.5 * RATE);
     expect(changes[0]!.before).toBe("1");
+    // speech settled as the first speaker's (final words) lies before the cut
+    expect(session.settledBeforeChanges[0]).toBeLessThanOrEqual(changes[0]!.atSample);
+    expect(session.settledBeforeChanges[0]).toBeGreaterThan(first.startSample);
     expect(session.tracker.endUtterance().speaker).toBe("2");
     expect(session.tracker.count).toBe(2);
   });

@@ -17,6 +17,36 @@ const energyVad: VadEngine = {
   close: async () => {},
 };
 
+/** The energy VAD, whose calls can be held (recognition is stuck) until released. */
+function gatedVad(): { engine: VadEngine; hold(): Promise<void>; release(): void } {
+  let gate: Promise<void> | undefined;
+  let open = () => {};
+  let onHeld = () => {};
+  return {
+    engine: {
+      ...energyVad,
+      createStream: () => ({
+        probability: async (window) => {
+          if (gate) {
+            onHeld();
+            await gate;
+          }
+          return window.some((s) => s !== 0) ? 0.9 : 0.01;
+        },
+      }),
+    },
+    /** Holds every call from now on; resolves once one is held. */
+    hold() {
+      gate = new Promise((resolve) => (open = resolve));
+      return new Promise((resolve) => (onHeld = resolve));
+    },
+    release() {
+      gate = undefined;
+      open();
+    },
+  };
+}
+
 function scriptedAsr(script: string[]): AsrEngine & { opened: number } {
   const engine = {
     opened: 0,
@@ -317,29 +347,97 @@ describe("TranslationPipeline (engine doubles)", () => {
     expect(finals(events, "translated").at(-1)?.text).toBe("go forward ten meters now");
   });
 
-  it("a failed translation is an error naming its segment; the original finals still arrive", async () => {
+  // A client closes a line on its translated final: every original final gets one, also when its
+  // span has no translation, with the `error` that says why sent just before it.
+  it("a failed translation is an error naming its segment, then a translated final without the span", async () => {
     const pipeline = pipelineWith({
       asr: scriptedAsr(["go", "forward", "ten", "meters"]),
       translate: async () => {
         throw new Error("engine down");
       },
-      speak: undefined,
     });
     pipeline.pushAudio(speech(1200));
     const ending = pipeline.end();
     const events = await collect(pipeline, () => false);
     await ending;
-    const original = finals(events, "original").at(-1)!;
-    expect(original.text).toBe("go forward ten meters");
-    expect(finals(events, "translated")).toEqual([]);
-    const errors = events.filter((e) => e.type === "error");
-    expect(errors.length).toBeGreaterThan(0);
-    for (const error of errors)
-      expect(error).toEqual({
+    const originals = finals(events, "original");
+    expect(originals.at(-1)!.text).toBe("go forward ten meters");
+    const translated = finals(events, "translated");
+    expect(translated.map((e) => [e.segmentId, e.originalText, e.text])).toEqual(
+      originals.map((e) => [e.segmentId, e.text, ""]),
+    );
+    for (const line of translated) {
+      const before = events[events.indexOf(line) - 1];
+      expect(before).toEqual({
         type: "error",
         message: "translation failed: engine down",
         fatal: false,
-        segmentId: original.segmentId,
+        segmentId: line.segmentId,
+      });
+    }
+    expect(events.some((e) => e.type === "audio")).toBe(false);
+  });
+
+  it("a span whose translation fails is left out of the segment's translation, the others are kept and spoken", async () => {
+    const spoken: string[] = [];
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["go", "forward", "ten", "meters", "now", "please"]),
+      translate: async ({ text }) => {
+        if (text.split(" ").includes("ten")) throw new Error("engine down");
+        return text.toUpperCase();
+      },
+      speak: async function* (text) {
+        spoken.push(text);
+        yield new Float32Array(1920);
+      },
+    });
+    pipeline.pushAudio(speech(1500));
+    pipeline.pushAudio(silence(800));
+    const ending = pipeline.end();
+    const events = await collect(pipeline, () => false);
+    await ending;
+    const originals = finals(events, "original");
+    const translated = finals(events, "translated");
+    expect(translated.map((e) => e.originalText)).toEqual(originals.map((e) => e.text));
+    // the span with "ten" is missing (its final repeats the translation so far, after its error);
+    // the others are translated, and the translation still grows by prefix extension
+    const failed = translated.findIndex((e) => e.originalText.split(" ").includes("ten"));
+    expect(failed).toBeGreaterThan(0);
+    expect(failed).toBeLessThan(translated.length - 1);
+    expect(translated[failed]!.text).toBe(translated[failed - 1]!.text);
+    expect(events[events.indexOf(translated[failed]!) - 1]).toEqual({
+      type: "error",
+      message: "translation failed: engine down",
+      fatal: false,
+      segmentId: translated[failed]!.segmentId,
+    });
+    for (let i = 1; i < translated.length; i++)
+      expect(translated[i]!.text.startsWith(translated[i - 1]!.text)).toBe(true);
+    expect(translated.at(-1)!.text).toMatch(/^GO .*PLEASE$/iu);
+    expect(translated.at(-1)!.text).not.toMatch(/ten/iu);
+    expect(spoken).toHaveLength(translated.length - 1);
+  });
+
+  it("an utterance whose language is never identified gets an error, then a translated final with no text", async () => {
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["hola", "que", "tal"]),
+      sourceLanguage: "auto",
+    });
+    pipeline.pushAudio(speech(800));
+    const ending = pipeline.end();
+    const events = await collect(pipeline, () => false);
+    await ending;
+    const originals = finals(events, "original");
+    expect(originals.length).toBeGreaterThan(0);
+    const translated = finals(events, "translated");
+    expect(translated.map((e) => [e.segmentId, e.originalText, e.text, e.language])).toEqual(
+      originals.map((e) => [e.segmentId, e.text, "", undefined]),
+    );
+    for (const line of translated)
+      expect(events[events.indexOf(line) - 1]).toMatchObject({
+        type: "error",
+        message: "the language of this utterance could not be identified",
+        segmentId: line.segmentId,
       });
   });
 
@@ -367,6 +465,63 @@ describe("TranslationPipeline (engine doubles)", () => {
     const events = await collect(pipeline, (evs) => evs.some((e) => e.type === "error"));
     await pipeline.close();
     expect(events.filter((e) => e.type === "error")).toHaveLength(1);
+  });
+
+  // Under sustained overload recognition frees a little room now and then, so some audio is
+  // accepted between drops: that is still one episode, reported once. It ends when the backlog has
+  // drained; the next overload is reported again.
+  it("reports falling behind once per episode, an episode ending when the backlog has drained", async () => {
+    const vad = gatedVad();
+    const dropped: number[] = [];
+    const pipeline = pipelineWith({
+      vad: vad.engine,
+      asr: scriptedAsr(["go", "forward", "ten", "meters"]),
+      maxBacklogMs: 100,
+      speak: undefined,
+      observer: {
+        latency: () => {},
+        engineCall: () => {},
+        inputDropped: (seconds) => void dropped.push(seconds),
+      },
+    });
+    const chunk = () => speech(40); // 100 ms hold 2.5 chunks
+
+    // Recognition is stuck: the third chunk on is dropped.
+    const held = vad.hold();
+    for (let i = 0; i < 5; i++) pipeline.pushAudio(chunk());
+    await held;
+    expect(dropped).toHaveLength(3);
+    // Recognition took the first chunk: there is room for one more, then drops again.
+    for (let i = 0; i < 3; i++) pipeline.pushAudio(chunk());
+    expect(dropped).toHaveLength(5);
+
+    // Recognition catches up; everything queued is recognised.
+    vad.release();
+    pipeline.finalize();
+    const firstEpisode = await collect(pipeline, (evs) => finals(evs, "original").length > 0);
+    expect(firstEpisode.filter((e) => e.type === "error")).toHaveLength(1);
+
+    // A new episode.
+    vad.hold();
+    for (let i = 0; i < 5; i++) pipeline.pushAudio(chunk());
+    expect(dropped).toHaveLength(8);
+    vad.release();
+    await pipeline.close();
+    const rest = await collect(pipeline, () => false);
+    const errors = [...firstEpisode, ...rest].filter((e) => e.type === "error");
+    expect(errors).toEqual([
+      {
+        type: "error",
+        message: "the server is falling behind this session's audio; audio is being dropped",
+        fatal: false,
+      },
+      {
+        type: "error",
+        message: "the server is falling behind this session's audio; audio is being dropped",
+        fatal: false,
+      },
+    ]);
+    expect(rest.filter((e) => e.type === "error")).toHaveLength(1);
   });
 
   it("silence alone produces no events", async () => {

@@ -4,15 +4,18 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
 import { InsufficientBalanceError } from "../../db/billing.js";
+import { ActiveJobsLimitError } from "../../db/jobs.js";
+import { StorageQuotaError } from "../../db/uploads.js";
 import type { Database, JobRecord, NewJob, UploadRecord } from "../../db/types.js";
-import { costOf, formatUsd } from "../../dubbing/pricing.js";
+import { creationHold, formatUsd, type CreationHold } from "../../dubbing/pricing.js";
 import { UPLOAD_SOURCE_SCHEME } from "../../dubbing/source.js";
 import { toSrt, toWebVtt } from "../../dubbing/subtitles.js";
-import { uploadDurationSec } from "../../dubbing/upload-duration.js";
+import { uploadDurationSec, urlDurationSec } from "../../dubbing/upload-duration.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode } from "../../engines/types.js";
 import {
   DUBBING_LANGUAGES,
+  dubbingAutoSource,
   isDubbingLanguage,
   parseLanguageTag,
   translatableSources,
@@ -42,7 +45,6 @@ const UPLOAD_TYPES = [
   "audio/ogg",
   "audio/mp4",
 ] as const;
-const UPLOAD_URL_TTL_SEC = 3600;
 const OUTPUT_URL_TTL_SEC = 48 * 3600;
 
 export interface DubbingRouteOptions {
@@ -55,8 +57,19 @@ export interface DubbingRouteOptions {
   readonly maxDurationSec: number;
   /** Where S3 uploads are copied to be probed at job creation. */
   readonly workDir: string;
+  /** Jobs one account may have pending or running. */
+  readonly jobsPerAccount: number;
+  /** How long creation may spend reading a `source_url`'s duration, and whether it may be private. */
+  readonly sourceProbeMs: number;
+  readonly allowPrivateSources: boolean;
   /** The per-account limit shared with room sessions. */
   readonly rateLimit: AccountRateLimit;
+  /** Upload URL lifetime, per-account storage quota and how long results are kept. */
+  readonly retention: {
+    readonly uploadUrlTtlSec: number;
+    readonly quotaBytes: number;
+    readonly resultRetentionMs: number;
+  };
 }
 
 /** Path of the `source_url` handed out for an upload (`<public base>/api/dubbing/uploads/<id>`). */
@@ -181,8 +194,20 @@ const jobStatus = z.object({
   progress: z.object({ stage: z.string(), stage_name: z.string(), percent: z.number() }).nullable(),
   input_duration_sec: z.number().nullable(),
   cost_usd: z.number().nullable(),
-  output_url: z.string().nullable().describe("Completed jobs: the dubbed file, valid 48 hours"),
+  output_url: z
+    .string()
+    .nullable()
+    .describe("Completed jobs: the dubbed file, valid 48 hours (less when its retention ends sooner)"),
   output_expires_at: z.string().nullable(),
+  output_retained_until: z
+    .string()
+    .nullable()
+    .describe(
+      "Beyond the spec: completed jobs: when the result is deleted (RESULT_RETENTION_SEC after completion)",
+    ),
+  output_expired: z
+    .boolean()
+    .describe("Beyond the spec: the result was deleted (output_url is then null and /result answers 404)"),
   created_at: z.string(),
   updated_at: z.string(),
   voice: z.string().describe('Beyond the spec: "auto", "female", "male" or a voice id'),
@@ -215,7 +240,7 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
         summary: "A presigned URL to PUT a video (or audio) file to, and the source_url a job names",
         security: BEARER,
         body: uploadUrlRequest,
-        response: { 200: uploadUrlResponse, ...errorResponses(400, 401, 403, 429) },
+        response: { 200: uploadUrlResponse, ...errorResponses(400, 401, 402, 403, 429) },
       },
       preValidation: dubbingAccount,
     },
@@ -223,27 +248,48 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
       const account = accountOf(request);
       const body = request.body;
       await options.rateLimit(request, account);
+      // Storing a file is only useful for a job, which needs a positive balance too.
+      await accounts.requireBalance(account);
       const id = randomUUID();
       const objectKey = `uploads/${id}`;
+      const ttlSec = options.retention.uploadUrlTtlSec;
+      // The row outlives the URL by up to a second (the URL's expiry is rounded down to a second).
+      const expiresAt = new Date((Math.floor(Date.now() / 1000) + ttlSec + 1) * 1000);
+      let maxBytes: number;
+      try {
+        ({ maxBytes } = await db.uploads.create({
+          id,
+          accountId: account.id,
+          objectKey,
+          contentType: body.content_type,
+          filename: body.filename,
+          expiresAt,
+          maxBytes: options.maxFileBytes,
+          quotaBytes: options.retention.quotaBytes,
+          sizesRecorded: store.kind === "local",
+        }));
+      } catch (error) {
+        if (!(error instanceof StorageQuotaError)) throw error;
+        throw new ApiError(
+          403,
+          "storage_quota_exceeded",
+          `the account's uploads already hold ${error.usedBytes} of its ${error.quotaBytes}-byte storage quota ` +
+            "(an upload counts the size its URL allows until the file is stored, and is deleted once its " +
+            "jobs have finished or its URL expired unused); try again once they are",
+        );
+      }
       const upload = await store.presignUpload(objectKey, {
         contentType: body.content_type,
-        maxBytes: options.maxFileBytes,
-        expiresInSec: UPLOAD_URL_TTL_SEC,
-      });
-      await db.uploads.create({
-        id,
-        accountId: account.id,
-        objectKey,
-        contentType: body.content_type,
-        filename: body.filename,
-        expiresAt: upload.expiresAt,
+        maxBytes,
+        expiresInSec: ttlSec,
       });
       return {
         upload_url: upload.url,
         source_url: `${options.publicBaseUrl(request)}${UPLOAD_SOURCE_PATH}${id}`,
         upload_id: id,
-        max_file_size_bytes: options.maxFileBytes,
-        expires_in_sec: UPLOAD_URL_TTL_SEC,
+        // What this URL accepts: the file size limit, or less when the storage quota leaves less.
+        max_file_size_bytes: maxBytes,
+        expires_in_sec: ttlSec,
         // Beyond the spec: the headers the PUT must carry.
         upload_headers: upload.headers,
       };
@@ -299,7 +345,7 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
         targetLang: body.target_lang,
         voice: body.voice ?? DEFAULT_VOICE_TYPES.dubbing,
         idempotencyKey,
-        ...(upload && (await reservationFor(upload))),
+        reservation: await reservationFor(sourceUrl, upload),
       });
       reply.code(created ? 201 : 200);
       return {
@@ -357,33 +403,79 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
     if (!upload || upload.accountId !== accountId) {
       throw new ApiError(400, "invalid_url", `source_url names no upload of this account (${id})`);
     }
+    if (upload.deletedAt) throw uploadDeleted(id);
     return { sourceUrl: `${UPLOAD_SOURCE_SCHEME}${id}`, upload };
   }
 
-  /**
-   * An upload's price is known at creation: the job is created holding it (or refused with 402).
-   * None when the upload cannot be read as media or is over the length limit: its worker then
-   * fails the job with the spec's code.
-   */
-  async function reservationFor(upload: UploadRecord): Promise<Pick<NewJob, "reservation">> {
-    const durationSec = await uploadDurationSec(store, upload.objectKey, {
-      maxBytes: options.maxFileBytes,
-      tempDir: options.workDir,
-    });
-    if (durationSec === undefined || durationSec > options.maxDurationSec) return {};
-    return { reservation: { costUsd: costOf(durationSec), inputDurationSec: durationSec } };
+  function uploadDeleted(id: string): ApiError {
+    return new ApiError(
+      400,
+      "invalid_url",
+      `upload ${id} has been deleted (an upload is kept until the jobs naming it have finished, or ` +
+        "until its URL expired if no job named it); upload the file again",
+    );
   }
 
-  async function createJob(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+  /**
+   * A job naming an upload counts as a naming of it before it is inserted, so retention keeps the
+   * upload until the job has finished; the naming is undone when no job was created after all.
+   */
+  async function createJob(...args: Parameters<typeof insertJob>): ReturnType<typeof insertJob> {
+    const [job] = args;
+    if (!job.sourceUrl.startsWith(UPLOAD_SOURCE_SCHEME)) return insertJob(...args);
+    const uploadId = job.sourceUrl.slice(UPLOAD_SOURCE_SCHEME.length);
+    if (!(await db.uploads.name(uploadId))) throw uploadDeleted(uploadId);
+    let created = false;
     try {
-      return await db.jobs.create(job);
+      const result = await insertJob(...args);
+      created = result.created;
+      return result;
+    } finally {
+      if (!created) await db.uploads.unname(uploadId);
+    }
+  }
+
+  /**
+   * What the job holds from its creation (`creationHold`): the source's duration is read first, an
+   * upload's where it is stored, a URL's over HTTP within `sourceProbeMs`.
+   */
+  async function reservationFor(sourceUrl: string, upload: UploadRecord | undefined): Promise<CreationHold> {
+    const durationSec = upload
+      ? await uploadDurationSec(store, upload.objectKey, {
+          maxBytes: options.maxFileBytes,
+          tempDir: options.workDir,
+        })
+      : await urlDurationSec(sourceUrl, {
+          allowPrivate: options.allowPrivateSources,
+          timeoutMs: options.sourceProbeMs,
+        });
+    return creationHold(durationSec, options.maxDurationSec);
+  }
+
+  async function insertJob(job: NewJob): Promise<{ job: JobRecord; created: boolean }> {
+    try {
+      return await db.jobs.create(job, { maxActiveJobs: options.jobsPerAccount });
     } catch (error) {
+      if (error instanceof ActiveJobsLimitError) {
+        throw new ApiError(
+          429,
+          "rate_limited",
+          `the account already has ${error.limit} dubbing jobs pending or running, the most it may have; ` +
+            "create more once some have finished",
+        );
+      }
       if (!(error instanceof InsufficientBalanceError)) throw error;
+      const durationSec = job.reservation?.inputDurationSec;
+      const what =
+        durationSec === undefined
+          ? `this source's duration could not be read at creation (or is over the ${options.maxDurationSec} s limit), ` +
+            `so the job must hold the price of the longest accepted input, ${formatUsd(error.requiredUsd)}`
+          : `dubbing this ${durationSec.toFixed(1)} s source costs ${formatUsd(error.requiredUsd)}`;
       throw new ApiError(
         402,
         "insufficient_balance",
-        `dubbing this ${job.reservation!.inputDurationSec.toFixed(1)} s upload costs ${formatUsd(error.requiredUsd)}; ` +
-          `the account has ${formatUsd(error.availableUsd)} available (its balance less what its unfinished jobs hold)`,
+        `${what}; the account has ${formatUsd(error.availableUsd)} available (its balance less what its ` +
+          "unfinished jobs hold)",
       );
     }
   }
@@ -410,7 +502,8 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
     },
     async (request) => {
       const job = await ownJob(request);
-      const output = job.status === "completed" ? await presignResult(job) : undefined;
+      const output =
+        job.status === "completed" && !job.outputExpiredAt ? await presignResult(job) : undefined;
       return {
         job_id: job.id,
         status: job.status,
@@ -428,6 +521,8 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
         cost_usd: job.costUsd,
         output_url: output?.url ?? null,
         output_expires_at: output?.expiresAt.toISOString() ?? null,
+        output_retained_until: job.status === "completed" ? retainedUntil(job).toISOString() : null,
+        output_expired: job.outputExpiredAt !== null,
         created_at: job.createdAt.toISOString(),
         updated_at: job.updatedAt.toISOString(),
         // Beyond the spec: the voice asked for, what was heard and said (and by whom), and where the
@@ -478,6 +573,14 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
           `job ${job.id} is ${job.status}; the result exists once it is completed`,
         );
       }
+      if (job.outputExpiredAt) {
+        throw new ApiError(
+          404,
+          "result_expired",
+          `the result of job ${job.id} was deleted on ${job.outputExpiredAt.toISOString()}: results are kept ` +
+            `${formatDuration(options.retention.resultRetentionMs)} after the job completed`,
+        );
+      }
       const output = await presignResult(job);
       return { job_id: job.id, download_url: output.url, expires_at: output.expiresAt.toISOString() };
     },
@@ -496,7 +599,16 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
         security: BEARER,
         params: jobParams,
         querystring: subtitlesQuery,
-        response: errorResponses(400, 401, 403, 404),
+        response: {
+          200: {
+            description: "The subtitles as text: WebVTT (format=vtt) or SubRip (format=srt)",
+            content: {
+              "text/vtt": { schema: z.string().describe("WebVTT (format=vtt)") },
+              "application/x-subrip": { schema: z.string().describe("SubRip (format=srt)") },
+            },
+          },
+          ...errorResponses(400, 401, 403, 404),
+        },
       },
       config: { validationError: { message: () => "track=original|translated and format=srt|vtt" } },
       preValidation: loadOwnJob,
@@ -511,26 +623,34 @@ export async function dubbingRoutes(app: FastifyInstance, options: DubbingRouteO
     },
   );
 
+  /** When retention deletes a completed job's result (a completed job is never written again). */
+  function retainedUntil(job: JobRecord): Date {
+    return new Date(job.updatedAt.getTime() + options.retention.resultRetentionMs);
+  }
+
   async function presignResult(job: JobRecord) {
     const extension = job.outputKind === "audio" ? "mp3" : "mp4";
+    // Never valid past the result's deletion (at least a second, which presigning needs).
+    const retainedSec = Math.floor((retainedUntil(job).getTime() - Date.now()) / 1000);
     return store.presignDownload(job.outputKey!, {
-      expiresInSec: OUTPUT_URL_TTL_SEC,
+      expiresInSec: Math.max(1, Math.min(OUTPUT_URL_TTL_SEC, retainedSec)),
       downloadName: `dubbed-${job.targetLang}-${job.id}.${extension}`,
     });
   }
 }
 
 /**
- * The configured engines must serve the pair; the error names the missing part. "auto" needs a
- * recogniser that identifies languages: without one it would silently mean whichever language the
- * recognisers happen to know, so it is refused, naming the source languages that work.
+ * The configured engines must serve the pair; the error names the missing part. "auto" is checked
+ * as what it means with these engines (`dubbingAutoSource`): identification, or the one language
+ * the recognisers know; with several and no identifier it is refused, naming the languages that work.
  */
 function checkServable(
   registry: EngineRegistry,
-  source: LanguageCode | "auto",
+  requested: LanguageCode | "auto",
   target: LanguageCode,
   defaulted: boolean,
 ): void {
+  const source = requested === "auto" ? (dubbingAutoSource(registry) ?? "auto") : requested;
   const requirements: Requirement[] = [
     ...(source === "auto" ? [] : [{ kind: "recognition", language: source } as const]),
     { kind: "voice", language: target },
@@ -561,9 +681,27 @@ function unservableMessage(
   const named = translatableSources(registry, target).filter(isDubbingLanguage);
   return (
     `source_lang "auto"${defaulted ? " (the default when source_lang is omitted)" : ""} needs a recogniser ` +
-    "that identifies languages, and the configured engines have none; name the spoken language instead" +
+    "that identifies languages when the configured recognisers know several languages " +
+    `(${problem.available.join(", ")}), and none identifies; name the spoken language instead` +
     (named.length > 0 ? ` (source_lang ${named.map((l) => `"${l}"`).join(" or ")})` : "")
   );
+}
+
+/** "30 days", "36 hours", "90 seconds": the largest unit that divides the duration. */
+function formatDuration(ms: number): string {
+  const seconds = Math.round(ms / 1000);
+  for (const [unit, size] of [
+    ["day", 86_400],
+    ["hour", 3600],
+    ["minute", 60],
+  ] as const) {
+    if (seconds >= size && seconds % size === 0) return plural(seconds / size, unit);
+  }
+  return plural(seconds, "second");
+}
+
+function plural(count: number, unit: string): string {
+  return `${count} ${unit}${count === 1 ? "" : "s"}`;
 }
 
 declare module "fastify" {

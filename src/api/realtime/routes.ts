@@ -7,12 +7,13 @@ import { servedDubbingLanguages } from "../../languages.js";
 import { listVoices } from "../../voices/library.js";
 import { ApiError, errorBody, type ValidationErrorMapping } from "../errors.js";
 import { BEARER, DOCUMENTED_WEBSOCKET, errorResponses } from "../openapi.js";
-import { serveSessionSocket, type SessionObserver } from "./socket.js";
+import { serveSessionSocket, type SessionObserver, type SessionTimeouts } from "./socket.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import {
   SESSION_PARAMETERS,
   MAX_CONTEXT_LENGTH,
   MAX_PARAMETER_CHARS,
+  characterCount,
   modelNameOrDefault,
 } from "./session-params.js";
 import type { CreateRefusal, RealtimeSessions } from "./sessions.js";
@@ -25,9 +26,17 @@ export interface RealtimeRouteOptions {
   readonly workerId: string;
   readonly modelVersionId: (modelName: string) => string;
   readonly observer?: SessionObserver;
+  readonly timeouts: SessionTimeouts;
 }
 
 export const SESSION_SOCKET_PATH = "/v1/ws";
+
+/**
+ * What `GET /v1/session` may take beyond the service's bound on a request's line and headers:
+ * `context` at its longest in any script, 2,000 characters of up to 4 UTF-8 bytes, each byte
+ * percent-encoded as 3 characters.
+ */
+export const CONTEXT_QUERY_BYTES = MAX_CONTEXT_LENGTH * 4 * 3;
 
 /** `GET /v1/session`, the session WebSocket, `GET /v1/voices` and `GET /v1/languages`. */
 export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRouteOptions): Promise<void> {
@@ -46,7 +55,7 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
         querystring: sessionQuery,
         response: { 200: sessionResponse, ...errorResponses(400, 401, 402, 403, 429, 503) },
       },
-      config: { validationError: sessionQueryErrors },
+      config: { validationError: sessionQueryErrors, extraHeaderBytes: CONTEXT_QUERY_BYTES },
       preValidation: authenticated(accounts, "realtime"),
     },
     async (request) => {
@@ -103,6 +112,11 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
         const pending = typeof token === "string" ? await sessions.claim(token) : undefined;
         if (!pending) return reply.code(401).send(errorBody("unauthorized", INVALID_SESSION_URL));
         request.pendingSession = pending;
+        // The account's slot is freed when the session ends, or with the connection should the
+        // upgrade never complete (the client went away): freeing it twice is harmless.
+        request.raw.socket.once("close", () =>
+          sessions.unreserve({ id: pending.sessionId, accountId: pending.accountId }),
+        );
       },
     },
     (socket, request) => {
@@ -110,6 +124,7 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
         registry,
         sessions,
         workerId: options.workerId,
+        timeouts: options.timeouts,
         log: request.log,
         ...(options.observer ? { observer: options.observer } : {}),
       });
@@ -177,9 +192,19 @@ const voicesQuery = z.object({
   gender: z.enum(["female", "male"], { error: 'gender must be "female" or "male"' }).optional(),
 });
 
-const INVALID_SESSION_URL = "the session URL is invalid, expired or already used; create a new session";
+const INVALID_SESSION_URL =
+  "the session URL is invalid, expired or already used, or its API key was revoked; create a new session";
 
 function refusal({ reason, retryAfterSec, limit }: CreateRefusal): ApiError {
+  if (reason === "live_limit") {
+    // No Retry-After: waiting does not help, the account has to end one of its own sessions.
+    return new ApiError(
+      429,
+      "rate_limited",
+      `this account already has ${limit} live sessions (open session sockets and rooms; the limit); ` +
+        "close one of them to start another",
+    );
+  }
   const headers = { "retry-after": String(retryAfterSec) };
   if (reason === "account_limit") {
     return new ApiError(
@@ -208,7 +233,10 @@ function refusal({ reason, retryAfterSec, limit }: CreateRefusal): ApiError {
  */
 const sessionParameter = z.preprocess(
   (value) => (Array.isArray(value) ? value.at(-1) : value),
-  z.string().max(MAX_PARAMETER_CHARS).optional(),
+  z
+    .string()
+    .refine((value) => characterCount(value) <= MAX_PARAMETER_CHARS)
+    .optional(),
 );
 const sessionQuery = z.object(
   Object.fromEntries(SESSION_PARAMETERS.map((key) => [key, sessionParameter])) as Record<
@@ -232,6 +260,6 @@ function sessionMetadata(query: z.infer<typeof sessionQuery>): Record<string, st
 
 declare module "fastify" {
   interface FastifyRequest {
-    pendingSession?: import("./sessions.js").PendingSession;
+    pendingSession?: import("./sessions.js").ClaimedSession;
   }
 }

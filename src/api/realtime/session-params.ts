@@ -22,6 +22,15 @@ const MAX_LABEL_LENGTH = 200;
  */
 export const MAX_PARAMETER_CHARS = 2 * MAX_CONTEXT_LENGTH;
 
+/**
+ * The length of a text as every limit here counts it: in characters, that is Unicode code points,
+ * so an emoji or a CJK Extension B ideograph is one character like any other (JavaScript's
+ * `length` counts it as two UTF-16 units).
+ */
+export function characterCount(value: string): number {
+  return [...value].length;
+}
+
 /** The query parameters a session reads (the spec's list); others are not kept. */
 export const SESSION_PARAMETERS = [
   "sourceLanguage",
@@ -102,8 +111,9 @@ export function primaryLanguage(key: string, value: string): LanguageCode {
 }
 
 export function checkContext(value: string): string {
-  if (value.length > MAX_CONTEXT_LENGTH) {
-    reject(`context is ${value.length} characters long; the limit is ${MAX_CONTEXT_LENGTH}`);
+  const length = characterCount(value);
+  if (length > MAX_CONTEXT_LENGTH) {
+    reject(`context is ${length} characters long; the limit is ${MAX_CONTEXT_LENGTH}`);
   }
   return value;
 }
@@ -167,8 +177,8 @@ function rejectUnservable(
 }
 
 function label(key: string, value: string | undefined): string | undefined {
-  if (value !== undefined && value.length > MAX_LABEL_LENGTH) {
-    reject(`${key} is ${value.length} characters long; the limit is ${MAX_LABEL_LENGTH}`);
+  if (value !== undefined && characterCount(value) > MAX_LABEL_LENGTH) {
+    reject(`${key} is ${characterCount(value)} characters long; the limit is ${MAX_LABEL_LENGTH}`);
   }
   return value;
 }
@@ -214,9 +224,8 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
     reject("sourceLanguage=auto cannot be combined with twoWay=true; name both languages");
   if (m.voiceId === "auto" && mode === "tts")
     reject("voiceId=auto matches voices to speakers, and mode=tts has none; pass a numeric voiceId");
-  if (twoWay && (m.sourceLanguage === undefined || m.targetLanguage === undefined))
-    reject("twoWay=true needs both sourceLanguage and targetLanguage: the two languages of the conversation");
 
+  // The spec's defaults (en, es) apply in two-way sessions too: the pair is then English–Spanish.
   const sourceLanguage = sourceIsAuto ? "auto" : primaryLanguage("sourceLanguage", m.sourceLanguage ?? "en");
   // Hints are read only with "auto" (the spec), as primary subtags without repeats.
   const languageHints =

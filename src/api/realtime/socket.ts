@@ -13,6 +13,7 @@ import { Pcm16Input, SocketWire, toBuffer } from "../../wire/socket-wire.js";
 import { transcriptMessage } from "../../wire/transcript-message.js";
 import {
   checkContext,
+  characterCount,
   checkVoiceOutput,
   planSession,
   primaryLanguage,
@@ -20,7 +21,8 @@ import {
   validationMessage,
   type SessionPlan,
 } from "./session-params.js";
-import type { PendingSession, RealtimeSessions } from "./sessions.js";
+import { CLOSE_CODES } from "../../sessions/capacity.js";
+import type { ClaimedSession, RealtimeSessions } from "./sessions.js";
 
 /**
  * The WebSocket adapter: translates wire frames to pipeline calls and pipeline events to wire
@@ -34,10 +36,18 @@ export interface SocketDeps {
   readonly log: FastifyBaseLogger;
   /** The service's metrics: how sessions end, and the pipeline's timings. */
   readonly observer?: SessionObserver;
+  /** A session with no audio and no message for `idleMs` is closed (4408); any session after `maxDurationMs` (4409). */
+  readonly timeouts: SessionTimeouts;
+}
+
+export interface SessionTimeouts {
+  readonly idleMs: number;
+  readonly maxDurationMs: number;
 }
 
 export interface SessionObserver {
-  closed(code: number): void;
+  /** `by`: which side closed; `code`: the close code that side sent (any number a client chooses). */
+  closed(code: number, by: "server" | "client"): void;
   readonly pipeline: PipelineObserver;
 }
 
@@ -51,15 +61,40 @@ export const MAX_PENDING_SPEAKS = 64;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
-export function serveSessionSocket(socket: WebSocket, pending: PendingSession, socketDeps: SocketDeps): void {
+export function serveSessionSocket(socket: WebSocket, pending: ClaimedSession, socketDeps: SocketDeps): void {
   // Every log line of the session names it.
   const deps = { ...socketDeps, log: socketDeps.log.child({ session: pending.sessionId }) };
   const { sessions, registry, log } = deps;
-  socket.once("close", (code: number) => deps.observer?.closed(code));
-  let ended = false;
   const wire = new SocketWire(socket, () => sessions.audioDropped());
-  const live = { close: (code: number, reason: string) => wire.close(code, reason) };
+  // ws closes the socket itself when a client breaks the protocol (1009: message too big, ...).
+  let protocolCode: number | undefined;
+  socket.on("error", (error) => {
+    if ((error as { code?: string }).code?.startsWith("WS_ERR_")) protocolCode = wsStatusCode(error);
+  });
+  socket.once("close", (code: number) => {
+    const serverCode = wire.closeCode ?? protocolCode;
+    deps.observer?.closed(serverCode ?? code, serverCode === undefined ? "client" : "server");
+  });
+  let ended = false;
+  const live = {
+    id: pending.sessionId,
+    accountId: pending.accountId,
+    close(code: number, reason: string, message?: string) {
+      if (message !== undefined) wire.error(message);
+      wire.close(code, reason);
+    },
+  };
+  if (!pending.withinAccountBound) {
+    live.close(
+      CLOSE_CODES.accountLimit,
+      "account session limit reached",
+      `this account already has ${sessions.perAccount} live sessions (open session sockets and rooms; ` +
+        "the limit); close one of them, then create a new session",
+    );
+    return;
+  }
   if (!sessions.open(live)) {
+    sessions.ended(live);
     wire.close(4503, "no capacity on this server; create a new session");
     return;
   }
@@ -73,11 +108,41 @@ export function serveSessionSocket(socket: WebSocket, pending: PendingSession, s
     return;
   }
   const plan = planned.plan;
+  const { idleMs, maxDurationMs } = deps.timeouts;
+  // Only the client's audio and messages count as activity (not pings: client libraries send
+  // those by themselves), and speech still being rendered for a tts session's speaks.
+  let activity = 0;
+  const idle = setTimeout(function closeIfIdle() {
+    const seen = activity;
+    // Decided after the I/O phase: what a client sent while the process was busy is read first.
+    setImmediate(() => {
+      if (activity !== seen) return;
+      if (handler.busy) return void idle.refresh();
+      live.close(
+        CLOSE_CODES.idle,
+        "idle",
+        `no audio and no message for ${idleMs / 1000} s; the session is closed (create a new one to continue)`,
+      );
+    });
+  }, idleMs);
+  const maxDuration = setTimeout(
+    () =>
+      live.close(
+        CLOSE_CODES.maxDuration,
+        "maximum session length",
+        `the session reached its maximum length of ${maxDurationMs / 1000} s; create a new session to continue`,
+      ),
+    maxDurationMs,
+  );
   const handler =
-    plan.mode === "tts" ? new TextToSpeechSession(plan, deps, wire) : new SpeechSession(plan, deps, wire);
+    plan.mode === "tts"
+      ? new TextToSpeechSession(plan, deps, wire, () => idle.refresh())
+      : new SpeechSession(plan, deps, wire);
   if (plan.mode === "tts") wire.send({ type: "ready", mode: "tts" });
 
   socket.on("message", (data: RawData, isBinary: boolean) => {
+    activity++;
+    idle.refresh();
     try {
       const bytes = toBuffer(data);
       if (isBinary) {
@@ -117,6 +182,8 @@ export function serveSessionSocket(socket: WebSocket, pending: PendingSession, s
   const finish = () => {
     if (ended) return;
     ended = true;
+    clearTimeout(idle);
+    clearTimeout(maxDuration);
     sessions.ended(live);
     void handler.close();
   };
@@ -127,7 +194,19 @@ export function serveSessionSocket(socket: WebSocket, pending: PendingSession, s
   });
 }
 
+/**
+ * The close code ws sent for a protocol violation: ws keeps it on the error under its
+ * `status-code` symbol; 1002 (protocol error) if that ever changes.
+ */
+function wsStatusCode(error: Error): number {
+  const symbol = Object.getOwnPropertySymbols(error).find((key) => key.description === "status-code");
+  const code = symbol && (error as unknown as Record<symbol, unknown>)[symbol];
+  return typeof code === "number" ? code : 1002;
+}
+
 interface ModeHandler {
+  /** Work the client is waiting for without sending anything (a tts session's speaks): not idle. */
+  readonly busy: boolean;
   onAudio(bytes: Buffer): void;
   onMessage(type: string, message: Record<string, unknown>): void;
   close(): Promise<void>;
@@ -158,6 +237,7 @@ function acknowledge(
 }
 
 class SpeechSession implements ModeHandler {
+  readonly busy = false;
   private readonly pipeline: TranslationPipeline;
   private readonly input: Pcm16Input;
 
@@ -264,9 +344,15 @@ class TextToSpeechSession implements ModeHandler {
     plan: SessionPlan,
     private readonly deps: SocketDeps,
     private readonly wire: SocketWire,
+    /** Told when a speak's speech is done: the idle period starts again. */
+    private readonly onSpoken: () => void,
   ) {
     this.voice = plan.voice;
     this.language = plan.targetLanguage;
+  }
+
+  get busy(): boolean {
+    return this.pending > 0;
   }
 
   onAudio(): void {
@@ -336,8 +422,9 @@ class TextToSpeechSession implements ModeHandler {
     const refuse = (problem: string) => this.wire.error(problem, correlationId);
     if (typeof text !== "string" || text.trim() === "")
       return refuse('speak needs "text": a non-empty string');
-    if (text.length > MAX_SPEAK_CHARS) {
-      return refuse(`speak text is ${text.length} characters long; the limit is ${MAX_SPEAK_CHARS}`);
+    const length = characterCount(text);
+    if (length > MAX_SPEAK_CHARS) {
+      return refuse(`speak text is ${length} characters long; the limit is ${MAX_SPEAK_CHARS}`);
     }
     // Checked before the voice or language is applied: a refused speak changes nothing.
     if (this.pending >= MAX_PENDING_SPEAKS) {
@@ -368,5 +455,6 @@ class TextToSpeechSession implements ModeHandler {
         this.wire.error(`speech synthesis failed: ${(error as Error).message}`, correlationId);
     }
     this.wire.send({ type: "speech_end" });
+    this.onSpoken();
   }
 }

@@ -73,8 +73,11 @@ export class Decoder {
     if ((await this.native.endUtterance(this.handle)) < 0) throw new Error("PocketSphinx: ps_end_utt failed");
   }
 
-  /** Best hypothesis so far (or final after `end`), with its word segmentation. */
-  async result(): Promise<DecoderResult> {
+  /**
+   * Best hypothesis so far (or final after `end`), with its word segmentation; `posteriors` only after
+   * `end` (a partial search has no lattice to compute them from).
+   */
+  async result(posteriors = false): Promise<DecoderResult> {
     this.assertLive();
     const hyp = await this.native.hypothesis(this.handle);
     const segments: Segment[] = [];
@@ -82,7 +85,13 @@ export class Decoder {
     try {
       while (segment !== null) {
         const [startFrame, endFrame] = this.native.segmentFrames(segment);
-        segments.push({ word: this.native.segmentWord(segment), startFrame, endFrame });
+        const word = this.native.segmentWord(segment);
+        segments.push({
+          word,
+          startFrame,
+          endFrame,
+          ...(posteriors ? { posterior: this.native.segmentPosterior(this.handle, segment) } : {}),
+        });
         // ps_seg_next frees the iterator when it reaches the end.
         segment = this.native.segmentNext(segment);
       }

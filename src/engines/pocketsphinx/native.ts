@@ -68,6 +68,11 @@ export interface PocketSphinxNative {
   segmentWord(segment: Pointer): string;
   segmentFrames(segment: Pointer): [number, number];
   segmentFree(segment: Pointer): void;
+  /**
+   * The segment's posterior probability (0-1) from the final lattice (`-bestpath yes`); 1 when the
+   * search kept no lattice (partial results, `-bestpath no`), so it can only raise a mean.
+   */
+  segmentPosterior(decoder: Pointer, segment: Pointer): number;
   /** Null when the mirrored `feat_t` layout does not check out against the library. */
   cmnState(decoder: Pointer): CmnState | null;
   getCmnMean(state: CmnState): Float32Array;
@@ -137,6 +142,11 @@ function bind(): PocketSphinxNative {
   const psSegWord = pocketsphinx.func("const char *ps_seg_word(void *seg)");
   const psSegFrames = pocketsphinx.func("void ps_seg_frames(void *seg, int *out_sf, int *out_ef)");
   const psSegFree = pocketsphinx.func("void ps_seg_free(void *seg)");
+  const psSegProb = pocketsphinx.func(
+    "int32_t ps_seg_prob(void *seg, int32_t *out_ascr, int32_t *out_lscr, int32_t *out_lback)",
+  );
+  const psGetLogmath = pocketsphinx.func("void *ps_get_logmath(void *ps)");
+  const logmathExp = sphinxbase.func("double logmath_exp(void *lmath, int logb_p)");
 
   // Logging is process-global in sphinxbase. Disabling it once here replaces `-logfn /dev/null`: with
   // `-logfn`, every ps_init reopens the log file and fclose()s the previous FILE, which races with
@@ -199,6 +209,12 @@ function bind(): PocketSphinxNative {
     },
     segmentFree(segment) {
       psSegFree(segment);
+    },
+    segmentPosterior(decoder, segment) {
+      // The scores are written through these pointers (they are not optional).
+      const scores = [new Int32Array(1), new Int32Array(1), new Int32Array(1)];
+      const logPosterior = Number(psSegProb(segment, ...scores));
+      return Math.min(1, Number(logmathExp(psGetLogmath(decoder), logPosterior)));
     },
     cmnState(decoder) {
       const feat = asPointer(psGetFeat(decoder));

@@ -37,7 +37,7 @@ export class PocketSphinxStream extends AsrStreamBase {
   protected async conclude(): Promise<Hypothesis> {
     try {
       await this.decoder.end();
-      const { hyp, segments } = await this.decoder.result();
+      const { hyp, segments } = await this.decoder.result(true);
       this.giveBack(true);
       return toHypothesis(hyp, segments, this.durationMs());
     } catch (error) {

@@ -8,6 +8,8 @@ export interface Segment {
   readonly word: string;
   readonly startFrame: number;
   readonly endFrame: number;
+  /** Posterior probability of the word (0-1); 1 where the search kept no lattice. */
+  readonly posterior?: number;
 }
 
 /**
@@ -62,5 +64,12 @@ export function toHypothesis(
 ): Hypothesis {
   const words = segmentsToWords(segments, durationMs);
   if (words.length === 0) return { text: cleanText(hyp), words };
-  return { text: words.map((w) => w.word).join(" "), words };
+  return { text: words.map((w) => w.word).join(" "), words, ...confidenceOf(segments) };
+}
+
+/** The mean posterior of the words (not fillers), when the decoder reported posteriors. */
+function confidenceOf(segments: readonly Segment[]): { confidence?: number } {
+  const posteriors = segments.filter((s) => !isFiller(s.word)).map((s) => s.posterior);
+  if (posteriors.length === 0 || posteriors.some((p) => p === undefined)) return {};
+  return { confidence: posteriors.reduce((sum: number, p) => sum + p!, 0) / posteriors.length };
 }

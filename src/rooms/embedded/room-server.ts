@@ -6,13 +6,21 @@ import { Channel } from "../../pipeline/channel.js";
 import { errorBody } from "../../wire/error-body.js";
 import { Pcm16Input, SocketWire } from "../../wire/socket-wire.js";
 import { mintRoomToken, verifyRoomToken, type RoomTokenKeys } from "../tokens.js";
-import type { RoomAccess, RoomBackend, RoomConnection, RoomEvent } from "../types.js";
+import {
+  TRANSLATION_TRACK_NAME,
+  TRANSLATOR_IDENTITY,
+  type RoomAccess,
+  type RoomBackend,
+  type RoomConnection,
+  type RoomEvent,
+} from "../types.js";
 
 /**
  * The embedded room server: media rooms inside this process, so rooms work with no other service.
  * A client opens `ws(s)://<service>/rooms/<room_name>?access_token=<LiveKit-format JWT>`, sends
  * PCM16 16 kHz mono binary frames, and receives the translator's speech (float32 24 kHz binary
- * frames) and JSON events: transcripts and participant joins/leaves.
+ * frames) and JSON events: transcripts and participant joins/leaves. The translator is no
+ * participant here, but is named as on LiveKit (identity and track) in each `joined` event.
  */
 
 export const ROOMS_PATH = "/rooms";
@@ -35,7 +43,7 @@ interface Participant {
 
 class EmbeddedRoom {
   readonly participants = new Map<string, Participant>();
-  translator: { events: Channel<RoomEvent> } | undefined;
+  translator: { readonly events: Channel<RoomEvent>; readonly speaks: boolean } | undefined;
 
   constructor(readonly name: string) {}
 
@@ -72,11 +80,11 @@ export class EmbeddedRoomServer implements RoomBackend {
     };
   }
 
-  async joinAsTranslator(roomName: string): Promise<RoomConnection> {
+  async joinAsTranslator(roomName: string, options = { speaks: true }): Promise<RoomConnection> {
     const room = this.rooms.get(roomName);
     if (!room) throw new Error(`room ${roomName} does not exist`);
     const events = new Channel<RoomEvent>();
-    const translator = { events };
+    const translator = { events, speaks: options.speaks };
     room.translator = translator;
     return {
       events,
@@ -179,7 +187,16 @@ export class EmbeddedRoomServer implements RoomBackend {
     const participant: Participant = { identity, wire };
     const others = [...room.participants.keys()].filter((other) => other !== identity);
     room.participants.set(identity, participant);
-    wire.send({ type: "joined", room_name: roomName, identity, participants: others });
+    const { translator } = room;
+    wire.send({
+      type: "joined",
+      room_name: roomName,
+      identity,
+      participants: others,
+      translator: translator
+        ? { identity: TRANSLATOR_IDENTITY, audio_track: translator.speaks ? TRANSLATION_TRACK_NAME : null }
+        : null,
+    });
     room.broadcast({ type: "participant_joined", identity, timestamp: Date.now() / 1000 }, identity);
     room.tell({ type: "participant_joined", identity });
 

@@ -1,6 +1,6 @@
 import { RoomServiceClient, TwirpError } from "livekit-server-sdk";
 import { mintRoomToken, type RoomTokenKeys } from "../tokens.js";
-import type { RoomAccess, RoomBackend, RoomConnection } from "../types.js";
+import { TRANSLATOR_IDENTITY, type RoomAccess, type RoomBackend, type RoomConnection } from "../types.js";
 import { connectLiveKitRoom, releaseLiveKitRuntime, type LiveKitRoomConnection } from "./connection.js";
 
 /**
@@ -24,8 +24,6 @@ export interface LiveKitOptions {
   joinTimeoutMs?: number;
 }
 
-/** Identity of the translator participant in every room. */
-export const TRANSLATOR_IDENTITY = "translator";
 /** Seconds LiveKit keeps a room once its last participant left, by default (a grace period to rejoin). */
 const DEPARTURE_TIMEOUT_SEC = 20;
 /** Seconds a room-service call may take. */
@@ -112,6 +110,7 @@ export function createLiveKitBackend(options: LiveKitOptions): RoomBackend {
       return { url: options.url, token };
     },
 
+    // Whether it speaks needs no saying: its track is published with its first speech.
     async joinAsTranslator(roomName: string): Promise<RoomConnection> {
       ensureOpen();
       const token = await mintRoomToken(keys, {

@@ -10,7 +10,7 @@ import type {
   Room,
 } from "@livekit/rtc-node";
 import { Channel } from "../../pipeline/channel.js";
-import type { RoomConnection, RoomEvent } from "../types.js";
+import { TRANSLATION_TRACK_NAME, type RoomConnection, type RoomEvent } from "../types.js";
 
 /**
  * The translator's presence in a LiveKit room, through @livekit/rtc-node (LiveKit's Rust SDK behind
@@ -20,8 +20,6 @@ import type { RoomConnection, RoomEvent } from "../types.js";
 /** The @livekit/rtc-node module (loaded with `import()`; tests may hand in stand-ins for parts). */
 export type Rtc = typeof import("@livekit/rtc-node");
 
-/** The translator's audio track: what clients subscribe to for translated speech. */
-export const TRANSLATION_TRACK_NAME = "translation";
 /** Topic of the reliable data messages carrying transcript events (JSON, UTF-8). */
 export const TRANSCRIPT_TOPIC = "transcript";
 
@@ -326,7 +324,7 @@ export class LiveKitConnection implements LiveKitRoomConnection {
   }
 
   /**
-   * Speaks `samples` (float32, 24 kHz mono) on the "translation" track, after everything passed
+   * Speaks `samples` (float32, 24 kHz mono) on the "translated-audio" track, after everything passed
    * before. Resolves once the native source has queued the audio (its queue holds about 1 s, so
    * this paces a fast producer to real time). After the connection closed it drops the audio.
    */
