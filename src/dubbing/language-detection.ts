@@ -58,7 +58,7 @@ export async function chooseSourceLanguage(
     if (winner) return winner[0];
     if (others.size > 0) {
       throw new UnsupportedLanguageError(
-        `unsupported_language: the speech was identified as ${[...others].join(", ")}, which cannot be ` +
+        `the speech was identified as ${[...others].join(", ")}, which cannot be ` +
           `dubbed into "${targetLang}" with the configured engines (possible source languages: ${candidates.join(", ")})`,
       );
     }
@@ -71,7 +71,7 @@ export async function chooseSourceLanguage(
       const confidence = pooledConfidence(heard);
       if (confidence !== undefined && confidence < MIN_CONFIDENCE) {
         throw new UnsupportedLanguageError(
-          `unsupported_language: source_lang "auto" was taken to be "${only}", the only language the ` +
+          `source_lang "auto" was taken to be "${only}", the only language the ` +
             `configured recognisers know, but the speech does not sound like it (confidence ` +
             `${confidence.toFixed(2)}, below ${MIN_CONFIDENCE}); name the spoken language in source_lang ` +
             `if this server can recognise it, or add a recogniser that identifies languages ` +

@@ -88,11 +88,10 @@ class Stopping extends Abandoned {}
 function failureOf(error: unknown): JobFailure | undefined {
   if (error instanceof JobFailure) return error;
   if (error instanceof UnsupportedFormatError) return new JobFailure("unsupported_format", error.message);
-  if (
-    error instanceof MediaTooShortError ||
-    error instanceof UnsupportedLanguageError ||
-    error instanceof MediaToolError
-  ) {
+  // The spec's failure codes are a closed list; the language problem is named in the message.
+  if (error instanceof UnsupportedLanguageError)
+    return new JobFailure("processing_failed", `unsupported_language: ${error.message}`);
+  if (error instanceof MediaTooShortError || error instanceof MediaToolError) {
     return new JobFailure("processing_failed", error.message);
   }
   return undefined;

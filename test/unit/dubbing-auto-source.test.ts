@@ -1,10 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { UnsupportedLanguageError } from "../../src/dubbing/errors.js";
-import {
-  chooseSourceLanguage,
-  pooledConfidence,
-  type Heard,
-} from "../../src/dubbing/language-detection.js";
+import { chooseSourceLanguage, pooledConfidence, type Heard } from "../../src/dubbing/language-detection.js";
 import { dubbingAutoSource, type LanguageCapabilities } from "../../src/languages.js";
 
 /** Recognisers of `languages`, one of them identifying languages when `identifier`. */
@@ -56,7 +52,7 @@ describe("chooseSourceLanguage with one candidate and no identifier", () => {
     ]);
     expect(language).toBeInstanceOf(UnsupportedLanguageError);
     expect((language as Error).message).toMatch(
-      /^unsupported_language: source_lang "auto" was taken to be "en".*confidence 0\.22, below 0\.3.*source_lang.*npx relay models pull base/,
+      /^source_lang "auto" was taken to be "en".*confidence 0\.22, below 0\.3.*source_lang.*npx relay models pull base/,
     );
   });
 
