@@ -40,6 +40,8 @@ async function benchFleet(processes: number, balance: "least_conn" | "round-robi
       UNCLAIMED_SESSIONS_PER_ACCOUNT: "1000",
       // One key opens every session of the benchmark.
       LIVE_SESSIONS_PER_ACCOUNT: "1000",
+      // Idle sessions are what the idle run measures: none is closed for idling meanwhile.
+      SESSION_IDLE_TIMEOUT_SEC: "3600",
     },
   });
   await sleep(3000); // every process has heard the others' heartbeats

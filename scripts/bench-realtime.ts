@@ -44,6 +44,8 @@ async function startService(maxSessions: number): Promise<{ child: ChildProcess;
         UNCLAIMED_SESSIONS_PER_ACCOUNT: "1000",
         // …and one key holds them all at once.
         LIVE_SESSIONS_PER_ACCOUNT: "1000",
+        // Idle sessions are what the idle run measures: none is closed for idling meanwhile.
+        SESSION_IDLE_TIMEOUT_SEC: "3600",
         DATA_DIR: "/tmp/relay-bench",
       },
       stdio: ["ignore", "inherit", "inherit"],

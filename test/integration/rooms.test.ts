@@ -315,9 +315,14 @@ describe("joining a room", () => {
       await speaker.waitFor((m) => m.type === "participant_joined" && m.identity === extra.identity);
 
       await speakAndWait(speaker, goForward, [listener]);
-      const heard = finals(listener, "translated_transcript").at(-1)!;
-      const said = finals(speaker, "translated_transcript").at(-1)!;
-      expect(heard.text).toMatch(/diez metros/i);
+      // Stable mode commits the sentence in spans; the last one completes it, however late it comes.
+      const complete = (m: ServerMessage) =>
+        m.type === "translated_transcript" && m.is_final === true && /diez metros/i.test(String(m.text));
+      const [heard, said] = await Promise.all([
+        listener.waitFor(complete, 30_000),
+        speaker.waitFor(complete, 30_000),
+      ]);
+      await Promise.all([speaker, listener].map((socket) => socket.settle(1500)));
       expect(heard.correlation_id).toBe(said.correlation_id);
       expect(joinedAudio(listener).length).toBe(joinedAudio(speaker).length);
       expect(joinedAudio(listener).length).toBeGreaterThan(0);
