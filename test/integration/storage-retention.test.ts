@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDubbingWorkers } from "../../src/dubbing/worker.js";
+import { dubbingClient, type DubbingAnswer } from "../support/dubbing-client.js";
 import { API_KEY, BROKE_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
 
 /**
@@ -11,24 +12,8 @@ import { API_KEY, BROKE_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } fr
  * results deleted after their retention (the status and /result then say so), upload URLs that
  * need a positive balance, fit a per-account quota and store one file once.
  */
-type Answer = { status: number; body: Record<string, unknown> };
-
-async function api(
-  server: TestServer,
-  method: string,
-  route: string,
-  body?: unknown,
-  key = API_KEY,
-): Promise<Answer> {
-  const response = await fetch(new URL(route, server.baseUrl), {
-    method,
-    headers: {
-      authorization: `Bearer ${key}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+function api(server: TestServer, method: string, route: string, body?: unknown, key = API_KEY) {
+  return dubbingClient(server.baseUrl, key).request(method, route, body);
 }
 
 async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
@@ -68,7 +53,7 @@ async function uploadUrl(server: TestServer, contentType = "audio/wav", key = AP
   };
 }
 
-async function put(upload: Upload, body: Buffer): Promise<Answer> {
+async function put(upload: Upload, body: Buffer): Promise<DubbingAnswer> {
   const response = await fetch(upload.url, { method: "PUT", headers: upload.headers, body });
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
 }
