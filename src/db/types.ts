@@ -146,13 +146,7 @@ export interface UploadRecord {
   readonly deletedAt: Date | null;
 }
 
-export interface NewUpload {
-  readonly id: string;
-  readonly accountId: string;
-  readonly objectKey: string;
-  readonly contentType: string;
-  readonly filename: string;
-  readonly expiresAt: Date;
+export interface NewUpload extends Omit<UploadRecord, "createdAt" | "deletedAt"> {
   /** The most one object may hold; the upload is given less when the quota leaves less. */
   readonly maxBytes: number;
   /** What the account's uploads not yet deleted may hold in all. */
