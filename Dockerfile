@@ -12,6 +12,8 @@ RUN apt-get update \
   && apt-get install -y --no-install-recommends build-essential cmake python3 \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json ./
+# The SDK is a workspace of the project: npm ci links it and builds it (the root's prepare script).
+COPY packages/client ./packages/client
 # onnxruntime-node would download GPU providers at install; its CPU build ships in the package.
 RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund
 COPY tsconfig.json ./
@@ -36,6 +38,9 @@ RUN apt-get update \
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
+# node_modules links @relay-translate/client (the CLI and the playground use it) to its build here.
+COPY --from=build /app/packages/client/package.json ./packages/client/
+COPY --from=build /app/packages/client/dist ./packages/client/dist
 COPY --from=build /app/dist ./dist
 COPY --from=build /out/whisper ./native/whisper-cpp/build
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data

@@ -2,7 +2,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", "coverage/", "native/whisper-cpp/build/"] },
+  { ignores: ["dist/", "packages/*/dist/", "node_modules/", "coverage/", "native/whisper-cpp/build/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,14 +1,35 @@
 import { defineConfig } from "vitest/config";
+import { LongestFirst } from "./test/support/sequencer.js";
 
+/**
+ * Three tiers (docs/testing.md): unit (pure logic and engine doubles), integration (the real
+ * service in the test process over real HTTP/WebSocket with real engines) and system (the service,
+ * CLI and SDK as users run them: built processes, a fleet behind nginx, a browser). All run in one
+ * pool of two forks, longest files first, so the two cores stay busy until the end.
+ */
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     // Native engines (koffi, onnxruntime) are safest in child processes rather than worker threads.
     pool: "forks",
-    // Two files at a time even on two cores (vitest would run one): the whisper.cpp file spends about
-    // five minutes in single-threaded native decodes, which the rest of the suite can overlap.
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // Builds dist/ once when the sources changed: system tests run the built service and CLI.
+    globalSetup: ["test/support/global-setup.ts"],
+    sequence: { sequencer: LongestFirst },
+    projects: [
+      { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts"],
+          // Files run one after another in each fork and share its engines (test/support/app.ts
+          // `workerRegistry`), instead of starting every engine again in a fresh process per file.
+          isolate: false,
+        },
+      },
+      { extends: true, test: { name: "system", include: ["test/system/**/*.test.ts"], isolate: false } },
+    ],
   },
 });

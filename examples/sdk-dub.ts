@@ -1,8 +1,8 @@
-// Dubbing a video with the SDK (in an application: import from "relay-translate/client").
+// Dubbing a video with the SDK (npm install @relay-translate/client).
 // Usage: RELAY_SERVER=http://localhost:8080 RELAY_API_KEY=... npx tsx examples/sdk-dub.ts talk.mp4 es dubbed.mp4
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { DubbingClient } from "../src/client/index.js";
+import { DubbingClient } from "@relay-translate/client";
 
 const [input, targetLang, output] = process.argv.slice(2);
 if (!input || !targetLang || !output)

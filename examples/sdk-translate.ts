@@ -1,6 +1,6 @@
-// Real-time speech translation with the SDK (in an application: import from "relay-translate/client").
+// Real-time speech translation with the SDK (npm install @relay-translate/client).
 // Usage: RELAY_SERVER=http://localhost:8080 RELAY_API_KEY=... npx tsx examples/sdk-translate.ts speech.wav [es]
-import { RealtimeSession } from "../src/client/index.js";
+import { RealtimeSession } from "@relay-translate/client";
 // Only used to read the WAV file as PCM16 mono 16 kHz, the format the service takes in.
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 

@@ -9,11 +9,21 @@
  *
  *   npm run bench:dubbing [-- --seconds 120]
  *
+ * `--first-jobs` measures instead what a fresh process pays for its first jobs: a new process with
+ * a new DATA_DIR dubs the H.264 input (at least 19 s by default) twice with `voice=auto`, with no voice
+ * measurements at hand (cold), then again in another new process whose DATA_DIR holds the voice
+ * measurements the earlier process stored. Prints a Markdown table, writes
+ * bench-results/dubbing-first-jobs.json.
+ *
+ *   npm run bench:dubbing -- --first-jobs [--seconds 19]
+ *
  * Engines follow the same environment variables as the service (ASR_ENGINES, TTS_ENGINES, …).
  */
-import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { cp, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { cpus, tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { createJob, downloadTo, uploadFile, waitForJob, type JobStatus } from "../src/cli/dub.js";
 import { loadConfig } from "../src/config.js";
 import { DUB_STAGES, dubMedia, probe, runFfmpeg, type DubStage } from "../src/dubbing/index.js";
@@ -23,7 +33,10 @@ import { API_KEY, startServer } from "../test/support/server.js";
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 const SPEECH = path.join(SHARED, "data/speech");
 const secondsFlag = process.argv.indexOf("--seconds");
-const TARGET_INPUT_SEC = secondsFlag > 0 ? Number(process.argv[secondsFlag + 1]) : 120;
+const FIRST_JOBS = process.argv.includes("--first-jobs");
+/** A child of `--first-jobs`: dubs `<input>` twice with `<data dir>`, prints the wall times as JSON. */
+const childFlag = process.argv.indexOf("--first-jobs-child");
+const TARGET_INPUT_SEC = secondsFlag > 0 ? Number(process.argv[secondsFlag + 1]) : FIRST_JOBS ? 19 : 120;
 /** The goal this benchmark checks: processing time per minute of input. */
 const TARGET_SEC_PER_MIN = 30;
 const PAUSE_SEC = 0.6;
@@ -309,9 +322,8 @@ function table(runs: readonly Run[]): string {
   return [header, header.map(() => "---"), ...rows].map((row) => `| ${row.join(" | ")} |`).join("\n");
 }
 
-const work = await mkdtemp(path.join(tmpdir(), "bench-dubbing-"));
-try {
-  const inputs = await buildInputs(work);
+/** Throughput: every input through `dubMedia` on warm engines, and the H.264 one through the HTTP API. */
+async function benchThroughput(inputs: readonly Input[], work: string): Promise<void> {
   const registry = await EngineRegistry.create(
     loadConfig({
       ...engineEnv(),
@@ -380,6 +392,108 @@ try {
     ),
   );
   console.log("\nwrote bench-results/dubbing.json");
-} finally {
-  await rm(work, { recursive: true, force: true });
+}
+
+/** Wall seconds of a process's first and second job. */
+interface FirstJobs {
+  readonly firstSec: number;
+  readonly secondSec: number;
+}
+
+/**
+ * In a `--first-jobs` child: the engines are built and warmed as the service builds them before it
+ * takes work, then `input` is dubbed twice (voice "auto") and the two wall times are printed.
+ */
+async function firstJobsChild(input: string, dataDir: string): Promise<void> {
+  const registry = await EngineRegistry.create(
+    loadConfig({ ...engineEnv(), DATA_DIR: dataDir, LOG_LEVEL: "silent" }).engines,
+  );
+  try {
+    await registry.warmUp();
+    const job = async (outputName: string) => {
+      const started = performance.now();
+      const outputDir = path.join(dataDir, "out");
+      await dubMedia({
+        inputPath: input,
+        outputDir,
+        registry,
+        sourceLang: SOURCE_LANG,
+        targetLang: TARGET_LANG,
+        voice: "auto",
+        outputName,
+      });
+      return round((performance.now() - started) / 1000);
+    };
+    const result: FirstJobs = { firstSec: await job("first"), secondSec: await job("second") };
+    console.log(JSON.stringify(result));
+  } finally {
+    await registry.close();
+  }
+}
+
+/**
+ * Runs a `--first-jobs` child: a new process of this script on `dataDir`, with the models of this
+ * one (so the same engines serve) and the voice measurements of `dataDir` only.
+ */
+async function freshProcess(input: string, dataDir: string): Promise<FirstJobs> {
+  const env: NodeJS.ProcessEnv = { ...process.env, MODELS_DIR: loadConfig(process.env).engines.modelsDir };
+  delete env.VOICE_MEASUREMENTS_DIR;
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [...process.execArgv, process.argv[1]!, "--first-jobs-child", input, dataDir],
+    { env, maxBuffer: 1 << 20, timeout: 900_000 },
+  );
+  const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as FirstJobs;
+  log(`  ${result.firstSec} s, ${result.secondSec} s`);
+  return result;
+}
+
+/**
+ * What a fresh process pays for its first dubbing jobs: cold (a new DATA_DIR, no voice
+ * measurements), then with the measurements an earlier process stored in its DATA_DIR.
+ */
+async function benchFirstJobs(input: Input, work: string): Promise<void> {
+  const cold = path.join(work, "data-cold");
+  log(`fresh process, fresh DATA_DIR (cold): ${input.name} twice…`);
+  const coldRun = await freshProcess(input.path, cold);
+  // A new DATA_DIR again, holding only the measurements the earlier process stored.
+  const persisted = path.join(work, "data-persisted");
+  const measurements = (dataDir: string) => path.join(dataDir, "voice-measurements");
+  await cp(measurements(cold), measurements(persisted), { recursive: true });
+  log(`fresh process, voice measurements stored by the earlier one: ${input.name} twice…`);
+  const persistedRun = await freshProcess(input.path, persisted);
+  const machine = { cpus: cpus().length, model: cpus()[0]?.model, node: process.version };
+  console.log(
+    `\nFirst jobs of a fresh process: ${input.name}, ${input.durationSec.toFixed(1)} s, ` +
+      `${SOURCE_LANG} → ${TARGET_LANG}, voice auto; ${machine.cpus} × ${machine.model}, Node ${machine.node}\n`,
+  );
+  const row = (label: string, { firstSec, secondSec }: FirstJobs) =>
+    `| ${label} | ${firstSec.toFixed(1)} | ${secondSec.toFixed(1)} | ${(firstSec / secondSec).toFixed(2)} |`;
+  const header = "| voice measurements at start | first job s | second job s | first / second |";
+  console.log(`${header}\n| --- | --- | --- | --- |`);
+  console.log(row("none (cold: measured during the first job)", coldRun));
+  console.log(row("stored in DATA_DIR by an earlier process", persistedRun));
+  const result = {
+    date: new Date().toISOString(),
+    machine,
+    input: { name: input.name, durationSec: input.durationSec },
+    cold: coldRun,
+    persisted: persistedRun,
+  };
+  await mkdir("bench-results", { recursive: true });
+  await writeFile("bench-results/dubbing-first-jobs.json", JSON.stringify(result, null, 2));
+  console.log("\nwrote bench-results/dubbing-first-jobs.json");
+}
+
+if (childFlag > 0) {
+  await firstJobsChild(process.argv[childFlag + 1]!, process.argv[childFlag + 2]!);
+} else {
+  const work = await mkdtemp(path.join(tmpdir(), "bench-dubbing-"));
+  try {
+    const inputs = await buildInputs(work);
+    if (FIRST_JOBS) await benchFirstJobs(inputs[0]!, work);
+    else await benchThroughput(inputs, work);
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
 }

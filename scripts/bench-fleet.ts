@@ -4,7 +4,7 @@
  *
  * - real-time: the most concurrent sessions whose finals keep up (every utterance's final
  *   translation within 1.5 s of `finalize` at p90, none missing, no error), streaming real speech
- *   through nginx (`least_conn`, as the README recommends), ramped in steps of 2;
+ *   through nginx (`least_conn`, as docs/deployment.md recommends), ramped in steps of 2;
  * - capacity: with MAX_SESSIONS=20 per process, idle sessions opened through nginx until
  *   `GET /v1/session` answers 503: the fleet holds its processes' capacity together. Measured with
  *   `least_conn` and with round-robin, which sends every socket of a two-process fleet to one process.

@@ -1,7 +1,7 @@
 /**
  * Runs the service as a fleet on this machine: N processes behind nginx (round-robin, WebSockets
  * passed through), sharing PostgreSQL, Redis, an S3-compatible store and one data directory (the
- * dubbing work folders). The integration test (test/integration/fleet-nginx.test.ts) and the
+ * dubbing work folders). The integration test (test/system/fleet-nginx.test.ts) and the
  * benchmark (scripts/bench-fleet.ts) start their fleets with it; as a command it starts one and
  * keeps it up until Ctrl-C:
  *
@@ -53,7 +53,7 @@ export interface FleetOptions {
   readonly stderr?: "inherit" | "ignore";
   /** Run the build (`dist/main.js`, as `npm start` does) instead of the sources through tsx (the default). */
   readonly built?: boolean;
-  /** nginx's balancing: round-robin (its default) or least_conn (what the README recommends for WebSockets). */
+  /** nginx's balancing: round-robin (its default) or least_conn (what docs/deployment.md recommends for WebSockets). */
   readonly balance?: "round-robin" | "least_conn";
 }
 

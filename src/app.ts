@@ -1,17 +1,10 @@
-import rateLimit from "@fastify/rate-limit";
-import websocket from "@fastify/websocket";
-import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
-import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { dubbingRoutes } from "./api/dubbing/routes.js";
-import { frameworkErrorOptions, limitHeaderBytes, registerErrorHandling } from "./api/errors.js";
-import { registerApiReference } from "./api/openapi.js";
 import { operationsRoutes } from "./api/operations.js";
 import { playgroundRoutes } from "./api/playground.js";
 import { accountRateLimit } from "./api/rate-limit.js";
-import { requestIds, trustedProxies } from "./api/proxies.js";
-import { RequestLog, requestLogSerializers } from "./api/request-log.js";
-import { browserOriginsOf, registerSecurityHeaders } from "./api/security-headers.js";
-import { CONTEXT_QUERY_BYTES, realtimeRoutes } from "./api/realtime/routes.js";
+import { createHttpServer } from "./app-http.js";
+import { realtimeRoutes } from "./api/realtime/routes.js";
 import { RealtimeSessions } from "./api/realtime/sessions.js";
 import { roomRoutes } from "./api/rooms/routes.js";
 import { Accounts } from "./auth/accounts.js";
@@ -27,11 +20,8 @@ import { SERVICE_VERSION } from "./version.js";
 import { MemoryAccountSlots, RedisAccountSlots } from "./sessions/account-slots.js";
 import { MemoryPendingSessions, RedisPendingSessions } from "./sessions/pending.js";
 import { uploadGate } from "./dubbing/retention.js";
-import { localStorageRoutes } from "./storage/local.js";
+import { localStorageRoutes } from "./storage/local-routes.js";
 import type { Services } from "./services.js";
-
-/** Largest WebSocket message accepted; bigger ones close the socket with 1009. */
-export const MAX_MESSAGE_BYTES = 64 * 1024;
 
 export interface App {
   readonly http: FastifyInstance;
@@ -51,37 +41,14 @@ export interface BuildOptions {
   readonly logStream?: { write(line: string): void };
 }
 
+/**
+ * The service on its HTTP server (src/app-http.ts): real-time sessions, fleet membership, rooms,
+ * metrics, and the routes of every surface, on the engines, database and store of `services`.
+ */
 export async function buildApp(config: Config, services: Services, options: BuildOptions = {}): Promise<App> {
-  const { registry, db, store } = services;
-  const isTrustedProxy = trustedProxies(config.http.trustedProxies);
-  const http = Fastify({
-    logger: {
-      level: config.logLevel,
-      serializers: requestLogSerializers,
-      ...(options.logStream ? { stream: options.logStream } : {}),
-    },
-    bodyLimit: 1 << 20,
-    // Node's parser holds requests to the largest bound (GET /v1/session's); limitHeaderBytes, the rest.
-    http: { maxHeaderSize: config.http.maxHeaderBytes + CONTEXT_QUERY_BYTES },
-    forceCloseConnections: true,
-    trustProxy: (address: string) => isTrustedProxy(address),
-    // The request id is echoed on the response and names the request in every log line.
-    requestIdHeader: false,
-    genReqId: requestIds(isTrustedProxy),
-    logController: new RequestLog(config.http.requestLogPerSec),
-    ...frameworkErrorOptions,
-  });
-  http.addHook("onRequest", async (request, reply) => {
-    reply.header("x-request-id", request.id);
-  });
-  limitHeaderBytes(http, config.http.maxHeaderBytes);
-  await registerSecurityHeaders(http, browserOriginsOf(config.publicBaseUrl, config.storage));
-  registerErrorHandling(http);
-  // Route schemas are zod schemas: requests are validated (and defaults applied) before a handler runs.
-  http.setValidatorCompiler(validatorCompiler);
-  http.setSerializerCompiler(serializerCompiler);
+  const { registry, db, store, redis } = services;
+  const http = await createHttpServer(config, redis, options.logStream);
   let draining = false;
-  const { redis } = services;
   const keyPrefix = config.redis?.keyPrefix ?? "";
   const { perAccount, revocationCheckMs } = config.liveSessions;
   const sessions = new RealtimeSessions({
@@ -115,27 +82,6 @@ export async function buildApp(config: Config, services: Services, options: Buil
   const publicBaseUrl = (request: FastifyRequest) =>
     config.publicBaseUrl ?? `${request.protocol}://${request.host}`;
 
-  // With Redis the counters are the fleet's, so a key's budget is the same whichever process
-  // counts a request; without it they are this process's.
-  await http.register(rateLimit, {
-    global: false,
-    ...(redis ? { redis, nameSpace: `${keyPrefix}rate:` } : {}),
-  });
-  await http.register(websocket, {
-    // UTF-8 is validated per message by the session (an error frame, not a dropped connection).
-    options: { maxPayload: MAX_MESSAGE_BYTES, skipUTF8Validation: true },
-    errorHandler(error, socket, request) {
-      // Protocol violations (oversized frames: 1009) are closed by ws itself with the right code.
-      if ((error as { code?: string }).code?.startsWith("WS_ERR_")) {
-        request.log.debug({ err: error }, "client broke the WebSocket protocol");
-        return;
-      }
-      request.log.error({ err: error }, "session handler failed");
-      socket.close(4500, "internal error");
-    },
-  });
-  // Before the routes: the reference collects them as they are added.
-  await registerApiReference(http);
   const limitPerAccount = accountRateLimit(http, config.rateLimitPerMinute);
   const hostOf = roomDirectory
     ? async (roomName: string) => {

@@ -6,7 +6,6 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
-import { nativeBuildLoads } from "./engines/whisper-cpp/binding.js";
 import { findModel } from "./models/catalogue.js";
 import {
   defaultEngines,
@@ -15,13 +14,14 @@ import {
   readEnginesFile,
   selectEngines,
   type AsrSpec,
+  type EngineSettings,
   type MtSpec,
   type TtsSpec,
 } from "./engine-config.js";
 
 /**
  * All configuration comes from environment variables, validated here once at start-up
- * (documented in the README's configuration table).
+ * (documented in docs/configuration.md).
  */
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -167,6 +167,8 @@ const envSchema = z.object({
   MT_ENGINES: list.optional(),
   TTS_ENGINES: list.optional(),
   MODELS_DIR: z.string().optional(),
+  /** Where the library voices' measurements are kept (default `DATA_DIR/voice-measurements`). */
+  VOICE_MEASUREMENTS_DIR: z.string().optional(),
   SILERO_VAD_MODEL: z.string().optional(),
   POCKETSPHINX_MODEL_DIR: z.string().default("/usr/share/pocketsphinx/model/en-us"),
   POCKETSPHINX_MAX_DECODERS: z.coerce.number().int().min(1).optional(),
@@ -192,8 +194,6 @@ const envSchema = z.object({
   ESPEAK_NG_BIN: z.string().default("espeak-ng"),
   SVOX_PICO_DIR: z.string().default(path.resolve(PROJECT_ROOT, "../shared/models/svox-pico")),
 });
-
-export type EngineKind = "asr" | "mt" | "tts";
 
 export interface Config {
   readonly port: number;
@@ -305,22 +305,7 @@ export interface Config {
     readonly departureTimeoutMs: number;
     readonly maxParticipants: number;
   };
-  readonly engines: {
-    /** In order of preference (ENGINES_FILE and/or ASR_ENGINES, MT_ENGINES, TTS_ENGINES). */
-    readonly asr: readonly AsrSpec[];
-    readonly mt: readonly MtSpec[];
-    readonly tts: readonly TtsSpec[];
-    /** Where `relay models pull` puts models and whisper.cpp finds them by catalogue name. */
-    readonly modelsDir: string;
-    readonly sileroModel: string | undefined;
-    readonly pocketsphinxModelDir: string;
-    readonly pocketsphinxMaxDecoders: number;
-    readonly pocketsphinxSettings: Readonly<Record<string, string>>;
-    readonly apertiumModesDir: string;
-    readonly pivotLanguage: string;
-    readonly espeakBinary: string;
-    readonly svoxPicoDir: string | undefined;
-  };
+  readonly engines: EngineSettings;
 }
 
 export class ConfigError extends Error {}
@@ -350,9 +335,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const modelsDir = path.resolve(e.MODELS_DIR ?? path.join(dataDir, "models"));
   const modelPresent = existsSync(path.join(modelsDir, findModel(DEFAULT_WHISPER_MODEL)!.file));
-  // The same test the engine makes when it picks its binding: a build that does not load is not used.
-  const defaults = defaultEngines({ modelPresent, nativeBuild: modelPresent && nativeBuildLoads() });
-  let engineLists: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[]; pivot?: string };
+  // Whether whisper.cpp's build for this CPU loads is checked where the engines are built
+  // (`recognizersToBuild`): these defaults assume it does.
+  const defaults = defaultEngines({ modelPresent, nativeBuild: true });
+  let engineLists: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[]; pivot?: string; asrDefaulted: boolean };
   try {
     const file = e.ENGINES_FILE ? readEnginesFile(e.ENGINES_FILE, env) : undefined;
     engineLists = {
@@ -360,6 +346,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       mt: selectEngines("mt", file, e.MT_ENGINES, defaults),
       tts: selectEngines("tts", file, e.TTS_ENGINES, defaults),
       pivot: file?.pivotLanguage,
+      asrDefaulted: e.ASR_ENGINES === undefined && (file?.asr.length ?? 0) === 0,
     };
   } catch (error) {
     if (error instanceof EngineConfigError)
@@ -461,6 +448,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       asr: engineLists.asr,
       mt: engineLists.mt,
       tts: engineLists.tts,
+      asrFollowsWhisperBuild: modelPresent && engineLists.asrDefaulted,
       modelsDir,
       sileroModel: e.SILERO_VAD_MODEL,
       pocketsphinxModelDir: e.POCKETSPHINX_MODEL_DIR,
@@ -471,6 +459,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pivotLanguage: e.TRANSLATION_PIVOT_LANGUAGE ?? engineLists.pivot ?? "es",
       espeakBinary: e.ESPEAK_NG_BIN,
       svoxPicoDir: existsSync(e.SVOX_PICO_DIR) ? e.SVOX_PICO_DIR : undefined,
+      voiceMeasurementsDir: path.resolve(
+        e.VOICE_MEASUREMENTS_DIR ?? path.join(dataDir, "voice-measurements"),
+      ),
     },
   };
 }

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
-import { namedOnly, schemasOf } from "./engines/descriptors.js";
+import { namedOnly, schemasOf, type EngineDefaults } from "./engines/descriptors.js";
 
 /**
  * Which engines serve recognition, translation and speech, in order of preference: one validated
@@ -33,6 +33,27 @@ export type EnginesFile = z.infer<typeof enginesFile>;
 
 type EngineLists = { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[] };
 
+/** What the engines are built from (`Config["engines"]`, src/config.ts; the registry builds them). */
+export interface EngineSettings extends EngineDefaults {
+  /** In order of preference (ENGINES_FILE and/or ASR_ENGINES, MT_ENGINES, TTS_ENGINES). */
+  readonly asr: readonly AsrSpec[];
+  readonly mt: readonly MtSpec[];
+  readonly tts: readonly TtsSpec[];
+  /**
+   * `asr` is the default list with the default whisper model pulled, which puts whisper.cpp first
+   * only if its build for this CPU loads. Loading it is left to where the engines are built
+   * (`recognizersToBuild`), so reading the configuration loads no native addon.
+   */
+  readonly asrFollowsWhisperBuild: boolean;
+  readonly sileroModel: string | undefined;
+  readonly pivotLanguage: string;
+  /**
+   * Where the library voices' measurements per TTS engine are kept (`VOICE_MEASUREMENTS_DIR`,
+   * default `DATA_DIR/voice-measurements`); processes may share it.
+   */
+  readonly voiceMeasurementsDir: string;
+}
+
 /** The embedded engines, used when neither the file nor the environment names any. */
 export const DEFAULT_ENGINES: EngineLists = {
   asr: [{ engine: "pocketsphinx" }],
@@ -44,7 +65,7 @@ export const DEFAULT_ENGINES: EngineLists = {
 export const DEFAULT_WHISPER_MODEL = "base";
 
 /**
- * The defaults on this machine: with the default whisper model pulled, whisper.cpp recognises every
+ * The defaults on this machine: with the default whisper model pulled, whisper.cpp recognizes every
  * language and identifies them, and PocketSphinx stays for English. whisper.cpp comes first when
  * setup built it for this CPU; the prebuilt fallback is too slow to hear English live, so there
  * PocketSphinx keeps English and whisper.cpp serves the other languages.
@@ -57,6 +78,19 @@ export function defaultEngines(whisper: { modelPresent: boolean; nativeBuild: bo
     ...DEFAULT_ENGINES,
     asr: whisper.nativeBuild ? [whisperCpp, pocketsphinx] : [pocketsphinx, whisperCpp],
   };
+}
+
+/**
+ * The recognizers to build: `settings.asr`, except that with the default whisper model pulled and
+ * no build of whisper.cpp for this CPU that loads, PocketSphinx keeps English (`defaultEngines`).
+ * `nativeBuildLoads` is asked only then.
+ */
+export function recognizersToBuild(
+  settings: Pick<EngineSettings, "asr" | "asrFollowsWhisperBuild">,
+  nativeBuildLoads: () => boolean,
+): readonly AsrSpec[] {
+  if (!settings.asrFollowsWhisperBuild || nativeBuildLoads()) return settings.asr;
+  return defaultEngines({ modelPresent: true, nativeBuild: false }).asr;
 }
 
 /** Engines that need nothing but their name (an env list may name them without a file entry). */

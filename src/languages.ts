@@ -2,9 +2,9 @@ import type { EngineRegistry } from "./engines/registry.js";
 import type { LanguageCode } from "./engines/types.js";
 
 /**
- * Language tags and what the configured engines can do with a language: one parser and one
- * servability check for every surface (real-time sessions, rooms, dubbing, the CLI). Each surface
- * maps the typed results to its own error code and wording.
+ * What the configured engines can do with a language: one servability check for every surface
+ * (real-time sessions, rooms, dubbing). Each surface maps the typed results to its own
+ * error code and wording. Language tags are parsed in src/language-tags.ts.
  */
 
 /** The languages the dubbing interface accepts (`target_lang`, `source_lang`), the spec's list. */
@@ -14,37 +14,6 @@ export type DubbingLanguage = (typeof DUBBING_LANGUAGES)[number];
 export function isDubbingLanguage(language: string): language is DubbingLanguage {
   return (DUBBING_LANGUAGES as readonly string[]).includes(language);
 }
-
-/** Why a tag is not a language code (there is one reason today; the union leaves room for more). */
-export interface TagRejection {
-  readonly kind: "malformed";
-  readonly tag: string;
-}
-
-export type ParsedTag =
-  | { readonly ok: true; readonly language: LanguageCode }
-  | { readonly ok: false; readonly rejection: TagRejection };
-
-/**
- * A BCP 47 tag ("en", "en-US", "es-MX", "zh-Hant-TW"; `_` is read as `-`, so "pt_BR" works too) →
- * its primary language subtag, lower-case and canonical (ISO 639-1 where one exists: "eng" → "en",
- * "iw" → "he"). Only 2- or 3-letter primary subtags are language codes: "english" is not.
- */
-export function parseLanguageTag(tag: string): ParsedTag {
-  const rejected: ParsedTag = { ok: false, rejection: { kind: "malformed", tag } };
-  if (!/^[A-Za-z]{2,3}(?:[-_]|$)/u.test(tag)) return rejected;
-  let locale: Intl.Locale;
-  try {
-    locale = new Intl.Locale(tag.replaceAll("_", "-"));
-  } catch {
-    return rejected;
-  }
-  const language = locale.language;
-  if (!/^[a-z]{2,3}$/u.test(language)) return rejected;
-  return { ok: true, language };
-}
-
-// ---------------------------------------------------------------- servability
 
 /** What the servability check reads of the configured engines (an `EngineRegistry`). */
 export type LanguageCapabilities = Pick<
@@ -60,11 +29,11 @@ export type LanguageCapabilities = Pick<
 
 /** Something a request needs the configured engines to do. */
 export type Requirement =
-  /** Recognise speech in `language`; "auto": identify which language is spoken. */
+  /** Recognize speech in `language`; "auto": identify which language is spoken. */
   | { readonly kind: "recognition"; readonly language: LanguageCode | "auto" }
-  /** Tell `language` apart from others: the recogniser that identifies languages recognises it. */
+  /** Tell `language` apart from others: the recognizer that identifies languages recognizes it. */
   | { readonly kind: "identification"; readonly language: LanguageCode }
-  /** Translate from `from` into `to`; from "auto": from at least one recognised language. */
+  /** Translate from `from` into `to`; from "auto": from at least one recognized language. */
   | { readonly kind: "translation"; readonly from: LanguageCode | "auto"; readonly to: LanguageCode }
   /** Speak `language`. */
   | { readonly kind: "voice"; readonly language: LanguageCode };
@@ -73,22 +42,22 @@ export type Requirement =
 export type Unservable =
   | {
       readonly kind: "recognition";
-      /** "auto": no configured recogniser identifies languages. */
+      /** "auto": no configured recognizer identifies languages. */
       readonly language: LanguageCode | "auto";
-      /** The languages speech can be recognised in. */
+      /** The languages speech can be recognized in. */
       readonly available: LanguageCode[];
     }
   | {
       readonly kind: "identification";
       readonly language: LanguageCode;
-      /** The languages the identifying recogniser knows (none when no recogniser identifies languages). */
+      /** The languages the identifying recognizer knows (none when no recognizer identifies languages). */
       readonly available: LanguageCode[];
     }
   | {
       readonly kind: "translation";
       readonly from: LanguageCode | "auto";
       readonly language: LanguageCode;
-      /** The targets reachable from `from` (from "auto": from any recognised language). */
+      /** The targets reachable from `from` (from "auto": from any recognized language). */
       readonly available: LanguageCode[];
     }
   | {
@@ -144,7 +113,7 @@ function check(registry: LanguageCapabilities, requirement: Requirement): Unserv
 }
 
 /**
- * The recognised languages whose speech can be translated into `target`: the candidates when the
+ * The recognized languages whose speech can be translated into `target`: the candidates when the
  * source language is "auto" (dubbing's `sourceCandidates` computes this list).
  */
 export function translatableSources(registry: LanguageCapabilities, target: LanguageCode): LanguageCode[] {
@@ -153,16 +122,10 @@ export function translatableSources(registry: LanguageCapabilities, target: Lang
     .filter((source) => registry.translationRoute(source, target) !== undefined);
 }
 
-/** Whether `value` is already a canonical primary language code ("en", not "EN", "en-US" or "eng"). */
-export function isLanguageCode(value: string): boolean {
-  const parsed = parseLanguageTag(value);
-  return parsed.ok && parsed.language === value;
-}
-
 /**
  * What a dubbing `source_lang` of "auto" (the spec's default) means with the configured engines:
- * "auto" when a recogniser identifies languages (the speech is identified); the one dubbing
- * language the recognisers know when they know only one (dubbing checks that the speech sounds
+ * "auto" when a recognizer identifies languages (the speech is identified); the one dubbing
+ * language the recognizers know when they know only one (dubbing checks that the speech sounds
  * like it); undefined otherwise (several languages and nothing to tell them apart: refused).
  */
 export function dubbingAutoSource(registry: LanguageCapabilities): LanguageCode | "auto" | undefined {
@@ -173,7 +136,7 @@ export function dubbingAutoSource(registry: LanguageCapabilities): LanguageCode 
 
 /**
  * The dubbing languages the configured engines serve: targets they can translate into and speak,
- * sources they recognise ("auto" when `dubbingAutoSource` gives it a meaning). Listed by
+ * sources they recognize ("auto" when `dubbingAutoSource` gives it a meaning). Listed by
  * `GET /v1/languages`, so clients offer what this server does.
  */
 export function servedDubbingLanguages(registry: LanguageCapabilities): {

@@ -21,6 +21,7 @@ async function main(): Promise<void> {
   if (config.apiKeys.length === 0)
     app.http.log.warn("API_KEYS is empty: only keys already in the database work");
   await app.http.listen({ port: config.port, host: config.host });
+  void services.registry.warmUp();
   const workers = startDubbingWorkers(config, services, app.http.log, { observer: app.metrics.dubbing });
   const retention = startRetention(config, services, app.http.log);
 

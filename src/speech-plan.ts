@@ -1,7 +1,12 @@
-import { translateAlong, type EngineRegistry } from "./engines/registry.js";
+import {
+  translateAlong,
+  type EngineRegistry,
+  type Served,
+  type TranslationRoute,
+} from "./engines/registry.js";
 import type { AsrEngine, Hypothesis, LanguageCode, MtEngine, Voice } from "./engines/types.js";
 import type { Requirement } from "./languages.js";
-import type { TranslationCall } from "./pipeline/translation-pipeline.js";
+import type { TranslationCall } from "./pipeline/frames.js";
 import { defaultVoice, voiceById } from "./voices/library.js";
 
 /**
@@ -195,11 +200,15 @@ export interface Translator {
   translateStream(call: TranslationCall, signal: AbortSignal): AsyncIterable<string>;
 }
 
-/** Translation into `targetLanguage` from whatever language each call names. */
+/**
+ * Translation into `targetLanguage` from whatever language each call names; `served` is told the
+ * route that translated each call (the one that streamed: at its first partial).
+ */
 export function translatorFor(
   registry: EngineRegistry,
   targetLanguage: LanguageCode,
   labels: LanguageLabels = {},
+  served?: Served<TranslationRoute>,
 ): Translator {
   const names = { fromLabel: labels.sourceLanguageLabel, toLabel: labels.targetLanguageLabel };
   const routesFrom = (from: LanguageCode) => registry.translationRoutes(from, targetLanguage);
@@ -212,7 +221,7 @@ export function translatorFor(
   const translate = async (call: TranslationCall, signal?: AbortSignal): Promise<string> => {
     const routes = routesFrom(call.from);
     if (routes.length === 0) throw new Error(`no translation from "${call.from}" to "${targetLanguage}"`);
-    return translateAlong(routes, { ...call, ...names }, signal);
+    return translateAlong(routes, { ...call, ...names }, signal, served);
   };
   return {
     translate,
@@ -231,6 +240,7 @@ export function translatorFor(
       try {
         const request = { ...call, ...names, to: targetLanguage };
         for await (const partial of streamer.translateStream!(request, signal)) {
+          if (!produced) served?.(routes[0]!);
           produced = true;
           yield partial;
         }
@@ -238,7 +248,7 @@ export function translatorFor(
       } catch (error) {
         if (produced || routes.length < 2 || signal.aborted) throw error;
       }
-      yield await translateAlong(routes.slice(1), { ...call, ...names }, signal);
+      yield await translateAlong(routes.slice(1), { ...call, ...names }, signal, served);
     },
   };
 }

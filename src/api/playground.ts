@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import type { FastifyInstance } from "fastify";
@@ -7,7 +6,8 @@ import { errorBody } from "./errors.js";
 
 /**
  * The browser playground at `/`: static files (src/playground, copied next to the build by
- * `npm run build`) and the SDK as the browser loads it (`/sdk/*.js`, the build of src/client).
+ * `npm run build`) and the SDK as the browser loads it (`/sdk/*.js`, the build of packages/client,
+ * which needs no bundler: its only import of `ws` is never reached in browsers).
  * Nothing is built on request and nothing is read outside these fixed lists of files.
  */
 
@@ -21,8 +21,8 @@ const SDK_FILES = ["index.js", "realtime.js", "dubbing.js", "errors.js"];
 
 const here = (relative: string) => fileURLToPath(new URL(relative, import.meta.url));
 const playgroundDir = here("../playground/");
-/** The built SDK next to this module (running the build), or the build's when running the sources. */
-const sdkDir = existsSync(here("../client/index.js")) ? here("../client/") : here("../../dist/client/");
+/** The SDK package's build: the same place from the sources (src/api) and from the build (dist/api). */
+const sdkDir = here("../../packages/client/dist/");
 
 export async function playgroundRoutes(app: FastifyInstance): Promise<void> {
   const page = { tags: ["playground"], hide: true };

@@ -17,6 +17,20 @@ export async function readWav(path: string): Promise<MonoAudio> {
 /** Decodes the bytes of a WAV file of any common encoding as mono float samples (see `readWav`). */
 export function decodeWav(bytes: Uint8Array): MonoAudio {
   const wav = new WaveFile(bytes);
+  const format = wav.fmt as {
+    audioFormat: number;
+    bitsPerSample: number;
+    numChannels: number;
+    sampleRate: number;
+  };
+  // 16-bit PCM (what eSpeak NG, Pico and most servers answer) directly: wavefile's generic
+  // conversion unpacks sample by sample and takes about 60 ms per second of speech.
+  if (format.audioFormat === 1 && format.bitsPerSample === 16 && format.numChannels >= 1) {
+    return {
+      samples: pcm16ToMono((wav.data as { samples: Uint8Array }).samples, format.numChannels),
+      sampleRate: format.sampleRate,
+    };
+  }
   wav.toBitDepth("32f");
   const channels = wav.getSamples(false, Float64Array) as unknown as Float64Array[] | Float64Array;
   const fmt = wav.fmt as { sampleRate: number };
@@ -26,6 +40,26 @@ export function decodeWav(bytes: Uint8Array): MonoAudio {
     for (let i = 0; i < samples.length; i++) samples[i]! += channel[i]! / list.length;
   }
   return { samples, sampleRate: fmt.sampleRate };
+}
+
+/**
+ * Interleaved little-endian 16-bit frames as mono floats, channels averaged; scaled as wavefile
+ * scales them (negative by 1/32768, positive by 1/32767), so both paths give the same samples.
+ */
+function pcm16ToMono(data: Uint8Array, channels: number): Float32Array {
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const frames = Math.floor(data.byteLength / (2 * channels));
+  const samples = new Float32Array(frames);
+  for (let frame = 0, offset = 0; frame < frames; frame++) {
+    let sum = 0;
+    for (let channel = 0; channel < channels; channel++, offset += 2) {
+      const value = view.getInt16(offset, true);
+      // Accumulated in float32 like the generic path below, which adds each channel in turn.
+      sum = Math.fround(sum + (value < 0 ? value / 32768 : value / 32767) / channels);
+    }
+    samples[frame] = sum;
+  }
+  return samples;
 }
 
 /** Whether the bytes start like a WAV file (RIFF … WAVE). */

@@ -7,12 +7,12 @@ import type { ReadableStream as WebReadableStream } from "node:stream/web";
 import {
   contentTypeFor,
   DubbingClient,
+  HttpError,
   storageErrorBody,
   UPLOAD_CONTENT_TYPES,
   type JobStatus,
-} from "../client/dubbing.js";
-import { HttpError } from "../client/errors.js";
-import { parseLanguageTag } from "../languages.js";
+} from "@relay-translate/client";
+import { parseLanguageTag } from "../language-tags.js";
 import { CliError, describeError, requireKey, type Connection } from "./common.js";
 import { ProgressLine } from "./progress.js";
 
@@ -37,7 +37,7 @@ const STATUS_LABELS: Record<JobStatus["status"], string> = {
   failed: "Failed",
 };
 
-export { type JobStatus } from "../client/dubbing.js";
+export { type JobStatus } from "@relay-translate/client";
 
 export const isUrl = (input: string): boolean => /^https?:\/\//iu.test(input);
 

@@ -1,10 +1,10 @@
 import WebSocket from "ws";
-import { HttpError } from "../client/errors.js";
+import { HttpError } from "@relay-translate/client";
 
 /**
  * The CLI's session socket: it records every message and frame of the session, with arrival
  * times, for one-shot commands that report on a whole session (and for the tests and benchmarks,
- * which measure it). Applications use the SDK (src/client), whose buffer is bounded.
+ * which measure it). Applications use the SDK (@relay-translate/client), whose buffer is bounded.
  */
 
 export interface SessionInfo {
@@ -14,7 +14,7 @@ export interface SessionInfo {
   readonly model_version_id: string;
 }
 
-export { HttpError } from "../client/errors.js";
+export { HttpError } from "@relay-translate/client";
 
 /** `GET /v1/session` with the given metadata (every parameter becomes session metadata). */
 export async function createSession(

@@ -4,7 +4,8 @@ import BetterSqlite3 from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
 import { createAccountsRepository } from "./accounts.js";
-import { createJobsRepository } from "./jobs.js";
+import { createJobLeases } from "./job-leases.js";
+import { createJobRecords } from "./job-records.js";
 import { migrationProvider } from "./migrations.js";
 import type { Schema } from "./schema.js";
 import { postgresTransactions, sqliteTransactions, type TransactionRunner } from "./transactions.js";
@@ -37,7 +38,7 @@ function assemble(kind: "sqlite" | "postgres", db: Kysely<Schema>, transaction: 
     accounts: createAccountsRepository(db, transaction),
     uploads: createUploadsRepository(db, kind, transaction),
     retention: createRetentionRepository(db),
-    jobs: createJobsRepository(db, kind, transaction),
+    jobs: { ...createJobRecords(db, kind, transaction), ...createJobLeases(db, kind, transaction) },
     processes: createProcessesRepository(db),
     close: () => (closing ??= db.destroy()),
   };
@@ -51,7 +52,7 @@ async function migrate(db: Kysely<Schema>): Promise<void> {
 }
 
 /**
- * Opens of the same SQLite file in this process, serialised: a migration holds the file's write
+ * Opens of the same SQLite file in this process, serialized: a migration holds the file's write
  * lock across awaits, and better-sqlite3's busy wait is synchronous, so a second instance waiting
  * for it inside the same event loop would block the very code that must release it.
  */
@@ -85,7 +86,7 @@ async function openSqliteNow(file: string, memory: boolean): Promise<Database> {
     raw.pragma("synchronous = NORMAL");
     raw.pragma("foreign_keys = ON");
     // Kysely's SQLite adapter neither locks nor wraps migrations in a transaction; doing both here
-    // makes a migration atomic and serialises processes migrating the same file at once (SQLite
+    // makes a migration atomic and serializes processes migrating the same file at once (SQLite
     // DDL is transactional; the Migrator runs on this same single connection).
     raw.exec("BEGIN IMMEDIATE");
     try {

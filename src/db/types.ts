@@ -229,7 +229,8 @@ export interface ProcessesRepository {
   forgetUnseenSince(since: number): Promise<void>;
 }
 
-export interface JobsRepository {
+/** Jobs as the API sees them: created by a request, read by their account, counted for metrics. */
+export interface JobRecords {
   /**
    * Creates a pending job. With an idempotency key already used by the account, returns the
    * existing job and `created: false` instead. With a `reservation` the balance check and the hold
@@ -247,6 +248,13 @@ export interface JobsRepository {
   list(accountId: string, limit: number, offset: number): Promise<{ jobs: JobRecord[]; total: number }>;
   /** Jobs of every account per status (metrics; `pending` is the queue depth). */
   countByStatus(): Promise<Record<JobStatus, number>>;
+}
+
+/**
+ * Jobs as the dubbing workers see them: taken under a lease and written only while it is held (a
+ * worker that has lost the lease changes nothing).
+ */
+export interface JobLeases {
   /**
    * Atomically takes a job that is pending, or running with an expired lease (its worker died), for
    * `workerId` until now + `leaseMs`; increments `attempts`. Safe with many workers. Fair across
@@ -282,6 +290,8 @@ export interface JobsRepository {
   /** Marks the job failed with `error` (no charge, its hold ends); releases the lease. */
   fail(jobId: string, workerId: string, error: JobError): Promise<boolean>;
 }
+
+export type JobsRepository = JobRecords & JobLeases;
 
 export interface Database {
   readonly kind: "sqlite" | "postgres";

@@ -7,12 +7,9 @@ import { open, readFile, rm, type FileHandle } from "node:fs/promises";
 import { float32ToBytes } from "../audio/pcm.js";
 import { changeTempo, shapeClip } from "./clips.js";
 import { mapLimit } from "./concurrency.js";
-import type { StoredClip } from "./synthesis.js";
+import { DUB_SAMPLE_RATE, type StoredClip } from "./synthesis.js";
 import { fitTimeline, type ClipPlacement } from "./timeline.js";
 import type { DubSegment } from "./translation.js";
-
-/** Rate of the dubbed track and of the output audio. */
-export const DUB_SAMPLE_RATE = 48_000;
 
 /** Fade at both ends of every clip (5 ms) so no clip starts or stops with a click. */
 const EDGE_FADE_SEC = 0.005;

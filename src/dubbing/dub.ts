@@ -155,9 +155,9 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
     // f. synthesise every line; clips wait on disk so memory does not grow with the input's length.
     progress.report("synthesizing", 0);
     if (voices) {
-      // The library is measured once per process (a few seconds); a job can wait for it. If it
-      // cannot be measured, speakers keep a default voice of their gender.
-      const cloner = voiceClonerFor(synthesizer, language, targetLang);
+      // The library is measured once per engine version (a few seconds, kept in DATA_DIR); a job can
+      // wait for it. If it cannot be measured, speakers keep a default voice of their gender.
+      const cloner = voiceClonerFor(synthesizer, language, targetLang, registry.voiceMeasurements);
       await cloner.prepare().catch(() => undefined);
       match = (speaker) => cloner.match(speaker);
     }

@@ -1,6 +1,6 @@
 /** The dubbing media pipeline as a library (no HTTP, no storage): see `dubMedia`. */
 export { dubMedia, type DubOptions, type DubResult } from "./dub.js";
-export { DUB_SAMPLE_RATE } from "./dub-track.js";
+export { DUB_SAMPLE_RATE } from "./synthesis.js";
 export { assertDubbable, assertDurationWithin, MIN_INPUT_DURATION_SEC } from "./input-checks.js";
 export { DUB_STAGES, overallProgress, type DubStage } from "./progress.js";
 export { type DubSegment } from "./translation.js";

@@ -3,10 +3,9 @@
  * and the ffmpeg filter graph that ducks the original under speech and adds the dubbed track.
  * Separate because these are the decisions about how the result sounds, apart from producing clips.
  */
-import { DUB_SAMPLE_RATE } from "./dub-track.js";
 import { rmsOf, type Energy } from "./energy.js";
 import { inputArgs, localPath, runFfmpeg, timeoutFor, type MediaInfo } from "./ffmpeg.js";
-import type { StoredClip } from "./synthesis.js";
+import { DUB_SAMPLE_RATE, type StoredClip } from "./synthesis.js";
 import { DEFAULT_DUCK_OPTIONS, duckingExpression, type ClipPlacement, type Span } from "./timeline.js";
 import type { DubSegment } from "./translation.js";
 

@@ -1,8 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { Config } from "../config.js";
 import type { Database } from "../db/types.js";
-import type { UploadGate } from "../storage/local.js";
-import type { ExpiryRule, ObjectStore } from "../storage/types.js";
+import type { ExpiryRule, ObjectStore, UploadGate } from "../storage/types.js";
 import { UPLOAD_SOURCE_SCHEME } from "./source.js";
 
 /**

@@ -10,9 +10,11 @@ import { resample } from "../audio/resampler.js";
 import type { LanguageCode, TtsEngine, Voice } from "../engines/types.js";
 import { trimSilence } from "./clips.js";
 import { mapLimit } from "./concurrency.js";
-import { DUB_SAMPLE_RATE } from "./dub-track.js";
 import { energyOf, type Energy } from "./energy.js";
 import type { DubSegment } from "./translation.js";
+
+/** Rate of the clips, of the dubbed track they are fitted into and of the output audio. */
+export const DUB_SAMPLE_RATE = 48_000;
 
 /** A synthesized line on disk: raw float32 mono at `DUB_SAMPLE_RATE`. */
 export interface StoredClip {

@@ -1,6 +1,5 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
-import { isLocalObjectStore } from "../storage/local.js";
 import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "../storage/types.js";
 import { MediaToolError, UnsupportedFormatError } from "./errors.js";
 import { ACCEPTED_DEMUXERS, probe, runFfprobe } from "./ffmpeg.js";
@@ -11,8 +10,8 @@ export const URL_PROBE_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
  * The duration of an uploaded source, read when its job is created so that its price is known
- * before anything runs. The embedded store's object is probed where it lies (objects are plain
- * files at `<dir>/<key>`); an S3 object is copied to a temporary folder under `tempDir` first.
+ * before anything runs. The embedded store's object is probed where it lies (`filePath`); an S3
+ * object is copied to a temporary folder under `tempDir` first.
  * Undefined when the object cannot be read as media (never uploaded, too large, not media): the
  * job is then created as usual and its worker fails it with the spec's code.
  */
@@ -24,8 +23,8 @@ export async function uploadDurationSec(
   let copyDir: string | undefined;
   try {
     let file: string;
-    if (isLocalObjectStore(store)) {
-      file = path.join(store.dir, objectKey);
+    if (store.filePath) {
+      file = store.filePath(objectKey);
     } else {
       await mkdir(options.tempDir, { recursive: true });
       copyDir = await mkdtemp(path.join(options.tempDir, "probe-"));

@@ -1,9 +1,9 @@
-import type { AsrStream, Hypothesis } from "./types.js";
+import type { AsrEngine, AsrStream, Hypothesis, RecognitionOptions, RecognitionStream } from "./types.js";
 
 type State = "open" | "finished" | "aborted";
 
 /**
- * The state machine the local recognisers' streams share (PocketSphinx, whisper.cpp): one utterance
+ * The state machine the local recognizers' streams share (PocketSphinx, whisper.cpp): one utterance
  * that accepts audio, answers partial results and ends once, with `finish()` or `abort()`.
  *
  * The caller never overlaps calls; an overlapping call is rejected rather than queued because it
@@ -110,4 +110,96 @@ export abstract class AsrStreamBase implements AsrStream {
     run.then(settled, settled);
     return run;
   }
+}
+
+export interface PollingOptions {
+  /** How often a partial is asked for, in samples of audio written (none if the engine has none). */
+  readonly intervalSamples: number;
+  /**
+   * Writes are collected until this many have arrived before they are passed on: each call of a
+   * polled engine has a fixed cost.
+   */
+  readonly batchWrites: number;
+}
+
+/**
+ * An utterance's recognition with results pushed to `options.onEvent`: the engine's own
+ * `openRecognition` when it streams results, otherwise its `AsrStream` asked for a partial every
+ * `polling.intervalSamples` of audio. `lead` is audio the utterance begins with (the pre-roll, or
+ * the part after a change of speaker); it does not count toward the first poll.
+ */
+export async function openRecognition(
+  engine: AsrEngine,
+  options: RecognitionOptions,
+  polling: PollingOptions,
+  lead: readonly Int16Array[] = [],
+): Promise<RecognitionStream> {
+  if (engine.openRecognition) {
+    const stream = await engine.openRecognition(options);
+    for (const pcm of lead) await stream.write(pcm);
+    return stream;
+  }
+  const stream = await engine.createStream(options);
+  const intervalSamples = engine.capabilities.partialResults ? polling.intervalSamples : Infinity;
+  const samplesPerMs = engine.capabilities.sampleRate / 1000;
+  return new PollingRecognition(stream, options.onEvent, { ...polling, intervalSamples }, samplesPerMs, lead);
+}
+
+/** The adapter for engines that must be asked for partials (whisper.cpp, PocketSphinx, OpenAI). */
+class PollingRecognition implements RecognitionStream {
+  private readonly unsent: Int16Array[];
+  private written = 0;
+  private sinceLastPartial = 0;
+  private open = true;
+
+  constructor(
+    private readonly stream: AsrStream,
+    private readonly onEvent: RecognitionOptions["onEvent"],
+    private readonly polling: PollingOptions,
+    private readonly samplesPerMs: number,
+    lead: readonly Int16Array[],
+  ) {
+    this.unsent = [...lead];
+  }
+
+  async write(pcm: Int16Array): Promise<void> {
+    this.unsent.push(pcm);
+    if (this.unsent.length >= this.polling.batchWrites) await this.passOn();
+    this.sinceLastPartial += pcm.length;
+    if (this.sinceLastPartial < this.polling.intervalSamples) return;
+    this.sinceLastPartial = 0;
+    await this.passOn();
+    const hypothesis = await this.stream.partial();
+    if (this.open) this.onEvent({ type: "partial", hypothesis, audioMs: this.written / this.samplesPerMs });
+  }
+
+  async finish(lastAudio?: Int16Array): Promise<Hypothesis> {
+    if (lastAudio) this.unsent.push(lastAudio);
+    await this.passOn();
+    this.open = false;
+    return this.stream.finish();
+  }
+
+  abort(): void {
+    this.open = false;
+    this.stream.abort();
+  }
+
+  private async passOn(): Promise<void> {
+    if (this.unsent.length === 0) return;
+    const audio = concatPcm(this.unsent.splice(0));
+    await this.stream.write(audio);
+    this.written += audio.length;
+  }
+}
+
+/** The chunks joined into one. */
+export function concatPcm(chunks: readonly Int16Array[]): Int16Array {
+  const audio = new Int16Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    audio.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return audio;
 }

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { AsrEngine, MtEngine, TtsEngine } from "./types.js";
-import { isLanguageCode } from "../languages.js";
+import { isLanguageCode } from "../language-tags.js";
 
 /**
  * Every engine the engines file (src/engine-config.ts) can name, in one table: for each kind it
@@ -22,7 +22,7 @@ export interface EngineOfKind {
   tts: TtsEngine;
 }
 
-/** The service-wide settings an entry falls back on (part of `Config["engines"]`, src/config.ts). */
+/** The service-wide settings an entry falls back on (part of `EngineSettings`, src/engine-config.ts). */
 export interface EngineDefaults {
   /** Where `relay models pull` puts models and whisper.cpp finds them by catalogue name. */
   readonly modelsDir: string;

@@ -1,10 +1,11 @@
-import type { Config } from "../config.js";
-import { idOf } from "../engine-config.js";
+import { idOf, recognizersToBuild, type EngineSettings } from "../engine-config.js";
 import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
 import { createMfccSpeakerEngine } from "./mfcc-speaker/index.js";
 import { createSileroVadEngine } from "./silero-vad/index.js";
+import { nativeBuildLoads } from "./whisper-cpp/binding.js";
 import { abortError } from "./cancellation.js";
 import { streamSynthesis } from "./synthesis.js";
+import { voiceMeasurementStore, type VoiceMeasurementStore } from "../voices/measurement-store.js";
 import type {
   AsrEngine,
   LanguageCode,
@@ -16,8 +17,6 @@ import type {
   TtsEngine,
   VadEngine,
 } from "./types.js";
-
-type EngineConfig = Config["engines"];
 
 /** A way to translate one pair: a direct engine, or two hops through the pivot language. */
 export interface TranslationRoute {
@@ -59,9 +58,14 @@ export class EngineRegistry {
     private readonly pivotLanguage: LanguageCode,
     /** Engines that were configured but failed to load, with the reason (shown on /healthz). */
     readonly unavailable: readonly { id: string; reason: string }[],
+    /** Where the voices' measurements persist (src/voices/measurement-store.ts); undefined: in memory. */
+    readonly voiceMeasurements: VoiceMeasurementStore | undefined,
   ) {}
 
-  static async create(config: EngineConfig): Promise<EngineRegistry> {
+  /** One synthesizer per language, so whatever is cached per engine (voice measurements) is found again. */
+  private readonly synthesizers = new Map<LanguageCode, TtsEngine | undefined>();
+
+  static async create(config: EngineSettings): Promise<EngineRegistry> {
     const unavailable: { id: string; reason: string }[] = [];
     /** Builds the configured engines of one kind (src/engines/descriptors.ts), skipping failures. */
     async function build<K extends EngineKind>(
@@ -84,7 +88,7 @@ export class EngineRegistry {
     }
     const vad = await createSileroVadEngine(config.sileroModel ? { modelPath: config.sileroModel } : {});
     const [asr, mt, tts] = await Promise.all([
-      build("asr", config.asr, restrictLanguages),
+      build("asr", recognizersToBuild(config, nativeBuildLoads), restrictLanguages),
       build("mt", config.mt, restrictPairs),
       build("tts", config.tts, restrictLanguages),
     ]);
@@ -96,6 +100,7 @@ export class EngineRegistry {
       tts,
       config.pivotLanguage,
       unavailable,
+      voiceMeasurementStore(config.voiceMeasurementsDir),
     );
   }
 
@@ -107,6 +112,7 @@ export class EngineRegistry {
     mt: MtEngine[];
     tts: TtsEngine[];
     pivotLanguage?: LanguageCode;
+    voiceMeasurementsDir?: string;
   }): EngineRegistry {
     return new EngineRegistry(
       engines.vad,
@@ -116,6 +122,9 @@ export class EngineRegistry {
       engines.tts,
       engines.pivotLanguage ?? "es",
       [],
+      engines.voiceMeasurementsDir === undefined
+        ? undefined
+        : voiceMeasurementStore(engines.voiceMeasurementsDir),
     );
   }
 
@@ -138,17 +147,30 @@ export class EngineRegistry {
   }
 
   /**
-   * The preferred synthesiser for a language, falling back to the next one when synthesis fails
-   * (a stream: when it fails before its first chunk).
+   * The preferred synthesizer for a language, falling back to the next one when synthesis fails
+   * (a stream: when it fails before its first chunk). The same object for every call.
    */
   synthesizer(language: LanguageCode): TtsEngine | undefined {
+    if (!this.synthesizers.has(language)) this.synthesizers.set(language, this.fallbackSynthesizer(language));
+    return this.synthesizers.get(language);
+  }
+
+  /**
+   * As `synthesizer`, telling `served` which engine answered each call (as soon as one has), so the
+   * metrics credit a fallback engine with the calls it served. A new object per call: one per caller.
+   */
+  synthesizerReporting(language: LanguageCode, served: Served<TtsEngine>): TtsEngine | undefined {
+    return this.fallbackSynthesizer(language, served);
+  }
+
+  private fallbackSynthesizer(language: LanguageCode, served?: Served<TtsEngine>): TtsEngine | undefined {
     const candidates = this.tts.filter((engine) => engine.capabilities.languages.includes(language));
     const [first] = candidates;
-    if (!first || candidates.length === 1) return first;
+    if (!first || (candidates.length === 1 && !served)) return first;
     return withOverrides(first, {
       synthesize: async (request, signal) =>
-        firstSuccess(candidates, (engine) => engine.synthesize(request, signal), signal),
-      synthesizeStream: (request, signal) => firstStreaming(candidates, request, signal),
+        firstSuccess(candidates, (engine) => engine.synthesize(request, signal), signal, served),
+      synthesizeStream: (request, signal) => firstStreaming(candidates, request, signal, served),
     });
   }
 
@@ -253,6 +275,11 @@ export class EngineRegistry {
     return this.allEngines().map(({ kind, engine }) => ({ kind, ...engine.info }));
   }
 
+  /** Starts what the translation engines start on first use (the service calls this once it listens). */
+  async warmUp(): Promise<void> {
+    await Promise.allSettled(this.mt.map((engine) => engine.warmUp?.()));
+  }
+
   async close(): Promise<void> {
     await Promise.allSettled(this.allEngines().map(({ engine }) => engine.close()));
   }
@@ -272,17 +299,22 @@ export class EngineRegistry {
   }
 }
 
+/** Told which candidate answered a call that could have fallen back to another. */
+export type Served<T> = (candidate: T) => void;
+
 /** What a translation needs besides the language pair (see `TranslateRequest`). */
 export type TranslationInput = Omit<TranslateRequest, "from" | "to">;
 
 /**
  * Translates along the first route that works: every hop of a route in turn, and the next route
- * when an engine of this one fails (a remote server down, say, with Apertium behind it).
+ * when an engine of this one fails (a remote server down, say, with Apertium behind it). `served`
+ * is told the route that translated.
  */
 export async function translateAlong(
   routes: readonly TranslationRoute[],
   input: TranslationInput,
   signal?: AbortSignal,
+  served?: Served<TranslationRoute>,
 ): Promise<string> {
   return firstSuccess(
     routes,
@@ -294,38 +326,47 @@ export async function translateAlong(
       return current;
     },
     signal,
+    served,
   );
 }
 
 /**
- * Tries each candidate in order; the first success wins, otherwise the first failure is thrown.
- * Once `signal` has fired no further candidate is tried: the call was cancelled, nothing failed.
+ * Tries each candidate in order; the first success wins (and `served` is told which it was),
+ * otherwise the first failure is thrown. Once `signal` has fired no further candidate is tried:
+ * the call was cancelled, nothing failed.
  */
 async function firstSuccess<C, T>(
   candidates: readonly C[],
   attempt: (candidate: C) => Promise<T>,
   signal?: AbortSignal,
+  served?: Served<C>,
 ): Promise<T> {
   let firstError: unknown;
   for (const candidate of candidates) {
     if (signal?.aborted) throw abortError(signal);
+    let result: T;
     try {
-      return await attempt(candidate);
+      result = await attempt(candidate);
     } catch (error) {
       firstError ??= error;
+      continue;
     }
+    served?.(candidate);
+    return result;
   }
   throw firstError ?? new Error("no engine available");
 }
 
 /**
  * Streams speech from the first engine that produces some: an engine failing before its first
- * chunk hands over to the next (as `firstSuccess`); a failure after that ends the stream.
+ * chunk hands over to the next (as `firstSuccess`); a failure after that ends the stream. `served`
+ * is told the engine at its first chunk.
  */
 async function* firstStreaming(
   engines: readonly TtsEngine[],
   request: SynthesisRequest,
   signal: AbortSignal | undefined,
+  served: Served<TtsEngine> | undefined,
 ): AsyncIterable<SynthesizedAudio> {
   let firstError: unknown;
   for (const engine of engines) {
@@ -333,6 +374,7 @@ async function* firstStreaming(
     let produced = false;
     try {
       for await (const chunk of streamSynthesis(engine, request, signal)) {
+        if (!produced) served?.(engine);
         produced = true;
         yield chunk;
       }

@@ -108,10 +108,40 @@ export interface AsrStream {
   abort(): void;
 }
 
+/**
+ * What a recognizer reports on its own while an utterance is heard: a partial hypothesis (covering
+ * `audioMs` of the utterance's audio), or the end of the utterance (an endpoint it detected).
+ */
+export type RecognitionEvent =
+  | { readonly type: "partial"; readonly hypothesis: Hypothesis; readonly audioMs: number }
+  | { readonly type: "endpoint" };
+
+export interface RecognitionOptions extends AsrStreamOptions {
+  /** Receives the stream's events, in order, until it has finished or been aborted. */
+  readonly onEvent: (event: RecognitionEvent) => void;
+}
+
+/**
+ * One utterance on a recognizer that pushes its results (see `RecognitionEvent`) instead of being
+ * asked for them. Calls are serialized by the caller, as for `AsrStream`.
+ */
+export interface RecognitionStream {
+  write(pcm: Int16Array): Promise<void>;
+  /** Ends the utterance, after `lastAudio` when given, and returns the final hypothesis. */
+  finish(lastAudio?: Int16Array): Promise<Hypothesis>;
+  /** Ends the utterance without a result; no event follows. */
+  abort(): void;
+}
+
 export interface AsrEngine extends Engine {
   readonly capabilities: AsrCapabilities;
   /** May wait for a free decoder when the engine bounds its concurrency. */
   createStream(options: AsrStreamOptions): Promise<AsrStream>;
+  /**
+   * Engines that stream results themselves (partials and endpoints as they hear them). The others
+   * are asked for partials by the polling adapter (`openRecognition` in src/engines/asr-stream.ts).
+   */
+  openRecognition?(options: RecognitionOptions): Promise<RecognitionStream>;
 }
 
 // ---------------------------------------------------------------- machine translation
@@ -147,6 +177,8 @@ export interface MtEngine extends Engine {
   translate(request: TranslateRequest, signal?: AbortSignal): Promise<string>;
   /** Yields the translation so far (each value the whole text up to now); the last value is final. */
   translateStream?(request: TranslateRequest, signal?: AbortSignal): AsyncIterable<string>;
+  /** Starts what the engine starts lazily (processes, models), so a first request pays no cold start. */
+  warmUp?(): Promise<void>;
 }
 
 // ---------------------------------------------------------------- speech synthesis

@@ -2,7 +2,7 @@
  * Turns per-window speech probabilities into utterance boundaries.
  * Hysteresis (start above `threshold`, end only after `endSilenceMs` below `negThreshold`) keeps
  * short dips inside words from splitting an utterance; a cap bounds utterance length so a
- * recogniser never has to hold minutes of audio.
+ * recognizer never has to hold minutes of audio.
  */
 export interface SegmenterOptions {
   readonly windowMs: number;

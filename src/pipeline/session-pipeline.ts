@@ -1,4 +1,4 @@
-import type { EngineRegistry } from "../engines/registry.js";
+import type { EngineRegistry, TranslationRoute } from "../engines/registry.js";
 import type { LanguageCode, TtsEngine } from "../engines/types.js";
 import {
   languagePlan,
@@ -22,7 +22,7 @@ import { TranslationPipeline, type PipelineObserver } from "./translation-pipeli
  */
 
 /** "auto" and two-way need a recogniser that identifies languages; the caller has checked the engines. */
-export interface SpeakerPipelineOptions extends SessionLanguages {
+export interface LivePipelineOptions extends SessionLanguages {
   readonly finalizeMode: FinalizeMode;
   readonly context?: string;
   /**
@@ -40,8 +40,8 @@ export interface SpeakerPipelineOptions extends SessionLanguages {
 const CLONE_FALLBACK_GENDER = "male";
 
 /**
- * Starts measuring the library voices for matching between these languages (once per process),
- * so the first speaker is matched as soon as their voice is measured.
+ * Starts measuring the library voices for matching between these languages (once per engine
+ * version, kept in DATA_DIR), so the first speaker is matched as soon as their voice is measured.
  */
 export function prepareVoiceCloning(
   registry: EngineRegistry,
@@ -51,19 +51,31 @@ export function prepareVoiceCloning(
   const tts = registry.synthesizer(targetLanguage);
   // Failure only means speakers keep their fallback voice.
   if (tts)
-    voiceClonerFor(tts, sourceLanguage, targetLanguage)
+    voiceClonerFor(tts, sourceLanguage, targetLanguage, registry.voiceMeasurements)
       .prepare()
       .catch(() => undefined);
 }
 
-export function createSpeakerPipeline(
+export function createLivePipeline(
   registry: EngineRegistry,
-  options: SpeakerPipelineOptions,
+  options: LivePipelineOptions,
 ): TranslationPipeline {
   const { voice } = options;
   const plan = languagePlan(options);
+  // The engines that answered the latest call of each direction and language, so the metrics credit
+  // a fallback engine with what it served. A stage makes one call at a time and reads the entry
+  // after it; a call clears it first, so a failed call names the preferred engine (whose error is
+  // the one reported).
+  const translatedBy = new Map<string, string>();
+  const synthesizedBy = new Map<LanguageCode, string>();
+  const direction = (from: LanguageCode, to: LanguageCode) => `${from}>${to}`;
   const translators = new Map<LanguageCode, Translator>(
-    plan.directions.map(({ to, labels }) => [to, translatorFor(registry, to, labels)]),
+    plan.directions.map(({ to, labels }) => [
+      to,
+      translatorFor(registry, to, labels, (route) =>
+        translatedBy.set(direction(route.from, route.to), enginesOf(route)),
+      ),
+    ]),
   );
   // The speaker's language is the voice matcher's rate reference: the named source, in a two-way
   // session the other side of the pair, and with "auto" (not known ahead) the target stands in.
@@ -76,6 +88,12 @@ export function createSpeakerPipeline(
   const synthesizers = new Map<LanguageCode, TtsEngine>(
     voice === undefined ? [] : plan.directions.map(({ to }) => [to, registry.synthesizer(to)!]),
   );
+  const speaking = new Map<LanguageCode, TtsEngine>(
+    [...synthesizers.keys()].map((to) => [
+      to,
+      registry.synthesizerReporting(to, (engine) => synthesizedBy.set(to, engine.info.id))!,
+    ]),
+  );
   const voices =
     voice === undefined
       ? undefined
@@ -87,13 +105,21 @@ export function createSpeakerPipeline(
     asr: recognizerFor(registry, plan.listen, plan.candidates)!,
     sourceLanguage: plan.listen,
     targetFor: plan.targetFor,
-    translate: (call, signal) => translator(call.to).translate(call, signal),
-    translateStream: (call, signal) => translator(call.to).translateStream(call, signal),
+    translate: (call, signal) => {
+      translatedBy.delete(direction(call.from, call.to));
+      return translator(call.to).translate(call, signal);
+    },
+    translateStream: (call, signal) => {
+      translatedBy.delete(direction(call.from, call.to));
+      return translator(call.to).translateStream(call, signal);
+    },
     speak:
       voice === undefined
         ? undefined
-        : (text, language, chosen, signal) =>
-            renderSpeech(synthesizers.get(language)!, { text, language, voice: chosen! }, signal),
+        : (text, language, chosen, signal) => {
+            synthesizedBy.delete(language);
+            return renderSpeech(speaking.get(language)!, { text, language, voice: chosen! }, signal);
+          },
     finalizeMode: options.finalizeMode,
     context: options.context,
     ...(options.labelSpeakers ? { speakers: new SpeakerTracker(registry.speakers) } : {}),
@@ -101,13 +127,15 @@ export function createSpeakerPipeline(
     ...(options.observer ? { observer: options.observer } : {}),
     engineIds: {
       translate: (from, to) =>
-        registry
-          .translationRoutes(from, to)[0]
-          ?.hops.map((hop) => hop.engine.info.id)
-          .join("+") ?? "none",
-      synthesize: (language) => synthesizers.get(language)?.info.id ?? "none",
+        translatedBy.get(direction(from, to)) ?? enginesOf(registry.translationRoutes(from, to)[0]),
+      synthesize: (language) => synthesizedBy.get(language) ?? synthesizers.get(language)?.info.id ?? "none",
     },
   });
+}
+
+/** A route's engines as the metrics name them: "apertium", or "openai+apertium" through the pivot. */
+function enginesOf(route: TranslationRoute | undefined): string {
+  return route?.hops.map((hop) => hop.engine.info.id).join("+") ?? "none";
 }
 
 /**
@@ -124,7 +152,7 @@ function voiceChooser(
   const cloners = new Map(
     synthesizers.map(([to, tts]) => {
       prepareVoiceCloning(registry, speakerLanguageInto(to), to);
-      return [to, voiceClonerFor(tts, speakerLanguageInto(to), to)] as const;
+      return [to, voiceClonerFor(tts, speakerLanguageInto(to), to, registry.voiceMeasurements)] as const;
     }),
   );
   return new MatchedVoices({

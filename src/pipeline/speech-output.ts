@@ -10,7 +10,7 @@ export interface SpeechRequest {
 }
 
 /**
- * Synthesises one line as standalone 24 kHz output frames (src/pipeline/framer.ts), yielded as soon
+ * Synthesizes one text as standalone 24 kHz output frames (src/pipeline/framer.ts), yielded as soon
  * as the engine has produced the audio for them: the whole clip at once from engines that do not
  * stream. `signal` cancels the synthesis.
  */

@@ -1,7 +1,7 @@
 /**
- * Decides which recognised words are stable enough to be sent as `is_final: true`.
+ * Decides which recognized words are stable enough to be sent as `is_final: true`.
  *
- * Streaming recognisers revise their best hypothesis as audio arrives. A word is committed when
+ * Streaming recognizers revise their best hypothesis as audio arrives. A word is committed when
  * two consecutive hypotheses agree on it (local agreement) and it is not the newest word (which
  * may be cut mid-word). Committed words are never revised: later hypotheses are aligned to them
  * by position. `stable` commits as soon as `minCommitWords` agree; `sentence` commits only up to a
@@ -11,14 +11,14 @@ export type FinalizeMode = "stable" | "sentence";
 
 export interface StableWord {
   readonly text: string;
-  /** Milliseconds from the start of the utterance, when the recogniser gives word timings. */
+  /** Milliseconds from the start of the utterance, when the recognizer gives word timings. */
   readonly endMs?: number;
 }
 
 export interface StabilizerUpdate {
   /** Newly committed word runs, in order (each one is a final). */
   readonly commits: StableWord[][];
-  /** Words recognised but not committed yet (the interim tail). */
+  /** Words recognized but not committed yet (the interim tail). */
   readonly pending: StableWord[];
 }
 
@@ -39,14 +39,14 @@ export class TranscriptStabilizer {
     private readonly options: {
       minCommitWords?: number;
       holdBackMs?: number;
-      /** Whether the recogniser punctuates; without punctuation a sentence ends only with the utterance. */
+      /** Whether the recognizer punctuates; without punctuation a sentence ends only with the utterance. */
       punctuated?: boolean;
     } = {},
   ) {}
 
   /**
    * `audioMs`: utterance audio decoded so far. With word timings, words ending within
-   * `holdBackMs` of it are not committed yet: recognisers revise recent words most.
+   * `holdBackMs` of it are not committed yet: recognizers revise recent words most.
    * `commitBeforeMs`: words ending after it (without timings: heard in audio reaching past it)
    * are not committed now, whatever the agreement (they are not ready to be final for another
    * reason: their speaker may still change).

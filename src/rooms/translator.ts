@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { EngineRegistry } from "../engines/registry.js";
 import type { LanguageCode, Voice } from "../engines/types.js";
 import { Channel } from "../pipeline/channel.js";
-import { createSpeakerPipeline, prepareVoiceCloning } from "../pipeline/session-pipeline.js";
+import { createLivePipeline, prepareVoiceCloning } from "../pipeline/session-pipeline.js";
 import type { TranslationPipeline } from "../pipeline/translation-pipeline.js";
 import { errorFrame } from "../wire/error-frame.js";
 import { transcriptMessage, type TranscriptLanguages } from "../wire/transcript-message.js";
@@ -107,7 +107,7 @@ export class RoomTranslator {
     if (pipeline) return pipeline;
     const { registry, sourceLanguage, targetLanguage, voice } = this.options;
     try {
-      pipeline = createSpeakerPipeline(registry, {
+      pipeline = createLivePipeline(registry, {
         sourceLanguage,
         targetLanguage,
         finalizeMode: "stable",

@@ -13,7 +13,8 @@
  */
 import type { LanguageCode, Voice } from "../engines/types.js";
 import { defaultVoice } from "../voices/library.js";
-import { SpeakerProfiler, type VoiceFeatures } from "../voices/voice-features.js";
+import { SpeakerProfiler } from "../voices/speaker-profiler.js";
+import type { VoiceFeatures } from "../voices/voice-features.js";
 import { MAX_SPEAKERS } from "./tracker.js";
 
 export interface SpeakerVoice {

@@ -11,14 +11,8 @@ export {
   assertValidObjectKey,
   objectKeyProblem,
 } from "./common.js";
-export {
-  createLocalObjectStore,
-  localStorageRoutes,
-  type LocalObjectStore,
-  type LocalObjectStoreOptions,
-  type LocalStorageRouteOptions,
-  type UploadGate,
-} from "./local.js";
+export { createLocalObjectStore, type LocalObjectStore, type LocalObjectStoreOptions } from "./local.js";
+export { localStorageRoutes, type LocalStorageRouteOptions } from "./local-routes.js";
 export { createS3ObjectStore, type S3ObjectStoreOptions } from "./s3.js";
 
 export type ObjectStoreConfig =

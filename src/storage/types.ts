@@ -69,5 +69,21 @@ export interface ObjectStore {
    * the bucket's lifecycle configuration.
    */
   ensureExpiryRules?(rules: readonly ExpiryRule[]): Promise<void>;
+  /**
+   * The embedded store only: the file holding the object (objects are plain files there), so a
+   * reader can open it where it lies instead of copying it.
+   */
+  filePath?(key: string): string;
   close(): Promise<void>;
+}
+
+/**
+ * The service's view of uploads, consulted by the embedded store's PUTs (keys are the uploads'
+ * object keys; src/dubbing/retention.ts answers).
+ */
+export interface UploadGate {
+  /** Whether an object may still be stored at `key` (false once retention deleted its upload). */
+  accepts(key: string): Promise<boolean>;
+  /** The object is stored (`bytes` long); false when the upload was deleted meanwhile (and the object with it). */
+  stored(key: string, bytes: number): Promise<boolean>;
 }

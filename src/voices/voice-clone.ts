@@ -4,7 +4,8 @@
  *
  * Every candidate voice is measured once, from what the TTS actually produces for a reference
  * sentence in the target language (voice-features.ts), so the same code serves eSpeak NG, SVOX Pico
- * or any later engine without per-engine tables.
+ * or any later engine without per-engine tables. With a store (measurement-store.ts) the
+ * measurements outlive the process: made once per engine version, read by every later process.
  *
  * Matching, in order:
  *   1. Gender family. F0 alone cannot decide it: JFK's inaugural address (a man) measures 247 Hz,
@@ -25,6 +26,8 @@ import { setTimeout as delay } from "node:timers/promises";
 import { resample } from "../audio/resampler.js";
 import type { LanguageCode, TtsEngine, Voice, VoiceTimbre } from "../engines/types.js";
 import { defaultVoice, VOICES } from "./library.js";
+import { measurementKey, type StoredMeasurement, type VoiceMeasurementStore } from "./measurement-store.js";
+import { ANALYSIS_RATE } from "./signal.js";
 import { measureVoice, type VoiceFeatures } from "./voice-features.js";
 
 /** About 5 s of ordinary speech per language (others are measured on the English text). */
@@ -42,8 +45,6 @@ export const REFERENCE_SENTENCES: Readonly<Record<LanguageCode, string>> = {
   zh: "大家早上好，谢谢你们的到来。今天我们来谈谈今年的计划。",
 };
 
-/** Analysis rate of voice-features.ts; TTS output is resampled to it with a proper band-limited filter. */
-const ANALYSIS_RATE = 16_000;
 const PITCH_MIN = 0;
 const PITCH_MAX = 99;
 const RATE_MIN = 0.75;
@@ -87,6 +88,8 @@ export interface VoiceClonerOptions {
   readonly targetLanguage: LanguageCode;
   /** Candidate voices (default: the library); voices with a strong accent are never chosen. */
   readonly voices?: readonly Voice[];
+  /** Where measurements persist across processes; without one they are made again per process. */
+  readonly store?: VoiceMeasurementStore | undefined;
 }
 
 export class VoiceCloner {
@@ -95,6 +98,9 @@ export class VoiceCloner {
   private prepared: Prepared | undefined;
   private failedAt = 0;
   private readonly memo = new Map<string, Voice>();
+  /** Measurements read from the store, and those made by this run (written back at its end). */
+  private stored = new Map<string, StoredMeasurement>();
+  private readonly fresh = new Map<string, StoredMeasurement>();
 
   constructor(
     private readonly tts: TtsEngine,
@@ -104,7 +110,7 @@ export class VoiceCloner {
   }
 
   /**
-   * Measures the candidate library voices once (synthesising a short reference sentence per voice
+   * Measures the candidate library voices once (synthesizing a short reference sentence per voice
    * with `tts` in the target language). Safe to call many times; concurrent calls share one run.
    * Syntheses run one at a time so a live service keeps its TTS capacity, and the event loop is
    * yielded between steps (eSpeak NG, 64 voices: ~5 s on 2 cores, in slices of ≤ ~50 ms).
@@ -165,6 +171,19 @@ export class VoiceCloner {
   }
 
   private async measureLibrary(): Promise<Prepared> {
+    const { store } = this.options;
+    // An unreadable store only means measuring again.
+    if (store) this.stored = await store.read(this.tts.info).catch(() => new Map());
+    const prepared = await this.measureCandidates();
+    if (store && this.fresh.size > 0) {
+      // Nor does a failed write cost more than measuring again in the next process.
+      await store.write(this.tts.info, this.fresh).catch(() => undefined);
+      this.fresh.clear();
+    }
+    return prepared;
+  }
+
+  private async measureCandidates(): Promise<Prepared> {
     const { sourceLanguage, targetLanguage } = this.options;
     const measured: Measurement[] = [];
     for (const voice of this.candidates) {
@@ -212,31 +231,43 @@ export class VoiceCloner {
     return { measured, slope, referenceRate, genders: genderModel(measured) };
   }
 
-  /** Features of `voice` reading the reference sentence, or undefined when it cannot be synthesised. */
+  /** Features of `voice` reading the reference sentence, or undefined when it cannot be synthesized. */
   private async measure(voice: Voice, language: LanguageCode): Promise<VoiceFeatures | undefined> {
+    const key = measurementKey(voice.timbre, language);
+    const known = this.stored.get(key);
+    if (known !== undefined) return known ?? undefined;
     const text = REFERENCE_SENTENCES[language] ?? REFERENCE_SENTENCES.en!;
+    let features: VoiceFeatures | undefined;
     try {
       // Decoding, resampling and analysis each hold the event loop for ~20-35 ms: timers and I/O of
       // live sessions get a turn between them (a setImmediate would not let timers through).
       const audio = await this.tts.synthesize({ text, language, voice });
       await delay(0);
+      // Band-limited (not the analysis's own interpolation): formants are compared across sources.
       const samples = await resample(audio.samples, audio.sampleRate, ANALYSIS_RATE);
       await delay(0);
-      return measureVoice(samples, ANALYSIS_RATE);
+      features = measureVoice(samples, ANALYSIS_RATE);
     } catch {
-      // A voice the engine cannot render (e.g. a variant missing from this installation) is skipped.
+      // A voice the engine cannot render (e.g. a variant missing from this installation) is skipped,
+      // and not stored: the failure may pass (a remote engine that was down).
       return undefined;
     }
+    this.fresh.set(key, features ?? null);
+    return features;
   }
 }
 
 const cloners = new WeakMap<TtsEngine, Map<string, VoiceCloner>>();
 
-/** One shared cloner per (tts engine, source, target) so library measurements are made once per process. */
+/**
+ * One shared cloner per (tts engine, source, target), so the library is measured once per process,
+ * and with a `store` once per engine version (the store of the first call for the pair is kept).
+ */
 export function voiceClonerFor(
   tts: TtsEngine,
   sourceLanguage: LanguageCode,
   targetLanguage: LanguageCode,
+  store?: VoiceMeasurementStore,
 ): VoiceCloner {
   let byPair = cloners.get(tts);
   if (!byPair) {
@@ -246,7 +277,7 @@ export function voiceClonerFor(
   const key = `${sourceLanguage}>${targetLanguage}`;
   let cloner = byPair.get(key);
   if (!cloner) {
-    cloner = new VoiceCloner(tts, { sourceLanguage, targetLanguage });
+    cloner = new VoiceCloner(tts, { sourceLanguage, targetLanguage, store });
     byPair.set(key, cloner);
   }
   return cloner;
@@ -326,7 +357,7 @@ interface PitchPoint {
 
 /**
  * Semitones of median F0 per pitch step: least squares over voices grouped by variant (each group
- * centred on its own means, so variants' different base pitches cancel). Pitch range lifts the
+ * centered on its own means, so variants' different base pitches cancel). Pitch range lifts the
  * median F0 a little too (≈ 0.05 st per step on eSpeak NG, against 0.16 for pitch), so it is a
  * second regressor whenever it varies independently of pitch. Undefined when the data are too thin
  * or the slope implausible.

@@ -9,16 +9,26 @@
  *     YIN on every frame, with the same medians (±1 %) on the test speech. YIN rather than McLeod:
  *     McLeod's NSDF costs ~3× more and hard-codes an 80 Hz floor, too high for low male voices.
  *     pitchfinder's YIN integrates over half the largest power of two below the frame (160 → 64
- *     samples), so lags reach 63 Hz; frames are level-normalised first (see pitchAt).
+ *     samples), so lags reach 63 Hz; frames are level-normalized first (see pitchAt).
  *   - formant spacing ΔF from LPC envelope peaks F1..F4 (Fi ≈ (2i−1)·ΔF/2, a uniform tube): the
  *     vocal-tract-length cue that separates men from women even when F0 does not (JFK, shouting at
  *     247 Hz, has ΔF ≈ 980 Hz; LJSpeech's reader, at 222 Hz, ≈ 1195 Hz).
  *   - syllable nuclei after de Jong & Wempe (2009, "Praat script to detect syllable nuclei"): peaks
  *     of the intensity contour (in the vowel band, see vowelBand) above a quantile of the sounding
- *     intensity, with a dip of at least 2 dB to their neighbours, and voiced. Articulation rate =
+ *     intensity, with a dip of at least 2 dB to their neighbors, and voiced. Articulation rate =
  *     nuclei per second of sounding time (pauses of 0.3 s or more excluded).
  */
 import { YIN } from "pitchfinder";
+import { formantSpacing, LPC_FRAME } from "./formant-spacing.js";
+import {
+  ANALYSIS_RATE as RATE,
+  PITCH_DECIMATION,
+  pitchCopy,
+  quantile,
+  quantileSorted,
+  toAnalysisRate,
+  vowelBand,
+} from "./signal.js";
 
 type PitchDetector = ReturnType<typeof YIN>;
 
@@ -48,13 +58,11 @@ export interface VoiceAnalysis {
   formantSpacingHz: number[];
 }
 
-const RATE = 16_000;
 /** 40 ms frames on a 10 ms hop: the intensity grid. */
 const FRAME = 640;
 const HOP = 160;
 const HOP_SECONDS = HOP / RATE;
 /** F0 is estimated on every F0_STEP-th frame, on a copy decimated by PITCH_DECIMATION. */
-const PITCH_DECIMATION = 4;
 const PITCH_RATE = RATE / PITCH_DECIMATION;
 const F0_STEP = 2;
 const MIN_F0 = 60;
@@ -79,10 +87,6 @@ const MIN_DIP_DB = 2;
 const MIN_PAUSE_SECONDS = 0.3;
 /** Fewer voiced seconds than this give no usable profile. */
 const MIN_VOICED_SECONDS = 0.3;
-/** LPC order 16 at 16 kHz models ~8 resonances; peaks are read only below 5 kHz (F1..F4 + margin). */
-const LPC_ORDER = 16;
-const LPC_FRAME = 512;
-const ENVELOPE_HZ = { from: 200, to: 5000, step: 25 };
 
 /** Intensity = Hann-weighted mean square of each frame (weights sum to 1): a smooth contour. */
 const INTENSITY_WINDOW = (() => {
@@ -108,7 +112,7 @@ const pitchFrame = new Float32Array(PITCH_FRAME);
  * F0 (Hz) of frame f of the 4 kHz copy, or undefined when unvoiced or outside 60–400 Hz.
  *
  * The frame is scaled to unit RMS first: pitchfinder's YIN overwrites d(1) with the constant 1
- * before its cumulative-mean normalisation, so on quiet frames (below about −30 dBFS) the raw d(2)
+ * before its cumulative-mean normalization, so on quiet frames (below about −30 dBFS) the raw d(2)
  * is tiny next to that 1 and passes the threshold, reporting lag 2 (a 2 kHz "pitch").
  */
 function pitchAt(detector: PitchDetector, low: Float32Array, f: number): number | undefined {
@@ -133,7 +137,7 @@ function isVoicedAt(f: number, voiced: Uint8Array, low: Float32Array): boolean {
 }
 
 /** Measures one clip (mono samples in [-1, 1], any sample rate). */
-export function analyseVoice(samples: Float32Array, sampleRate: number): VoiceAnalysis {
+export function analyzeVoice(samples: Float32Array, sampleRate: number): VoiceAnalysis {
   const signal = toAnalysisRate(samples, sampleRate);
   const frames = signal.length >= FRAME ? Math.floor((signal.length - FRAME) / HOP) + 1 : 0;
   const band = vowelBand(signal);
@@ -176,7 +180,7 @@ export function analyseVoice(samples: Float32Array, sampleRate: number): VoiceAn
 }
 
 /** Pools clips into one profile; undefined when they hold less than 0.3 s of voiced speech. */
-export function summariseVoice(parts: readonly VoiceAnalysis[]): VoiceFeatures | undefined {
+export function summarizeVoice(parts: readonly VoiceAnalysis[]): VoiceFeatures | undefined {
   const f0 = parts.flatMap((part) => part.f0Hz);
   const voicedSeconds = parts.reduce((sum, part) => sum + part.voicedSeconds, 0);
   const sounding = parts.reduce((sum, part) => sum + part.soundingSeconds, 0);
@@ -197,77 +201,7 @@ export function summariseVoice(parts: readonly VoiceAnalysis[]): VoiceFeatures |
 }
 
 export function measureVoice(samples: Float32Array, sampleRate: number): VoiceFeatures | undefined {
-  return summariseVoice([analyseVoice(samples, sampleRate)]);
-}
-
-/** Voiced speech after which a speaker gets a first profile, and after which it is final. */
-const FIRST_PROFILE_SECONDS = 0.5;
-const LOCK_SECONDS = 4;
-/** Pieces shorter than this are buffered (syllable detection needs some context)… */
-const MIN_CHUNK_SECONDS = 0.5;
-/** …and at most this much (plus a short tail) is analysed per call; the rest waits for the next. */
-const MAX_CHUNK_SECONDS = 2;
-
-/**
- * Accumulates one live speaker's utterances (PCM16 16 kHz). First profile after >= 0.5 s voiced
- * speech; after >= 4 s voiced it locks and stops analysing (bounded CPU).
- *
- * `observe` takes utterances or any pieces of them. A piece under 0.5 s waits to be joined with the
- * next one unless it could complete the first profile; a call analyses at most 2.5 s of audio
- * (≤ ~12 ms of CPU) and leaves the rest for the next call; once locked it does nothing (a speaker
- * costs ~50 ms of CPU in all).
- */
-export class SpeakerProfiler {
-  private readonly parts: VoiceAnalysis[] = [];
-  private pending: Int16Array[] = [];
-  private pendingSamples = 0;
-  private voiced = 0;
-  private current: VoiceFeatures | undefined;
-  private done = false;
-
-  observe(pcm: Int16Array): void {
-    if (this.done || pcm.length === 0) return;
-    this.pending.push(pcm);
-    this.pendingSamples += pcm.length;
-    // Before the first profile, analyse as soon as the pending audio could complete it.
-    const couldProfile = !this.current && this.voiced + this.pendingSamples / RATE >= FIRST_PROFILE_SECONDS;
-    if (this.pendingSamples < MIN_CHUNK_SECONDS * RATE && !couldProfile) return;
-
-    const audio = new Int16Array(this.pendingSamples);
-    let offset = 0;
-    for (const piece of this.pending) {
-      audio.set(piece, offset);
-      offset += piece.length;
-    }
-    // A tail shorter than MIN_CHUNK joins this slice rather than waiting on its own.
-    const end =
-      audio.length - MAX_CHUNK_SECONDS * RATE < MIN_CHUNK_SECONDS * RATE
-        ? audio.length
-        : MAX_CHUNK_SECONDS * RATE;
-    this.pending = end < audio.length ? [audio.subarray(end)] : [];
-    this.pendingSamples = audio.length - end;
-
-    const part = analyseVoice(
-      Float32Array.from(audio.subarray(0, end), (sample) => sample / 32768),
-      RATE,
-    );
-    this.parts.push(part);
-    this.voiced += part.voicedSeconds;
-    if (this.voiced >= FIRST_PROFILE_SECONDS) this.current = summariseVoice(this.parts);
-    if (this.voiced >= LOCK_SECONDS) {
-      this.done = true;
-      this.pending = [];
-      this.pendingSamples = 0;
-    }
-  }
-
-  get profile(): VoiceFeatures | undefined {
-    return this.current;
-  }
-
-  get locked(): boolean {
-    return this.done;
-  }
+  return summarizeVoice([analyzeVoice(samples, sampleRate)]);
 }
 
 /** Silence runs of 0.3 s or more are pauses; everything from the first to the last sound else counts. */
@@ -320,189 +254,4 @@ function countNuclei(db: Float64Array, voiced: Uint8Array, low: Float32Array, si
   }
   if (current !== undefined) nuclei.push(current);
   return nuclei.filter((f) => isVoicedAt(f, voiced, low)).length;
-}
-
-// ---------------------------------------------------------------- formant spacing
-
-const LPC_WINDOW = Float64Array.from(
-  { length: LPC_FRAME },
-  (_, i) => 0.54 - 0.46 * Math.cos((2 * Math.PI * i) / (LPC_FRAME - 1)),
-);
-const ENVELOPE_FREQUENCIES = Array.from(
-  { length: Math.floor((ENVELOPE_HZ.to - ENVELOPE_HZ.from) / ENVELOPE_HZ.step) + 1 },
-  (_, i) => ENVELOPE_HZ.from + i * ENVELOPE_HZ.step,
-);
-/** cos/sin of k·ω for every envelope frequency ω and lag k, so an envelope costs no trigonometry. */
-const ENVELOPE_COS = ENVELOPE_FREQUENCIES.map((hz) =>
-  Float64Array.from({ length: LPC_ORDER + 1 }, (_, k) => Math.cos((2 * Math.PI * hz * k) / RATE)),
-);
-const ENVELOPE_SIN = ENVELOPE_FREQUENCIES.map((hz) =>
-  Float64Array.from({ length: LPC_ORDER + 1 }, (_, k) => Math.sin((2 * Math.PI * hz * k) / RATE)),
-);
-
-/**
- * ΔF of one frame: peaks of the LPC envelope (pre-emphasised, Hamming-windowed) taken as F1..F4 and
- * fitted to Fi = (2i−1)·ΔF/2 by least squares. Single frames misnumber formants now and then (F1 and
- * F2 merged in back vowels); the median over many frames absorbs that.
- */
-function formantSpacing(signal: Float32Array, start: number): number | undefined {
-  const x = new Float64Array(LPC_FRAME);
-  for (let i = 0; i < LPC_FRAME; i++) {
-    const previous = start + i > 0 ? signal[start + i - 1]! : 0;
-    x[i] = (signal[start + i]! - 0.97 * previous) * LPC_WINDOW[i]!;
-  }
-  const a = levinson(x, LPC_ORDER);
-  if (!a) return undefined;
-  const envelope = ENVELOPE_FREQUENCIES.map((_, j) => {
-    const cos = ENVELOPE_COS[j]!;
-    const sin = ENVELOPE_SIN[j]!;
-    let re = 0;
-    let im = 0;
-    for (let k = 0; k <= LPC_ORDER; k++) {
-      re += a[k]! * cos[k]!;
-      im -= a[k]! * sin[k]!;
-    }
-    return -Math.log(re * re + im * im);
-  });
-  let numerator = 0;
-  let denominator = 0;
-  let found = 0;
-  for (let j = 1; j + 1 < envelope.length && found < 4; j++) {
-    const [before, here, after] = [envelope[j - 1]!, envelope[j]!, envelope[j + 1]!];
-    if (!(here > before && here >= after)) continue;
-    // Parabolic interpolation between grid points.
-    const offset = (before - after) / (2 * (before - 2 * here + after));
-    const hz = ENVELOPE_FREQUENCIES[j]! + offset * ENVELOPE_HZ.step;
-    const order = (2 * found + 1) / 2;
-    numerator += hz * order;
-    denominator += order * order;
-    found += 1;
-  }
-  return found >= 3 ? numerator / denominator : undefined;
-}
-
-/** LPC coefficients a[0..order] (a[0] = 1) by autocorrelation and Levinson–Durbin. */
-function levinson(x: Float64Array, order: number): Float64Array | undefined {
-  const r = new Float64Array(order + 1);
-  for (let k = 0; k <= order; k++) {
-    let sum = 0;
-    for (let i = k; i < x.length; i++) sum += x[i]! * x[i - k]!;
-    r[k] = sum;
-  }
-  if (!(r[0]! > 1e-10)) return undefined;
-  const a = new Float64Array(order + 1);
-  const previous = new Float64Array(order + 1);
-  a[0] = 1;
-  let error = r[0]! * (1 + 1e-9);
-  for (let i = 1; i <= order; i++) {
-    let acc = r[i]!;
-    for (let j = 1; j < i; j++) acc += a[j]! * r[i - j]!;
-    const k = -acc / error;
-    previous.set(a);
-    for (let j = 1; j < i; j++) a[j] = previous[j]! + k * previous[i - j]!;
-    a[i] = k;
-    error *= 1 - k * k;
-    if (!(error > 0)) return undefined;
-  }
-  return a;
-}
-
-/** RBJ band-pass biquad (0 dB peak) at 800 Hz, Q 0.7: roughly the 0.4–1.6 kHz F1/F2 region. */
-const VOWEL_BAND = (() => {
-  const w0 = (2 * Math.PI * 800) / RATE;
-  const alpha = Math.sin(w0) / (2 * 0.7);
-  const a0 = 1 + alpha;
-  return { b0: alpha / a0, b2: -alpha / a0, a1: (-2 * Math.cos(w0)) / a0, a2: (1 - alpha) / a0 };
-})();
-
-/**
- * The intensity contour is taken in the vowel band: vowels are loud there while nasals, voiced
- * consonants and low-frequency hum are not, so the dips between syllables deepen. Against the full
- * band it makes natural speech and eSpeak NG count alike (LJSpeech 101 % of transcript syllables
- * instead of 110 %) and halves the scatter of LibriVox clips' rates (±0.4 instead of ±0.8 syl/s).
- */
-function vowelBand(signal: Float32Array): Float32Array {
-  const { b0, b2, a1, a2 } = VOWEL_BAND;
-  const out = new Float32Array(signal.length);
-  let [x1, x2, y1, y2] = [0, 0, 0, 0];
-  for (let i = 0; i < signal.length; i++) {
-    const x = signal[i]!;
-    const y = b0 * x + b2 * x2 - a1 * y1 - a2 * y2;
-    [x2, x1, y2, y1] = [x1, x, y1, y];
-    out[i] = y;
-  }
-  return out;
-}
-
-// ---------------------------------------------------------------- resampling
-
-/** Low-pass for the F0 copy: 63-tap Hamming-windowed sinc, −6 dB at 1 kHz, ~50 dB down at 2 kHz. */
-const PITCH_TAPS = (() => {
-  const length = 63;
-  const cutoff = 1000 / RATE;
-  const taps = Array.from({ length }, (_, i) => {
-    const n = i - (length - 1) / 2;
-    const sinc = n === 0 ? 2 * cutoff : Math.sin(2 * Math.PI * cutoff * n) / (Math.PI * n);
-    return sinc * (0.54 - 0.46 * Math.cos((2 * Math.PI * i) / (length - 1)));
-  });
-  const sum = taps.reduce((a, b) => a + b, 0);
-  return Float64Array.from(taps, (tap) => tap / sum);
-})();
-
-/** 16 kHz → 4 kHz, band-limited to ~1 kHz: F0 and its first harmonics, nothing YIN could mistake. */
-function pitchCopy(signal: Float32Array): Float32Array {
-  const out = new Float32Array(Math.floor(signal.length / PITCH_DECIMATION));
-  const half = (PITCH_TAPS.length - 1) / 2;
-  for (let o = 0; o < out.length; o++) {
-    const centre = o * PITCH_DECIMATION;
-    let sum = 0;
-    for (let t = 0; t < PITCH_TAPS.length; t++) {
-      const i = centre + t - half;
-      if (i >= 0 && i < signal.length) sum += PITCH_TAPS[t]! * signal[i]!;
-    }
-    out[o] = sum;
-  }
-  return out;
-}
-
-/**
- * Other rates to 16 kHz: a box average over the decimation step against gross aliasing, then linear
- * interpolation. Enough for F0 and intensity; formant spacing can differ from a band-limited
- * resampler's by up to ~1 semitone on some voices (interpolation dulls 4–5 kHz), so callers that
- * compare formants across sources (the voice cloner) resample with src/audio/resampler.ts first.
- */
-function toAnalysisRate(samples: Float32Array, sampleRate: number): Float32Array {
-  if (sampleRate === RATE) return samples;
-  const step = sampleRate / RATE;
-  const width = Math.max(1, Math.round(step));
-  const out = new Float32Array(Math.floor(samples.length / step));
-  for (let i = 0; i < out.length; i++) {
-    const position = i * step;
-    const base = Math.floor(position);
-    const fraction = position - base;
-    let sum = 0;
-    for (let k = 0; k < width; k++) {
-      const a = samples[Math.min(samples.length - 1, base + k)]!;
-      const b = samples[Math.min(samples.length - 1, base + k + 1)]!;
-      sum += a + (b - a) * fraction;
-    }
-    out[i] = sum / width;
-  }
-  return out;
-}
-
-function quantile(values: number[], q: number): number {
-  return quantileSorted(
-    values.sort((a, b) => a - b),
-    q,
-  );
-}
-
-/** Linear-interpolated quantile of ascending `sorted` (0 for an empty list). */
-function quantileSorted(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return 0;
-  const position = (sorted.length - 1) * q;
-  const low = Math.floor(position);
-  const high = Math.min(sorted.length - 1, low + 1);
-  return sorted[low]! + (sorted[high]! - sorted[low]!) * (position - low);
 }

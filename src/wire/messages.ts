@@ -1,10 +1,11 @@
+import type * as sdk from "@relay-translate/client";
 import { z } from "zod";
 
 /**
  * The JSON messages of the real-time WebSocket and of embedded rooms, as zod schemas. The server
- * builds its messages with these types, the SDK (src/client) reads them as a discriminated union
- * on `type`, and `GET /v1/messages.schema.json` publishes them as JSON Schema: one definition for
- * all three.
+ * builds its messages with these types and `GET /v1/messages.schema.json` publishes them as JSON
+ * Schema; the SDK (packages/client, which must not depend on zod or on the server) declares the
+ * same types by hand, and the check below fails the build when the two differ.
  */
 
 const timestamp = z.number().describe("Unix seconds (float)");
@@ -132,6 +133,14 @@ export type TranscriptMessage = OriginalTranscriptMessage | TranslatedTranscript
 export type ErrorMessage = z.infer<typeof errorMessage>;
 export type ServerMessage = z.infer<typeof serverMessage>;
 export type ClientMessage = z.infer<typeof clientMessage>;
+
+/** true only when A and B are the same type (optional fields and all), not merely assignable. */
+type Identical<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type Holds<Check extends true> = Check;
+/** Compile-time only (an error here): the SDK's declared messages are exactly those of these schemas. */
+export type SdkMessagesMatch = Holds<
+  Identical<[ServerMessage, ClientMessage], [sdk.ServerMessage, sdk.ClientMessage]>
+>;
 
 /** Both directions as one JSON Schema document (draft 2020-12). */
 export function messagesJsonSchema(): Record<string, unknown> {

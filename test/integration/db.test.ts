@@ -1,16 +1,16 @@
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { createHash, randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import BetterSqlite3 from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, sql, SqliteDialect } from "kysely";
 import pg from "pg";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { InsufficientBalanceError } from "../../src/db/billing.js";
-import { ActiveJobsLimitError } from "../../src/db/jobs.js";
+import { ActiveJobsLimitError } from "../../src/db/job-records.js";
 import { openDatabase, parseDatabaseUrl } from "../../src/db/index.js";
 import { migrationProvider } from "../../src/db/migrations.js";
 import type { Database, JobProgress, JobRecord } from "../../src/db/types.js";
@@ -112,7 +112,11 @@ async function databaseAt(url: string, migration: string): Promise<Kysely<unknow
   return db;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Resolves once the clock has moved on to the next millisecond. */
+async function nextMillisecond(): Promise<void> {
+  const now = Date.now();
+  while (Date.now() === now) await new Promise((resolve) => setImmediate(resolve));
+}
 const sha256 = (text: string): string => createHash("sha256").update(text).digest("hex");
 const progress = (percent: number, stage = "asr"): JobProgress => ({ stage, stageName: stage, percent });
 
@@ -429,8 +433,10 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
         expect(await db.retention.acquireLease("sweep", "a", 60_000)).toBe(true);
         expect(await db2.retention.acquireLease("sweep", "b", 60_000)).toBe(false);
         expect(await db.retention.acquireLease("sweep", "a", 1)).toBe(true);
-        await sleep(5);
-        expect(await db2.retention.acquireLease("sweep", "b", 60_000)).toBe(true);
+        // Free once a's 1 ms lease has run out.
+        await vi.waitFor(async () =>
+          expect(await db2.retention.acquireLease("sweep", "b", 60_000)).toBe(true),
+        );
         expect(await db.retention.acquireLease("sweep", "a", 60_000)).toBe(false);
         await db2.retention.releaseLease("sweep", "b");
         expect(await db.retention.acquireLease("sweep", "a", 60_000)).toBe(true);
@@ -515,7 +521,7 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
         await createJobs(other, 2, "other");
         for (let i = 0; i < 5; i++) {
           await createJobs(accountId, 1, `job-${i}`);
-          await sleep(3); // distinct creation times; equal ones fall back to id order
+          await nextMillisecond(); // distinct creation times; equal ones fall back to id order
         }
         const page1 = await db.jobs.list(accountId, 2, 0);
         expect(page1.total).toBe(5);
@@ -1073,20 +1079,23 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
 
       it("migrate, seed, submit and work the same new database at once without double claims or charges", async () => {
         const url = await backend.fresh();
-        const script = path.join(dir, "worker.mts");
+        const script = path.join(dir, "worker.mjs");
         // Each process opens the new database (migrations race), provisions the same key, submits the
         // same 30 jobs by idempotency key, then works jobs until none is left.
         await writeFile(
           script,
-          `import { openDatabase } from ${JSON.stringify(path.join(ROOT, "src/db/index.ts"))};
-const [url, worker, startAt] = process.argv.slice(2);
+          `import { once } from "node:events";
+import { openDatabase } from ${JSON.stringify(path.join(ROOT, "dist/db/index.js"))};
+const [url, worker] = process.argv.slice(2);
 const db = await openDatabase(url);
 const account = await db.accounts.ensureKey("multi-process", { balanceUsd: 100, entitlements: ["dubbing"] });
 for (let i = 0; i < 30; i++) {
   await db.jobs.create({ id: worker + "-" + i, accountId: account.id, sourceUrl: "u" + i, sourceLang: "en",
     targetLang: "es", idempotencyKey: "k" + i });
 }
-while (Date.now() < Number(startAt)) await new Promise((resolve) => setTimeout(resolve, 5));
+// Claim only once every process has submitted (the test answers "go" on stdin), so claims race.
+console.log("submitted");
+await once(process.stdin, "data");
 const claimed = [];
 for (;;) {
   const job = await db.jobs.claim(worker, 60000);
@@ -1099,16 +1108,25 @@ console.log(JSON.stringify({ account: account.id, claimed }));
 await db.close();
 `,
         );
-        const run = promisify(execFile);
-        const startAt = String(Date.now() + 4_000);
-        const outputs = await Promise.all(
-          ["p1", "p2", "p3"].map((worker) =>
-            run(process.execPath, ["--import", "tsx", script, url, worker, startAt], {
-              cwd: ROOT,
-              timeout: 45_000,
+        const workers = ["p1", "p2", "p3"].map((worker) => {
+          const child = spawn(process.execPath, [script, url, worker], {
+            cwd: ROOT,
+            stdio: ["pipe", "pipe", "inherit"],
+            timeout: 45_000,
+          });
+          let stdout = "";
+          const submitted = new Promise<void>((resolve) =>
+            child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+              stdout += chunk;
+              if (stdout.includes("submitted\n")) resolve();
             }),
-          ),
-        );
+          );
+          const exited = once(child, "close").then(() => ({ stdout }));
+          return { child, submitted, exited };
+        });
+        await Promise.all(workers.map((w) => w.submitted));
+        for (const { child } of workers) child.stdin.end("go\n");
+        const outputs = await Promise.all(workers.map((w) => w.exited));
         const results = outputs.map(
           ({ stdout }) =>
             JSON.parse(stdout.trim().split("\n").at(-1)!) as { account: string; claimed: string[] },

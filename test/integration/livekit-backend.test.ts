@@ -3,7 +3,7 @@ import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { createServer as createTcpServer, type Socket } from "node:net";
 import { TokenVerifier, type ClaimGrants } from "livekit-server-sdk";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import {
   createLiveKitBackend,
   roomServiceUrl,
@@ -522,7 +522,8 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     const connection = join(room);
     const events = connection.events[Symbol.asyncIterator]();
     const speaking = connection.publishAudio(new Float32Array(24_000 * 5));
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Speaking: the output track is published and the audio is being queued.
+    await vi.waitFor(() => expect(room.published).toHaveLength(1), { timeout: 10_000, interval: 20 });
     const started = Date.now();
     await Promise.all([connection.leave(), connection.leave()]);
     await speaking;
@@ -614,10 +615,11 @@ describe("close", () => {
   });
 
   it("releases rtc-node's native runtime so a process can exit, and a later back-end loads it again", async () => {
-    // rtc-node keeps the event loop alive once loaded; this runs in its own process to see it exit.
+    // rtc-node keeps the event loop alive once loaded; this runs in its own process to see it exit
+    // (the build, kept fresh by test/support/global-setup.ts).
     const port = await freePort();
     const script = `
-      const { createLiveKitBackend } = await import("./src/rooms/livekit/backend.ts");
+      const { createLiveKitBackend } = await import("./dist/rooms/livekit/backend.js");
       const options = { url: "ws://127.0.0.1:${port}", apiKey: "k", apiSecret: "${API_SECRET}",
         tokenTtlSec: 60, emptyTimeoutSec: 60, maxParticipants: 2 };
       for (const round of [1, 2]) {
@@ -627,7 +629,7 @@ describe("close", () => {
         await backend.close();
       }
     `;
-    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
       cwd: PROJECT_ROOT,
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -1,5 +1,5 @@
 /**
- * The SDK (src/client, the package's "./client" export) in Node against the real service: a
+ * The SDK (@relay-translate/client, packages/client) in Node against the real service: a
  * session's messages by async iteration with typed narrowing, translated speech through onAudio,
  * the bounded buffer, text to speech, and the dubbing client from upload to subtitles.
  */
@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { DubbingClient, HttpError, RealtimeSession, type ServerMessage } from "../../src/client/index.js";
+import { DubbingClient, HttpError, RealtimeSession, type ServerMessage } from "@relay-translate/client";
 import { makeTestVideo } from "../support/media.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
@@ -28,6 +28,16 @@ afterAll(async () => {
   await server?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
+
+/** How many final translations the service has timed (its `relay_pipeline_latency_seconds` histogram). */
+function finalTranslations(metric: {
+  values: { labels: Record<string, unknown>; metricName?: string; value: number }[];
+}) {
+  return (
+    metric.values.find((v) => v.metricName?.endsWith("_count") && v.labels.stage === "translation")?.value ??
+    0
+  );
+}
 
 /** Sends the clip in 20 ms frames, as fast as the socket takes them. */
 function sendClip(session: RealtimeSession): void {
@@ -68,9 +78,16 @@ describe.skipIf(SKIP)("the SDK in Node", () => {
       { baseUrl: server.baseUrl, apiKey: API_KEY, maxBufferedMessages: 3 },
       { sourceLanguage: "en", targetLanguage: "es", audioOutputEnabled: false },
     );
+    const translations = () => server.app.metrics.pipelineLatency.get().then(finalTranslations);
+    const before = await translations();
     sendClip(session);
-    // Read nothing until the translation is surely in.
-    await new Promise((resolve) => setTimeout(resolve, 4000));
+    // Read nothing until the final translation is in: the server has counted it, and an
+    // update_metadata sent after that is answered after it (a socket keeps its order); the ack's
+    // arrival shows as one more message dropped from the full buffer.
+    while ((await translations()) === before) await new Promise((resolve) => setTimeout(resolve, 50));
+    const droppedBefore = session.dropped;
+    session.updateMetadata({ context: "ordering" });
+    while (session.dropped === droppedBefore) await new Promise((resolve) => setTimeout(resolve, 20));
     session.close();
     const kept: ServerMessage[] = [];
     for await (const message of session) kept.push(message);

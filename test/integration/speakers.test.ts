@@ -188,7 +188,8 @@ describe.skipIf(SPEECH_MISSING)("relay-2 voiceId=auto", () => {
   // The library's measurements for matching (a few seconds, once per process) are made up front,
   // so the voice decisions below depend only on the speakers' speech.
   beforeAll(async () => {
-    await voiceClonerFor(server.services.registry.synthesizer("es")!, "en", "es").prepare();
+    const { registry } = server.services;
+    await voiceClonerFor(registry.synthesizer("es")!, "en", "es", registry.voiceMeasurements).prepare();
   }, 120_000);
 
   it("gives each person a library voice of their gender, reported once matched and kept once locked", async () => {

@@ -1,4 +1,6 @@
 import { existsSync, readdirSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resample } from "../../src/audio/resampler.js";
@@ -6,14 +8,15 @@ import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createEspeakEngine } from "../../src/engines/espeak-ng/index.js";
 import type { SynthesisRequest, TtsEngine, Voice } from "../../src/engines/types.js";
 import { findVoice, VOICES } from "../../src/voices/library.js";
+import { VoiceMeasurementStore } from "../../src/voices/measurement-store.js";
 import { REFERENCE_SENTENCES, voiceClonerFor, VoiceCloner } from "../../src/voices/voice-clone.js";
 import {
-  analyseVoice,
+  analyzeVoice,
   measureVoice,
-  SpeakerProfiler,
-  summariseVoice,
+  summarizeVoice,
   type VoiceFeatures,
 } from "../../src/voices/voice-features.js";
+import { SpeakerProfiler } from "../../src/voices/speaker-profiler.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const ESPEAK = "/usr/bin/espeak-ng";
@@ -45,9 +48,9 @@ async function speak(
   const parts = [];
   for (const text of texts) {
     const audio = await engine.synthesize({ text, language, voice });
-    parts.push(analyseVoice(await resample(audio.samples, audio.sampleRate, 16_000), 16_000));
+    parts.push(analyzeVoice(await resample(audio.samples, audio.sampleRate, 16_000), 16_000));
   }
-  return summariseVoice(parts)!;
+  return summarizeVoice(parts)!;
 }
 
 /** A TTS engine that records its requests. */
@@ -104,10 +107,12 @@ describe.skipIf(noEspeak || noSpeech)("clone voice matching (real eSpeak NG, rea
   let cloner: VoiceCloner;
   let lj: VoiceFeatures;
   let jfk: VoiceFeatures;
+  let measurementsDir: string;
 
   beforeAll(async () => {
     engine = await createEspeakEngine({});
-    cloner = voiceClonerFor(engine, "en", "es");
+    measurementsDir = await mkdtemp(path.join(tmpdir(), "voice-measurements-"));
+    cloner = voiceClonerFor(engine, "en", "es", new VoiceMeasurementStore(measurementsDir));
     const started = performance.now();
     await cloner.prepare();
     console.info(
@@ -121,8 +126,8 @@ describe.skipIf(noEspeak || noSpeech)("clone voice matching (real eSpeak NG, rea
       .slice(0, 12);
     const parts = [];
     for (const file of files)
-      parts.push(analyseVoice(toFloat(await readWavAsPcm16(path.join(wavs, file))), 16_000));
-    lj = summariseVoice(parts)!;
+      parts.push(analyzeVoice(toFloat(await readWavAsPcm16(path.join(wavs, file))), 16_000));
+    lj = summarizeVoice(parts)!;
     jfk = measureVoice(
       toFloat(await readWavAsPcm16(sharedPath("data", "speech", "misc", "jfk.wav"))),
       16_000,
@@ -134,6 +139,7 @@ describe.skipIf(noEspeak || noSpeech)("clone voice matching (real eSpeak NG, rea
   });
   afterAll(async () => {
     await engine?.close();
+    if (measurementsDir) await rm(measurementsDir, { recursive: true, force: true });
   });
 
   /** Median F0 of `voice` reading a Spanish sentence. */
@@ -195,6 +201,15 @@ describe.skipIf(noEspeak || noSpeech)("clone voice matching (real eSpeak NG, rea
         expect(voice.timbre.rate).toBeLessThanOrEqual(1.4);
       }
     }
+  });
+
+  it("keeps its measurements for the next process: a cloner on the same directory synthesizes nothing", async () => {
+    const tts = counting(engine);
+    const store = new VoiceMeasurementStore(measurementsDir);
+    const next = new VoiceCloner(tts, { sourceLanguage: "en", targetLanguage: "es", store });
+    await next.prepare();
+    expect(tts.requests).toHaveLength(0);
+    for (const speaker of [lj, jfk]) expect(next.match(speaker)).toEqual(cloner.match(speaker));
   });
 
   it("shares one cloner per engine and language pair", () => {

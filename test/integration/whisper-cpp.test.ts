@@ -296,8 +296,10 @@ describe.skipIf(!READY || !NATIVE_BUILT)("whisper.cpp built for this CPU", () =>
       const transcription = context.transcribeData(audio.buffer, { language: "en", maxThreads: 1 });
       // Well into the decode (a full 30 s window of base takes seconds here), then stopped: only
       // whisper.cpp's abort callback can end it early. Stopped before it starts, isAborted would hold
-      // anyway; stopped after it ended, the result stands and isAborted is false.
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // anyway; stopped after it ended, the result stands and isAborted is false. The decode runs on
+      // another thread of this process: it has begun once the process has spent 0.2 s more CPU.
+      const before = process.cpuUsage();
+      while (process.cpuUsage(before).user < 200_000) await new Promise((resolve) => setTimeout(resolve, 10));
       await transcription.stop();
       const result = await transcription.promise;
       expect(result.isAborted).toBe(true);

@@ -14,15 +14,16 @@ import { sharedMissing, sharedPath } from "../support/shared.js";
 
 /**
  * whisper.cpp behind the real server as the default recogniser, once the default model is in the
- * models directory. whisper.cpp's test model stands in for `ggml-base.bin`: the real base
- * architecture with random weights, so it costs what base costs and hears nothing. These tests
+ * models directory. whisper.cpp's tiny test model stands in for `ggml-base.bin` (the file the
+ * service looks for): the real tiny architecture with random weights, so it hears nothing and costs
+ * a quarter of what base costs (whisper-cpp.test.ts loads the base test model itself). These tests
  * check the plumbing — which engines serve without any configuration, that auto and two-way
  * sessions and dubbing's `source_lang=auto` run through whisper's identification — and never
  * recognition quality (the stand-in OpenAI server tests, two-way.test.ts and auto-language.test.ts,
  * check what the sessions do with the languages identified).
  */
 const MISSING =
-  sharedMissing("models", "whisper-cpp-test", "for-tests-ggml-base.bin") ||
+  sharedMissing("models", "whisper-cpp-test", "for-tests-ggml-tiny.bin") ||
   sharedMissing("data", "speech", "librivox-pocketsphinx", "goforward.wav");
 const NATIVE = existsSync(NATIVE_BUILD_PATH);
 
@@ -37,7 +38,7 @@ beforeAll(async () => {
   const models = path.join(dir, "models");
   await mkdir(models);
   await copyFile(
-    sharedPath("models", "whisper-cpp-test", "for-tests-ggml-base.bin"),
+    sharedPath("models", "whisper-cpp-test", "for-tests-ggml-tiny.bin"),
     path.join(models, "ggml-base.bin"),
   );
   server = await startServer({ MODELS_DIR: models, DUBBING_WORKERS: "1" });

@@ -33,7 +33,8 @@ export interface InjectAppOptions {
   /**
    * Engines to serve with, owned by the caller (left open by `close()`): typically the registry of
    * the file's real server (`TestServer.registry`), or `EngineRegistry.fromEngines(...)` for tests
-   * that need no engine. Without one, the configured real engines are opened (and closed).
+   * that need no engine. Without one, the test process's shared registry serves the default engines
+   * (`workerRegistry`), and other configured engines are opened (and closed).
    */
   readonly registry?: EngineRegistry;
 }
@@ -65,7 +66,8 @@ export async function openTestApp(
 ): Promise<InjectedApp> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "relay-test-"));
   const config = loadConfig({ ...testEnv(baseUrl, dataDir), ...env });
-  const services = await openServices(config, options);
+  const registry = options.registry ?? (await workerRegistry(config.engines));
+  const services = await openServices(config, registry ? { registry } : {});
   const app = await buildApp(config, services).catch(async (error: unknown) => {
     await services.close();
     await rm(dataDir, { recursive: true, force: true });
@@ -84,6 +86,29 @@ export async function openTestApp(
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+type EngineConfig = Config["engines"];
+
+/** The engine configuration without its per-data-directory paths (which do not change what is built). */
+function engineKey({ modelsDir: _models, voiceMeasurementsDir: _voices, ...engines }: EngineConfig): string {
+  return JSON.stringify(engines);
+}
+
+let defaultEngineKey: string | undefined;
+let shared: Promise<EngineRegistry> | undefined;
+
+/**
+ * The registry of the default test engines, built once per test process and shared by every test
+ * server and file it runs (the integration tier runs files one after another in a few processes,
+ * vitest's `isolate: false`); undefined when `engines` is configured otherwise, which then gets its
+ * own. Never closed: the process's exit ends its engines' programs.
+ */
+async function workerRegistry(engines: EngineConfig): Promise<EngineRegistry | undefined> {
+  defaultEngineKey ??= engineKey(loadConfig(testEnv(INJECT_BASE_URL, tmpdir())).engines);
+  if (engineKey(engines) !== defaultEngineKey) return undefined;
+  shared ??= EngineRegistry.create(engines);
+  return shared;
 }
 
 /**

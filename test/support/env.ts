@@ -5,7 +5,8 @@ export const DUBBING_ONLY_KEY = "dubbing-key";
 /**
  * The environment every test service starts from (`startServer()` and `injectApp()`): silent logs,
  * the three test keys (`API_KEY` with the default balance, `BROKE_KEY` with none, `DUBBING_ONLY_KEY`
- * entitled to dubbing only), no in-process dubbing workers, short job leases.
+ * entitled to dubbing only), no in-process dubbing workers, short job leases, the run's voice
+ * measurements.
  */
 export function testEnv(baseUrl: string, dataDir: string): Record<string, string> {
   const { hostname, port } = new URL(baseUrl);
@@ -18,5 +19,9 @@ export function testEnv(baseUrl: string, dataDir: string): Record<string, string
     DATA_DIR: dataDir,
     DUBBING_WORKERS: "0",
     DUBBING_LEASE_SEC: "3",
+    // One directory for the whole run (test/support/global-setup.ts): each voice measured once.
+    ...(process.env.VOICE_MEASUREMENTS_DIR
+      ? { VOICE_MEASUREMENTS_DIR: process.env.VOICE_MEASUREMENTS_DIR }
+      : {}),
   };
 }

@@ -10,10 +10,21 @@ export interface Run {
   readonly stderr: string;
 }
 
-/** Runs a TypeScript entry point of the project with tsx (stdio not a TTY) and collects its output. */
+/**
+ * What node runs for an entry point of the project: a source file `src/x.ts` as its build
+ * `dist/x.js` (what `npm start` and the `relay` bin run; built once by test/support/global-setup.ts,
+ * and without tsx's cold start of several seconds per process), any other file as it is.
+ */
+export function nodeArgs(script: string): string[] {
+  const source = /^src\/(.+)\.ts$/u.exec(script);
+  if (source) return [`dist/${source[1]}.js`];
+  return script.endsWith(".ts") ? ["--import", "tsx", script] : [script];
+}
+
+/** Runs an entry point of the project (see `nodeArgs`; stdio not a TTY) and collects its output. */
 export function runScript(script: string, args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+    const child = spawn(process.execPath, [...nodeArgs(script), ...args], {
       cwd: PROJECT_ROOT,
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { freePort } from "./ports.js";
-import { PROJECT_ROOT } from "./run-script.js";
+import { nodeArgs, PROJECT_ROOT } from "./run-script.js";
 
 export interface ServiceProcess {
   readonly baseUrl: string;
@@ -10,7 +10,7 @@ export interface ServiceProcess {
 }
 
 /**
- * The service as `npm start` runs it (src/main.ts in its own process) on a free loopback port,
+ * The service as `npm start` runs it (the built src/main.ts in its own process) on a free loopback port,
  * returned once `/healthz` answers; `env` adds to and overrides the defaults. Its stderr is shown.
  */
 export async function startServiceProcess(
@@ -19,7 +19,7 @@ export async function startServiceProcess(
 ): Promise<ServiceProcess> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
     cwd: PROJECT_ROOT,
     env: {
       ...process.env,

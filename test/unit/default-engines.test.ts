@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { DEFAULT_ENGINES, defaultEngines, selectEngines } from "../../src/engine-config.js";
+import {
+  DEFAULT_ENGINES,
+  defaultEngines,
+  recognizersToBuild,
+  selectEngines,
+} from "../../src/engine-config.js";
 
 describe("default engines", () => {
   it("are the embedded engines until the default whisper model is pulled", () => {
@@ -19,6 +24,25 @@ describe("default engines", () => {
       { engine: "pocketsphinx" },
       { engine: "whisper-cpp", model: "base" },
     ]);
+  });
+
+  it("are ordered by the whisper.cpp build where the engines are built, asking only for the defaults", () => {
+    const defaults = { asr: defaultEngines({ modelPresent: true, nativeBuild: true }).asr };
+    let asked = 0;
+    const loads = (result: boolean) => () => (asked++, result);
+    expect(recognizersToBuild({ ...defaults, asrFollowsWhisperBuild: true }, loads(true))).toEqual(
+      defaults.asr,
+    );
+    expect(recognizersToBuild({ ...defaults, asrFollowsWhisperBuild: true }, loads(false))).toEqual([
+      { engine: "pocketsphinx" },
+      { engine: "whisper-cpp", model: "base" },
+    ]);
+    expect(asked).toBe(2);
+    // A configured list is built as it is, without loading the addon.
+    expect(recognizersToBuild({ ...defaults, asrFollowsWhisperBuild: false }, loads(false))).toEqual(
+      defaults.asr,
+    );
+    expect(asked).toBe(2);
   });
 
   it("give way to anything configured", () => {

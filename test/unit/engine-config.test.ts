@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
+import { findModel } from "../../src/models/catalogue.js";
 
 /** The engines file and its environment overrides, as `loadConfig` reads them at start-up. */
 const dir = mkdtempSync(path.join(tmpdir(), "relay-engines-"));
@@ -38,6 +39,18 @@ describe("engine configuration", () => {
     expect(engines.tts).toEqual([{ engine: "espeak-ng" }]);
     expect(engines.pivotLanguage).toBe("es");
     expect(engines.modelsDir).toBe(path.join(dir, "models"));
+  });
+
+  it("leaves the whisper.cpp build to where the engines are built once the default model is pulled", () => {
+    const models = mkdtempSync(path.join(dir, "models-"));
+    writeFileSync(path.join(models, findModel("base")!.file), "");
+    const { engines } = load({ MODELS_DIR: models });
+    expect(engines.asr).toEqual([{ engine: "whisper-cpp", model: "base" }, { engine: "pocketsphinx" }]);
+    expect(engines.asrFollowsWhisperBuild).toBe(true);
+    expect(load({ MODELS_DIR: models, ASR_ENGINES: "pocketsphinx" }).engines.asrFollowsWhisperBuild).toBe(
+      false,
+    );
+    expect(load({}).engines.asrFollowsWhisperBuild).toBe(false);
   });
 
   it("reads the file in order, fills defaults and substitutes ${VARIABLES}", () => {

@@ -2,12 +2,14 @@ import { describe, expect, it } from "vitest";
 import { EngineRegistry, translateAlong } from "../../src/engines/registry.js";
 import { streamSynthesis } from "../../src/engines/synthesis.js";
 import type {
+  AsrEngine,
   MtEngine,
   SynthesisRequest,
   SynthesizedAudio,
   TtsEngine,
   VadEngine,
 } from "../../src/engines/types.js";
+import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
 import { renderSpeech } from "../../src/pipeline/speech-output.js";
 import { defaultVoice } from "../../src/voices/library.js";
 
@@ -147,5 +149,93 @@ describe("EngineRegistry fallbacks", () => {
       translateAlong(registry.translationRoutes("en", "es"), { text: "hi" }, controller.signal),
     ).rejects.toBe(reason);
     expect(backupCalls).toBe(0);
+  });
+});
+
+describe("engine-call metrics of a live pipeline", () => {
+  const RATE = 16_000;
+  /** Speech wherever the audio is not silent. */
+  const energyVad: VadEngine = {
+    ...vad,
+    createStream: () => ({ probability: async (w) => (w.some((s) => s !== 0) ? 0.9 : 0.01) }),
+  };
+  /** Hears "hello" in every utterance. */
+  const asr: AsrEngine = {
+    info: { id: "asr-double", version: "test" },
+    capabilities: {
+      languages: ["en"],
+      sampleRate: RATE,
+      partialResults: false,
+      wordTimings: false,
+      punctuation: false,
+    },
+    createStream: async () => ({
+      write: async () => {},
+      partial: async () => ({ text: "", words: [] }),
+      finish: async () => ({ text: "hello", words: [] }),
+      abort: () => {},
+    }),
+    close: async () => {},
+  };
+
+  /** The engine calls an utterance of speech makes, as the metrics record them. */
+  async function engineCalls(registry: EngineRegistry) {
+    const calls: { kind: string; engine: string; ok: boolean }[] = [];
+    const pipeline = createLivePipeline(registry, {
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      finalizeMode: "stable",
+      voice: defaultVoice("female"),
+      observer: {
+        latency: () => {},
+        engineCall: (kind, engine, _seconds, ok) => calls.push({ kind, engine, ok }),
+        inputDropped: () => {},
+      },
+    });
+    pipeline.pushAudio(new Int16Array(RATE).fill(8_000));
+    pipeline.pushAudio(new Int16Array(RATE));
+    const ending = pipeline.end();
+    for await (const event of pipeline.events) void event;
+    await ending;
+    return calls.filter((call) => call.kind !== "recognize");
+  }
+
+  it("credits the fallback engine that served a call, not the preferred one that failed", async () => {
+    const down = async (): Promise<never> => {
+      throw new Error("server down");
+    };
+    const registry = EngineRegistry.fromEngines({
+      vad: energyVad,
+      asr: [asr],
+      mt: [mt("remote-mt", down), mt("local-mt", async ({ text }) => `${text} (es)`)],
+      tts: [tts("remote-tts", down), tts("local-tts", async () => clip(2400))],
+    });
+    expect(await engineCalls(registry)).toEqual([
+      { kind: "translate", engine: "local-mt", ok: true },
+      { kind: "synthesize", engine: "local-tts", ok: true },
+    ]);
+  });
+
+  it("credits the preferred engine when it serves, and with a failure when every engine failed", async () => {
+    const down = async (): Promise<never> => {
+      throw new Error("server down");
+    };
+    const serving = EngineRegistry.fromEngines({
+      vad: energyVad,
+      asr: [asr],
+      mt: [mt("remote-mt", async ({ text }) => `${text} (es)`), mt("local-mt", down)],
+      tts: [tts("remote-tts", async () => clip(2400)), tts("local-tts", down)],
+    });
+    expect(await engineCalls(serving)).toEqual([
+      { kind: "translate", engine: "remote-mt", ok: true },
+      { kind: "synthesize", engine: "remote-tts", ok: true },
+    ]);
+    const failing = EngineRegistry.fromEngines({
+      vad: energyVad,
+      asr: [asr],
+      mt: [mt("remote-mt", down), mt("local-mt", down)],
+      tts: [tts("remote-tts", down), tts("local-tts", down)],
+    });
+    expect(await engineCalls(failing)).toEqual([{ kind: "translate", engine: "remote-mt", ok: false }]);
   });
 });

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { isLanguageCode, parseLanguageTag } from "../../src/language-tags.js";
 import {
   isDubbingLanguage,
-  isLanguageCode,
-  parseLanguageTag,
   translatableSources,
   unservable,
   type LanguageCapabilities,

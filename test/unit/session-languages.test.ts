@@ -10,7 +10,7 @@ import type {
   VadEngine,
 } from "../../src/engines/types.js";
 import { unservable } from "../../src/languages.js";
-import { createSpeakerPipeline } from "../../src/pipeline/session-pipeline.js";
+import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
 import type { PipelineEvent } from "../../src/pipeline/translation-pipeline.js";
 import { languagePlan, requirementsOf } from "../../src/speech-plan.js";
 import { defaultVoice } from "../../src/voices/library.js";
@@ -176,7 +176,7 @@ const translatedFinals = (events: PipelineEvent[]) =>
 
 /** Speaks `utterances` utterances (speech, then finalize, each awaited to its translated final), then ends the input. */
 async function run(
-  pipeline: ReturnType<typeof createSpeakerPipeline>,
+  pipeline: ReturnType<typeof createLivePipeline>,
   utterances: number,
 ): Promise<PipelineEvent[]> {
   const events: PipelineEvent[] = [];
@@ -197,7 +197,7 @@ async function run(
   return events;
 }
 
-describe("createSpeakerPipeline (engine doubles)", () => {
+describe("createLivePipeline (engine doubles)", () => {
   it("two-way: each side into the other, spoken by that language's synthesiser; outside the pair is the first side", async () => {
     const asr = identifyingAsr(["en", "es", "pt"]);
     const translations: TranslateRequest[] = [];
@@ -208,7 +208,7 @@ describe("createSpeakerPipeline (engine doubles)", () => {
       mt: [mtDouble(translations)],
       tts: [ttsDouble("es", spoken), ttsDouble("en", spoken)],
     });
-    const pipeline = createSpeakerPipeline(registry, {
+    const pipeline = createLivePipeline(registry, {
       sourceLanguage: "en",
       targetLanguage: "es",
       twoWay: true,
@@ -244,7 +244,7 @@ describe("createSpeakerPipeline (engine doubles)", () => {
       mt: [mtDouble(translations)],
       tts: [ttsDouble("es", spoken)],
     });
-    const pipeline = createSpeakerPipeline(registry, {
+    const pipeline = createLivePipeline(registry, {
       sourceLanguage: "auto",
       targetLanguage: "es",
       languageHints: ["en", "es"],

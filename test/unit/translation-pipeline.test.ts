@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { EngineRegistry } from "../../src/engines/registry.js";
 import type { AsrEngine, AsrStream, MtEngine, TtsEngine, VadEngine } from "../../src/engines/types.js";
-import { createSpeakerPipeline } from "../../src/pipeline/session-pipeline.js";
+import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
 import {
   TranslationPipeline,
   type PipelineEvent,
@@ -586,7 +586,7 @@ describe("closing the pipeline cancels engine calls (engine doubles)", () => {
       mt: [mt],
       tts: [tts],
     });
-    return createSpeakerPipeline(registry, {
+    return createLivePipeline(registry, {
       sourceLanguage: "en",
       targetLanguage: "es",
       finalizeMode: "sentence",

@@ -1,10 +1,6 @@
 import { describe, expect, it } from "vitest";
-import {
-  analyseVoice,
-  measureVoice,
-  SpeakerProfiler,
-  summariseVoice,
-} from "../../src/voices/voice-features.js";
+import { analyzeVoice, measureVoice, summarizeVoice } from "../../src/voices/voice-features.js";
+import { SpeakerProfiler } from "../../src/voices/speaker-profiler.js";
 
 const RATE = 16_000;
 
@@ -134,10 +130,10 @@ describe("measureVoice: formant spacing", () => {
 
 describe("measureVoice: syllable nuclei", () => {
   it.each([4, 9, 15])("counts %i syllable-like bursts", (count) => {
-    const analysis = analyseVoice(bursts(count), RATE);
+    const analysis = analyzeVoice(bursts(count), RATE);
     expect(Math.abs(analysis.syllables - count)).toBeLessThanOrEqual(1);
     // 0.25 s per burst, the 70 ms gaps being too short to count as pauses.
-    const features = summariseVoice([analysis])!;
+    const features = summarizeVoice([analysis])!;
     expect(features.syllablesPerSecond).toBeGreaterThan(3.6);
     expect(features.syllablesPerSecond).toBeLessThan(4.4);
   });
@@ -149,7 +145,7 @@ describe("measureVoice: syllable nuclei", () => {
     const both = new Float32Array(signal.length * 2);
     both.set(signal);
     for (let i = 0; i < signal.length; i++) both[signal.length + i] = (hiss[i]! * signal[i]!) / 0.3;
-    expect(Math.abs(analyseVoice(both, RATE).syllables - 6)).toBeLessThanOrEqual(1);
+    expect(Math.abs(analyzeVoice(both, RATE).syllables - 6)).toBeLessThanOrEqual(1);
   });
 
   it("excludes pauses of 0.3 s and more from the speaking time", () => {
@@ -157,24 +153,24 @@ describe("measureVoice: syllable nuclei", () => {
     const withPause = new Float32Array(speech.length * 2 + RATE);
     withPause.set(speech);
     withPause.set(speech, speech.length + RATE);
-    const analysis = analyseVoice(withPause, RATE);
+    const analysis = analyzeVoice(withPause, RATE);
     expect(analysis.soundingSeconds).toBeGreaterThan(2.2);
     expect(analysis.soundingSeconds).toBeLessThan(2.7);
   });
 });
 
-describe("summariseVoice", () => {
+describe("summarizeVoice", () => {
   it("pools clips: two halves give the figures of the whole", () => {
     const signal = harmonicTone((t) => 100 * 2 ** (t / 3), 3);
     const whole = measureVoice(signal, RATE)!;
-    const pooled = summariseVoice([
-      analyseVoice(signal.subarray(0, signal.length / 2), RATE),
-      analyseVoice(signal.subarray(signal.length / 2), RATE),
+    const pooled = summarizeVoice([
+      analyzeVoice(signal.subarray(0, signal.length / 2), RATE),
+      analyzeVoice(signal.subarray(signal.length / 2), RATE),
     ])!;
     expect(semitones(pooled.medianF0Hz, whole.medianF0Hz)).toBeLessThan(0.2);
     expect(Math.abs(pooled.f0SpreadSemitones - whole.f0SpreadSemitones)).toBeLessThan(0.2);
     expect(Math.abs(pooled.voicedSeconds - whole.voicedSeconds)).toBeLessThan(0.1);
-    expect(summariseVoice([])).toBeUndefined();
+    expect(summarizeVoice([])).toBeUndefined();
   });
 });
 

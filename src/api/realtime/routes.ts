@@ -162,7 +162,7 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
       schema: {
         tags: ["real-time"],
         summary: "What the configured engines serve: recognition, translation pairs, voice output",
-        response: { 200: z.looseObject({}).describe("The engines' languages (see the README)") },
+        response: { 200: z.looseObject({}).describe("The engines' languages (see docs/realtime-api.md)") },
       },
     },
     // Beyond the spec's engines report: the dubbing languages served.

@@ -1,7 +1,8 @@
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
 import type { FinalizeMode } from "../../pipeline/stabilizer.js";
-import { parseLanguageTag, unservable, type Requirement, type Unservable } from "../../languages.js";
+import { parseLanguageTag } from "../../language-tags.js";
+import { unservable, type Requirement, type Unservable } from "../../languages.js";
 import { DEFAULT_VOICE_TYPES, languagePlan, requirementsOf, voiceOf } from "../../speech-plan.js";
 import { voiceById } from "../../voices/library.js";
 

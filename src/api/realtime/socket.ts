@@ -2,7 +2,7 @@ import type { FastifyBaseLogger } from "fastify";
 import type { RawData, WebSocket } from "ws";
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
-import { createSpeakerPipeline } from "../../pipeline/session-pipeline.js";
+import { createLivePipeline } from "../../pipeline/session-pipeline.js";
 import { renderSpeech, type SpeechRequest } from "../../pipeline/speech-output.js";
 import type {
   PipelineEvent,
@@ -250,7 +250,7 @@ class SpeechSession implements ModeHandler {
   ) {
     this.log = deps.log;
     this.input = new Pcm16Input((warning) => wire.error(warning));
-    this.pipeline = createSpeakerPipeline(deps.registry, {
+    this.pipeline = createLivePipeline(deps.registry, {
       sourceLanguage: plan.sourceLanguage,
       targetLanguage: plan.targetLanguage,
       ...(plan.languageHints ? { languageHints: plan.languageHints } : {}),

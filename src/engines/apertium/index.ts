@@ -1,13 +1,16 @@
 /**
  * Machine translation with Apertium (rule-based, CPU-only, a few ms a sentence), kept warm: every
- * installed direction runs as long-lived null-flush pipelines started when the engine is created.
+ * installed direction runs as long-lived null-flush pipelines, started on first use or by `warmUp()`
+ * (the service calls it once it listens, so no user request pays the dictionaries' loading, while
+ * processes that never translate — tools, tests, short-lived servers — start no programs).
  *
  * Licensing: Apertium is GPL. It is only ever run as separate programs through pipes — never linked,
  * loaded or bundled — so the service itself is not a derivative work.
  */
 
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { accessSync, constants, existsSync } from "node:fs";
+import path from "node:path";
 import { promisify } from "node:util";
 import type { EngineInfo, MtCapabilities, MtEngine, TranslateRequest, TranslationPair } from "../types.js";
 import { DEFAULT_MODES_DIRS, discoverModes, type DiscoveredMode } from "./modes.js";
@@ -42,6 +45,8 @@ export interface ApertiumPairStatus extends PipelineStatus {
 
 /** The `MtEngine` plus diagnostics (start-up times, process ids) for health checks and tests. */
 export interface ApertiumEngine extends MtEngine {
+  /** Starts every direction's pipelines now; resolves once each has answered (or failed) a probe. */
+  warmUp(): Promise<void>;
   /** One entry per warm pipeline. */
   pipelines(): ApertiumPairStatus[];
 }
@@ -74,22 +79,19 @@ export async function createApertiumEngine(options: ApertiumOptions = {}): Promi
         }),
     ),
   }));
-  // Start everything now, in parallel, so no user request pays a cold start; a direction whose
-  // pipeline cannot answer a probe is left out of the capabilities rather than failing the engine.
-  const [outcomes, version] = await Promise.all([
-    Promise.allSettled(candidates.map((pair) => Promise.all(pair.pipelines.map((p) => p.warmUp())))),
-    describeVersion(modes),
-  ]);
+  // A direction whose programs or data files are missing is left out of the capabilities rather
+  // than failing the engine; one that still cannot start fails its requests (and restarts on the next).
+  const version = await describeVersion(modes);
   const pairs = new Map<string, PairRuntime>();
-  for (const [i, outcome] of outcomes.entries()) {
-    const pair = candidates[i]!;
-    if (outcome.status === "fulfilled") pairs.set(pairKey(pair.mode), pair);
-    else {
-      await Promise.all(pair.pipelines.map((p) => p.close()));
-      warn(`apertium ${pair.mode.name} left out: ${errorMessage(outcome.reason)}`);
-    }
+  for (const pair of candidates) {
+    const missing = missingFileOf(pair.mode);
+    if (missing === undefined) pairs.set(pairKey(pair.mode), pair);
+    else warn(`apertium ${pair.mode.name} left out: ${missing} not found`);
   }
-  if (pairs.size === 0) throw new Error(`no Apertium pipeline in ${modesDir} could be started`);
+  if (pairs.size === 0)
+    throw new Error(
+      `no Apertium pipeline in ${modesDir} could be started (their programs or data files are missing)`,
+    );
 
   const info: EngineInfo = { id: "apertium", version };
   const capabilities: MtCapabilities = {
@@ -115,6 +117,14 @@ export async function createApertiumEngine(options: ApertiumOptions = {}): Promi
       return `${match[1]}${translated}${match[3]}`;
     },
 
+    async warmUp(): Promise<void> {
+      const outcomes = await Promise.allSettled(
+        [...pairs.values()].flatMap(({ pipelines }) => pipelines.map((p) => p.warmUp())),
+      );
+      for (const outcome of outcomes)
+        if (outcome.status === "rejected") warn(`apertium warm-up: ${errorMessage(outcome.reason)}`);
+    },
+
     pipelines(): ApertiumPairStatus[] {
       return [...pairs.values()].flatMap(({ mode, pipelines }) =>
         pipelines.map((p) => ({ mode: mode.name, from: mode.from, to: mode.to, ...p.status() })),
@@ -126,6 +136,34 @@ export async function createApertiumEngine(options: ApertiumOptions = {}): Promi
       await Promise.all([...pairs.values()].flatMap(({ pipelines }) => pipelines.map((p) => p.close())));
     },
   };
+}
+
+/**
+ * The first program or absolute file argument of a mode's commands that is not there (a removed
+ * package, a broken mode file), found without starting anything.
+ */
+function missingFileOf(mode: DiscoveredMode): string | undefined {
+  for (const [program, ...args] of mode.commands) {
+    if (program === undefined) continue;
+    if (!isExecutable(program)) return program;
+    const missing = args.find((arg) => path.isAbsolute(arg) && !existsSync(arg));
+    if (missing) return missing;
+  }
+  return undefined;
+}
+
+function isExecutable(program: string): boolean {
+  const candidates = program.includes("/")
+    ? [program]
+    : (process.env.PATH ?? "").split(path.delimiter).map((dir) => path.join(dir, program));
+  return candidates.some((file) => {
+    try {
+      accessSync(file, constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
 
 function pairKey(pair: TranslationPair): string {

@@ -35,7 +35,11 @@ const urls: string[] = [];
 beforeAll(async () => {
   if (problem) return;
   // The page loads the SDK from the build: build it from these sources first.
-  const built = await runScript("node_modules/typescript/bin/tsc", ["-p", "tsconfig.client.json"], {});
+  const built = await runScript(
+    "node_modules/typescript/bin/tsc",
+    ["-p", "packages/client/tsconfig.json"],
+    {},
+  );
   expect(built.stderr + built.stdout).toBe("");
   server = await startServer({ DUBBING_WORKERS: "1" });
   dir = await mkdtemp(path.join(tmpdir(), "relay-playground-"));

@@ -1,7 +1,7 @@
 /**
  * relay's client SDK, for Node (20+) and browsers: `import { RealtimeSession, DubbingClient } from
- * "relay-translate/client"`. The message types are those the server builds its messages with
- * (src/wire/messages.ts).
+ * "@relay-translate/client"`. The message types are those the server builds its messages with (its
+ * zod schemas are checked against them).
  */
 export { HttpError } from "./errors.js";
 export {
@@ -17,6 +17,7 @@ export {
 export {
   contentTypeFor,
   DubbingClient,
+  storageErrorBody,
   UPLOAD_CONTENT_TYPES,
   type JobRequest,
   type JobState,
@@ -27,8 +28,14 @@ export {
 export type {
   ClientMessage,
   ErrorMessage,
+  JoinedMessage,
+  MetadataAckMessage,
   OriginalTranscriptMessage,
+  ParticipantMessage,
+  ReadyMessage,
   ServerMessage,
+  SpeakAckMessage,
+  SpeechEndMessage,
   TranscriptMessage,
   TranslatedTranscriptMessage,
-} from "../wire/messages.js";
+} from "./messages.js";

@@ -1,4 +1,4 @@
-import type { ClientMessage, ServerMessage } from "../wire/messages.js";
+import type { ClientMessage, ServerMessage } from "./messages.js";
 import { requestJson } from "./errors.js";
 
 /**
@@ -72,7 +72,7 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
   /** Messages dropped because the application read too slowly. */
   dropped = 0;
   /** Called with each frame of translated speech (float32 mono, 24 kHz). */
-  onAudio: ((samples: Float32Array) => void) | undefined;
+  onAudio: ((samples: Float32Array<ArrayBuffer>) => void) | undefined;
   readonly closed: Promise<CloseInfo>;
 
   private constructor(
@@ -186,12 +186,11 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
 
   private receive(data: unknown): void {
     if (typeof data !== "string") {
-      // A view (a Node Buffer) may share a larger, pooled ArrayBuffer: copy out just its bytes.
-      const view = data instanceof ArrayBuffer ? undefined : (data as ArrayBufferView);
-      const bytes = view
-        ? view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength)
-        : (data as ArrayBuffer).slice(0);
-      this.onAudio?.(new Float32Array(bytes));
+      // A view (a Node Buffer) may share a larger, pooled buffer at any offset: copy out just its bytes.
+      const view = data instanceof ArrayBuffer ? new Uint8Array(data) : (data as ArrayBufferView);
+      const samples = new Float32Array(Math.floor(view.byteLength / 4));
+      new Uint8Array(samples.buffer).set(new Uint8Array(view.buffer, view.byteOffset, samples.byteLength));
+      this.onAudio?.(samples);
       return;
     }
     this.queue.push(JSON.parse(data) as ServerMessage);

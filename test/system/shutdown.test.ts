@@ -2,12 +2,14 @@ import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { freePort } from "../support/ports.js";
+import { nodeArgs, PROJECT_ROOT } from "../support/run-script.js";
 
 describe("the service process (npm start's entry point)", () => {
   it("serves after start-up, and on SIGTERM closes every session with 1001 and exits 0", async () => {
     const port = await freePort();
     const baseUrl = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
+      cwd: PROJECT_ROOT,
       env: {
         ...process.env,
         PORT: String(port),
@@ -46,7 +48,8 @@ describe("the service process (npm start's entry point)", () => {
   });
 
   it("refuses to start on invalid configuration, saying what is wrong", async () => {
-    const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+    const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
+      cwd: PROJECT_ROOT,
       env: { ...process.env, PORT: "eighty", MAX_SESSIONS: "0" },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -49,6 +49,8 @@ beforeAll(async () => {
   if (problem) return;
   fleet = await launchFleet({
     processes: 3,
+    // The build, as `npm start` runs it (test/support/global-setup.ts keeps it fresh).
+    built: true,
     stderr: "ignore",
     env: {
       API_KEYS: `${KEY}:100,${RATE_KEY}:10`,

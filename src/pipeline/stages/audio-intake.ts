@@ -1,0 +1,205 @@
+import { AutomaticGain } from "../../audio/level.js";
+import { int16ToFloat32 } from "../../audio/pcm.js";
+import type { VadEngine } from "../../engines/types.js";
+import type { AudioFrame, ControlFrame, FlushFrame, SpeechFrame, TimedWindow } from "../frames.js";
+import { BoundedQueue } from "../queue.js";
+import { SpeechSegmenter, type SegmenterOptions } from "../segmenter.js";
+
+export const SAMPLES_PER_MS = 16;
+
+export interface AudioIntakeOptions {
+  readonly vad: VadEngine;
+  readonly segmenter: Omit<SegmenterOptions, "windowMs">;
+  /** Audio kept from before speech onset so the first phoneme is not clipped. */
+  readonly preRollMs: number;
+  /** Audio waiting for recognition beyond this is dropped (the server is falling behind). */
+  readonly maxBacklogMs: number;
+  /** How long `finalize` waits for audio frames still in flight. */
+  readonly finalizeWaitMs: number;
+  /** Called for every input chunk dropped at the bound, and once per episode of drops. */
+  readonly onDropped: (seconds: number, firstOfEpisode: boolean) => void;
+}
+
+/**
+ * Stage 1, audio intake: input audio in, speech out. Brings the level up (src/audio/level.ts), cuts
+ * the audio into VAD windows, delimits utterances (src/pipeline/segmenter.ts) and keeps a pre-roll
+ * from before each onset. The input queue is bounded by `maxBacklogMs` of audio; see `push` for its
+ * drop rule. Control frames (flush, end, cancel) always get in.
+ */
+export class AudioIntake {
+  private readonly input: BoundedQueue<AudioFrame | ControlFrame>;
+  private readonly level = new AutomaticGain();
+  private readonly vadStream;
+  private readonly segmenter: SpeechSegmenter;
+  private readonly windowSamples: number;
+  private readonly window: Int16Array;
+  private windowFill = 0;
+  /** Windows preceding speech onset, newest last. */
+  private readonly preRoll: Int16Array[] = [];
+  private readonly preRollWindows: number;
+  /** An utterance is open (from the VAD's onset to its end or a flush). */
+  private speaking = false;
+  private received = 0;
+  private processed = 0;
+  /** Audio was dropped in the current backlog episode (it ends when the backlog has drained). */
+  private dropping = false;
+  private finalizeTimer: NodeJS.Timeout | undefined;
+  private silenceTimer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(private readonly options: AudioIntakeOptions) {
+    this.vadStream = options.vad.createStream();
+    this.windowSamples = options.vad.capabilities.windowSamples;
+    this.window = new Int16Array(this.windowSamples);
+    const windowMs = this.windowSamples / SAMPLES_PER_MS;
+    this.segmenter = new SpeechSegmenter({ ...options.segmenter, windowMs });
+    this.preRollWindows = Math.ceil(options.preRollMs / windowMs);
+    this.input = new BoundedQueue(options.maxBacklogMs * SAMPLES_PER_MS, (frame) =>
+      frame.kind === "audio" ? frame.pcm.length : 0,
+    );
+  }
+
+  /** Samples received so far. */
+  get receivedSamples(): number {
+    return this.received;
+  }
+
+  /** Samples processed so far (the session position of the audio recognized up to now). */
+  get processedSamples(): number {
+    return this.processed;
+  }
+
+  /**
+   * Queues audio. Never blocks. Drop rule: a chunk that would take the backlog (audio received and
+   * not yet taken by recognition) past `maxBacklogMs` is dropped whole, and reported.
+   */
+  push(pcm: Int16Array): void {
+    if (this.stopped || pcm.length === 0) return;
+    clearTimeout(this.silenceTimer);
+    this.received += pcm.length;
+    if (this.input.offer({ kind: "audio", pcm })) return;
+    // Once per episode: until the backlog has drained, audio accepted between drops is no news.
+    this.options.onDropped(pcm.length / (SAMPLES_PER_MS * 1000), !this.dropping);
+    this.dropping = true;
+  }
+
+  /** A flush once audio still in flight has arrived. Repeated calls coalesce. */
+  finalize(): void {
+    if (this.stopped || this.finalizeTimer) return;
+    this.finalizeTimer = setTimeout(() => {
+      this.finalizeTimer = undefined;
+      this.input.force({ kind: "flush", reason: "finalize" });
+    }, this.options.finalizeWaitMs);
+  }
+
+  /**
+   * Upstream, from recognition: the recognizer heard the end of the utterance and finished it, so
+   * the segmenter starts over (the next speech opens a new utterance).
+   */
+  utteranceEnded(): void {
+    this.segmenter.reset();
+    this.preRoll.length = 0;
+    this.speaking = false;
+  }
+
+  /** No more input: what was received is carried through, then the stage ends. */
+  end(): void {
+    this.stop();
+    this.input.force({ kind: "flush", reason: "end" });
+    this.input.force({ kind: "end" });
+    this.input.close();
+  }
+
+  /** Stops at once: queued audio is dropped. */
+  cancel(): void {
+    this.stop();
+    this.input.clear();
+    this.input.force({ kind: "cancel" });
+    this.input.close();
+  }
+
+  /** The stage's loop: hands each speech frame to `next` and waits for it (recognition's pace). */
+  async run(next: (frame: SpeechFrame) => Promise<void>): Promise<void> {
+    for await (const frame of this.input) {
+      if (frame.kind === "cancel") return;
+      if (frame.kind === "end") continue;
+      if (frame.kind === "flush") {
+        // "silence" only finishes an utterance still ending (unless a flush closed it first).
+        if (frame.reason !== "silence" || this.segmenter.silenceToEndMs !== undefined)
+          await next(this.flush(frame.reason));
+        continue;
+      }
+      await this.consume(this.level.process(frame.pcm), next);
+      if (this.input.size === 0) {
+        this.dropping = false;
+        this.awaitSilence();
+      }
+    }
+  }
+
+  private stop(): void {
+    this.stopped = true;
+    clearTimeout(this.finalizeTimer);
+    clearTimeout(this.silenceTimer);
+  }
+
+  /**
+   * All audio received is processed. If the utterance was ending (trailing silence), no audio
+   * arriving counts as the silence going on: a client that stops sending after about 300 ms of
+   * zeros (or any silence) instead of sending `finalize` still gets its finals, once the silence
+   * has lasted as long as the segmenter's end silence. Audio arriving first cancels this.
+   */
+  private awaitSilence(): void {
+    const remainingMs = this.segmenter.silenceToEndMs;
+    if (remainingMs === undefined || this.stopped) return;
+    this.silenceTimer = setTimeout(() => this.input.force({ kind: "flush", reason: "silence" }), remainingMs);
+  }
+
+  private async consume(pcm: Int16Array, next: (frame: SpeechFrame) => Promise<void>): Promise<void> {
+    let offset = 0;
+    while (offset < pcm.length) {
+      const take = Math.min(this.windowSamples - this.windowFill, pcm.length - offset);
+      this.window.set(pcm.subarray(offset, offset + take), this.windowFill);
+      this.windowFill += take;
+      offset += take;
+      if (this.windowFill === this.windowSamples) {
+        this.windowFill = 0;
+        await this.consumeWindow(this.window.slice(), next);
+      }
+    }
+  }
+
+  private async consumeWindow(pcm: Int16Array, next: (frame: SpeechFrame) => Promise<void>): Promise<void> {
+    const startSample = this.processed;
+    this.processed += pcm.length;
+    const event = this.segmenter.update(await this.vadStream.probability(int16ToFloat32(pcm)));
+    if (!this.speaking) {
+      if (event !== "start") {
+        this.preRoll.push(pcm);
+        if (this.preRoll.length > this.preRollWindows) this.preRoll.shift();
+        return;
+      }
+      const preRoll = this.preRoll.splice(0);
+      const onset = startSample - preRoll.length * this.windowSamples;
+      const windows: TimedWindow[] = preRoll.map((window, i) => ({
+        startSample: onset + i * this.windowSamples,
+        pcm: window,
+      }));
+      this.speaking = true;
+      await next({ kind: "speech-start", startSample: onset, preRoll: windows });
+    }
+    if (event === "end") this.speaking = false;
+    await next({ kind: "speech", window: { startSample, pcm }, ending: event === "end" });
+  }
+
+  /** Cuts the input here: audio short of a VAD window still counts, and the segmenter starts over. */
+  private flush(reason: FlushFrame["reason"]): SpeechFrame {
+    const tail = this.speaking && this.windowFill > 0 ? this.window.slice(0, this.windowFill) : undefined;
+    this.processed += this.windowFill;
+    this.windowFill = 0;
+    this.segmenter.reset();
+    this.preRoll.length = 0;
+    this.speaking = false;
+    return { kind: "flush", reason, tail };
+  }
+}

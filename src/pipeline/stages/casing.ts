@@ -1,0 +1,25 @@
+import type { Segment } from "../frames.js";
+
+/**
+ * A translated span as shown in its segment. A translator takes every input for a sentence and
+ * capitalizes its first word — Apertium the first word it knows, after unknown words it copies and
+ * interjections ("hola Estudio"). That capital is undone unless it opens the segment, so every
+ * translation of the segment (interim, streamed or final) shows the words in the same case. A span
+ * the recognizer began with a capital (a sentence start) and names copied from it keep theirs.
+ * When the recognizer writes case (whisper), a capital inside the span is taken for a name
+ * ("a Londres") and only a capital on the span's first word is undone.
+ */
+export function spanInSegment(segment: Segment, source: string, translated: string): string {
+  if (source.charAt(0) !== source.charAt(0).toLocaleLowerCase()) return translated;
+  const sourceIsCased = source !== source.toLocaleLowerCase();
+  const copied = new Set(source.split(/\s+/u));
+  for (const { 0: word, index } of translated.matchAll(/\S+/gu)) {
+    const letter = /\p{L}/u.exec(word);
+    if (!letter || letter[0] === letter[0].toLocaleLowerCase() || copied.has(word)) continue;
+    if (index === 0 && segment.translatedSpans.length === 0) return translated;
+    if (index > 0 && sourceIsCased) return translated;
+    const at = index + letter.index;
+    return translated.slice(0, at) + letter[0].toLocaleLowerCase() + translated.slice(at + letter[0].length);
+  }
+  return translated;
+}

@@ -1,0 +1,121 @@
+import type { LanguageCode } from "../../engines/types.js";
+import type { LineFrame, PipelineEvent, PipelineObserver, SpeakFn, SpokenLine } from "../frames.js";
+import type { BoundedQueue } from "../queue.js";
+import { SynthesisStream } from "../synthesis-stream.js";
+
+/**
+ * Lines whose speech may wait, taken but not spoken yet. Beyond it the stage stops taking frames
+ * until the oldest line is spoken (the wait reaches back through translation to recognition).
+ */
+export const MAX_WAITING_LINES = 16;
+
+export interface SynthesisStageOptions {
+  readonly speak: SpeakFn;
+  /** Fires when the pipeline is cancelled: the synthesis in flight is aborted, the rest skipped. */
+  readonly signal: AbortSignal;
+  readonly emit: (event: PipelineEvent) => void;
+  readonly reportError: (message: string, segmentId?: string) => void;
+  readonly observer?: PipelineObserver;
+  readonly engineId?: (language: LanguageCode) => string;
+}
+
+/**
+ * Stage 6, synthesis: line text in, `audio` events out. Each line is a `SynthesisStream`: its text
+ * arrives in frames, and each sentence is spoken as soon as it is complete. Lines are spoken one
+ * at a time, in order; each line is one clip (its last frame carries `clipEnd`), however many
+ * sentences it has.
+ */
+export class SynthesisStage {
+  /** The line whose text is arriving. */
+  private current: { line: SpokenLine; stream: SynthesisStream } | undefined;
+  /** The speech of each line taken and not spoken yet, oldest first; each waits for the one before. */
+  private readonly waiting: Promise<void>[] = [];
+
+  constructor(
+    private readonly options: SynthesisStageOptions,
+    private readonly input: BoundedQueue<LineFrame>,
+  ) {}
+
+  async run(): Promise<void> {
+    for await (const frame of this.input) {
+      if (this.options.signal.aborted) continue;
+      if (this.current?.line !== frame.line) {
+        // A line ends with its flush or cancel frame; a new one starts with its first text.
+        if (frame.kind !== "text") continue;
+        while (this.waiting.length >= MAX_WAITING_LINES) await this.waiting[0];
+        const stream = new SynthesisStream((sentence) => this.synthesize(frame.line, sentence));
+        this.current = { line: frame.line, stream };
+        const spoken: Promise<void> = (this.waiting.at(-1) ?? Promise.resolve())
+          .then(() => this.speakLine(frame.line, stream))
+          .finally(() => this.waiting.splice(this.waiting.indexOf(spoken), 1));
+        this.waiting.push(spoken);
+      }
+      const { stream } = this.current;
+      if (frame.kind === "text") stream.pushText(frame.text);
+      else {
+        if (frame.kind === "flush") stream.flush();
+        else stream.cancel();
+        this.current = undefined;
+      }
+    }
+    // The input ended: a line cut off without its flush is spoken as it is, unless cancelled.
+    if (this.options.signal.aborted) this.current?.stream.cancel();
+    else this.current?.stream.flush();
+    await Promise.all(this.waiting);
+  }
+
+  /**
+   * Emits the line's frames as the synthesizer yields them. One frame is held back until the next
+   * arrives, so the last frame of the clip can carry `clipEnd`; a synthesis that fails part-way ends
+   * its clip with the frames it produced, then reports the failure.
+   */
+  private async speakLine(line: SpokenLine, stream: SynthesisStream): Promise<void> {
+    const { signal, emit, observer } = this.options;
+    if (signal.aborted) return;
+    let held: Float32Array | undefined;
+    let failure: Error | undefined;
+    try {
+      for await (const samples of stream.frames()) {
+        if (held) emit({ type: "audio", samples: held, clipEnd: false });
+        // The line's first frame.
+        else observer?.latency("first_audio", (performance.now() - line.queuedAt) / 1000);
+        held = samples;
+      }
+    } catch (error) {
+      failure = error as Error;
+      stream.cancel();
+    }
+    if (held) emit({ type: "audio", samples: held, clipEnd: true });
+    // A synthesis cancelled with the pipeline did not fail.
+    if (failure && !signal.aborted)
+      this.options.reportError(`speech synthesis failed: ${failure.message}`, line.segmentId);
+  }
+
+  /** One sentence's speech, with its engine call reported once the engine has answered (or failed). */
+  private async *synthesize(line: SpokenLine, sentence: string): AsyncIterable<Float32Array> {
+    const { signal, observer, engineId } = this.options;
+    const startedAt = performance.now();
+    const report = (ok: boolean) => {
+      if (engineId)
+        observer?.engineCall(
+          "synthesize",
+          engineId(line.language),
+          (performance.now() - startedAt) / 1000,
+          ok,
+        );
+    };
+    // Nothing new is synthesized once the pipeline is cancelled.
+    if (signal.aborted) return;
+    let answered = false;
+    try {
+      for await (const samples of this.options.speak(sentence, line.language, line.voice, signal)) {
+        if (!answered) report(true);
+        answered = true;
+        yield samples;
+      }
+    } catch (error) {
+      if (!answered && !signal.aborted) report(false);
+      throw error;
+    }
+  }
+}

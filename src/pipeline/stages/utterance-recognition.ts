@@ -1,0 +1,179 @@
+import { openRecognition } from "../../engines/asr-stream.js";
+import type {
+  AsrEngine,
+  Hypothesis,
+  LanguageCode,
+  RecognitionEvent,
+  RecognitionStream,
+} from "../../engines/types.js";
+import type { SpeakerChange } from "../../speakers/tracker.js";
+import type { HypothesisFrame, PipelineObserver, SpeechFrame, TimedWindow } from "../frames.js";
+import { SAMPLES_PER_MS } from "./audio-intake.js";
+import type { SpeakerSplit } from "./speaker-split.js";
+
+interface OpenUtterance {
+  readonly startSample: number;
+  /** Undefined while the recognition is being opened. */
+  stream: RecognitionStream | undefined;
+}
+
+/** Recognizer writes collected before they are passed on (3 VAD windows): each call has a fixed cost. */
+const ASR_BATCH_WINDOWS = 3;
+
+export interface UtteranceRecognitionOptions {
+  readonly asr: AsrEngine;
+  readonly sourceLanguage: LanguageCode | "auto";
+  /** The session context an utterance is opened with. */
+  readonly context: () => string;
+  /** How often interim hypotheses are asked of engines that must be asked (see `openRecognition`). */
+  readonly partialIntervalMs: number;
+  readonly speakers: SpeakerSplit;
+  /** Samples processed by the intake so far. */
+  readonly processedSamples: () => number;
+  /** Recognition ended the utterance at the recognizer's endpoint (the intake's VAD starts over). */
+  readonly onEndpoint: () => void;
+  readonly observer: PipelineObserver | undefined;
+}
+
+/**
+ * Stage 2, utterance recognition: speech in, hypotheses out. Opens one recognition per utterance
+ * (push-style: the engine's own, or the polling adapter of src/engines/asr-stream.ts), writes its
+ * windows, and passes on what it hears — partials as the engine reports them, the final when the
+ * utterance ends — with the speaker context they were heard in (`SpeakerSplit`). A change of voice
+ * inside an utterance splits it in two (`split`). `next` is segment building; it runs synchronously.
+ */
+export class UtteranceRecognition {
+  private utterance: OpenUtterance | undefined;
+  /** The recognizer reported the end of the open utterance; it is finished after the current write. */
+  private endpointHeard = false;
+
+  constructor(
+    private readonly options: UtteranceRecognitionOptions,
+    private readonly next: (frame: HypothesisFrame, speaker: string | undefined) => void,
+  ) {}
+
+  async handle(frame: SpeechFrame): Promise<void> {
+    const { speakers } = this.options;
+    if (frame.kind === "speech-start") {
+      return this.open(frame.startSample, frame.preRoll, true);
+    }
+    if (frame.kind === "flush") return this.finish(frame.tail);
+    const { window, ending } = frame;
+    const change = speakers.track(window);
+    if (change) return this.split(change, window.pcm);
+    if (ending) return this.finish(window.pcm);
+    await this.utterance!.stream!.write(window.pcm);
+    speakers.observeWhileSpeaking();
+    if (this.endpointHeard) {
+      // The recognizer heard the utterance end with the audio it has: finished as at a VAD end.
+      await this.finish(undefined);
+      this.options.onEndpoint();
+    }
+  }
+
+  /** Aborts the open utterance (the pipeline stopped). */
+  abort(): void {
+    this.utterance?.stream?.abort();
+    this.utterance = undefined;
+  }
+
+  /**
+   * A new utterance (or the part of one after a change of speaker) starting at `startSample`, with
+   * `lead` (its pre-roll, or its audio since the change) written first.
+   */
+  private async open(startSample: number, lead: readonly TimedWindow[], onset: boolean): Promise<void> {
+    const { asr, sourceLanguage, partialIntervalMs, speakers } = this.options;
+    const utterance: OpenUtterance = { startSample, stream: undefined };
+    this.utterance = utterance;
+    this.endpointHeard = false;
+    // The pre-roll of an onset is tracked now; the part after a split was tracked already.
+    speakers.begin(onset ? [] : [...lead]);
+    if (onset) for (const window of lead) speakers.track(window);
+    this.next({ kind: "utterance-start", startSample, onset }, speakers.speaking);
+    const onEvent = (event: RecognitionEvent) => {
+      // Events of an utterance already finished (or split) are stale.
+      if (this.utterance !== utterance) return;
+      if (event.type === "endpoint") this.endpointHeard = true;
+      else this.partial(event.hypothesis, event.audioMs);
+    };
+    utterance.stream = await openRecognition(
+      asr,
+      { language: sourceLanguage, context: this.options.context(), onEvent },
+      { intervalSamples: partialIntervalMs * SAMPLES_PER_MS, batchWrites: ASR_BATCH_WINDOWS },
+      lead.map((window) => window.pcm),
+    );
+  }
+
+  private partial(hypothesis: Hypothesis, audioMs: number): void {
+    const { speakers } = this.options;
+    // A final carries its speaker's label for good: words stay interim until the tracker has
+    // decided who says them and can no longer split them off as another voice.
+    const commitBeforeMs = (speakers.settledBeforeSample - this.utterance!.startSample) / SAMPLES_PER_MS;
+    this.next({ kind: "partial", hypothesis, audioMs, commitBeforeMs }, speakers.speaking);
+  }
+
+  /**
+   * Ends the open utterance (VAD end, length cap, a flush) after its `lastAudio`, and passes on its
+   * final; then its segment ends.
+   */
+  private async finish(lastAudio: Int16Array | undefined): Promise<void> {
+    const { speakers, observer, asr } = this.options;
+    const utterance = this.utterance;
+    if (utterance) {
+      // The utterance's finals carry the tracker's decision for its last run.
+      speakers.endUtterance();
+      const endedAt = performance.now();
+      let hypothesis: Hypothesis;
+      try {
+        hypothesis = await utterance.stream!.finish(lastAudio);
+      } catch (error) {
+        observer?.engineCall("recognize", asr.info.id, (performance.now() - endedAt) / 1000, false);
+        throw error;
+      } finally {
+        this.utterance = undefined;
+      }
+      observer?.engineCall("recognize", asr.info.id, (performance.now() - endedAt) / 1000, true);
+      this.next({ kind: "final", hypothesis, untimedEndMs: undefined }, speakers.speaking);
+      observer?.latency("final_transcript", (performance.now() - endedAt) / 1000);
+      speakers.observe(0);
+    }
+    this.next({ kind: "segment-end", endMs: undefined, cut: false }, speakers.speaking);
+  }
+
+  /**
+   * The voice changed inside the utterance: what came before the change is finished as its own
+   * segment, under the earlier speaker, and the rest opens a new utterance and segment. No final
+   * lies past the change (words become final only once the tracker can no longer split before
+   * them), so the later part repeats none. With word timings the recognizer's words are cut at
+   * the change (a word across it stays whole in the earlier part, and the later part starts after
+   * it); without, the earlier part is recognized again on its own. The later part (the tracker's
+   * window, about 2 s) is recognized again.
+   */
+  private async split(change: SpeakerChange, window: Int16Array): Promise<void> {
+    const { asr, sourceLanguage, speakers } = this.options;
+    const utterance = this.utterance!;
+    this.utterance = undefined;
+    let cutSample = change.atSample;
+    let hypothesis: Hypothesis;
+    if (asr.capabilities.wordTimings) {
+      const whole = await utterance.stream!.finish(window);
+      const cutInUtteranceMs = (cutSample - utterance.startSample) / SAMPLES_PER_MS;
+      const words = whole.words.filter((word) => word.startMs < cutInUtteranceMs);
+      hypothesis = { ...whole, text: words.map((word) => word.word).join(" "), words };
+      const lastEnd = utterance.startSample + Math.ceil((words.at(-1)?.endMs ?? 0) * SAMPLES_PER_MS);
+      cutSample = Math.min(Math.max(cutSample, lastEnd), this.options.processedSamples());
+    } else {
+      utterance.stream!.abort();
+      const stream = await asr.createStream({ language: sourceLanguage, context: this.options.context() });
+      await stream.write(speakers.audioBefore(cutSample));
+      hypothesis = await stream.finish();
+    }
+    const cutMs = Math.floor(cutSample / SAMPLES_PER_MS);
+    speakers.speaking = change.before;
+    this.next({ kind: "final", hypothesis, untimedEndMs: cutMs }, speakers.speaking);
+    this.next({ kind: "segment-end", endMs: cutMs, cut: true }, speakers.speaking);
+    speakers.observe(0, change.atSample);
+    speakers.speaking = change.speaker;
+    await this.open(cutSample, speakers.audioFrom(cutSample), false);
+  }
+}
