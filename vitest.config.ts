@@ -5,13 +5,15 @@ import { LongestFirst } from "./test/support/sequencer.js";
  * Three tiers (docs/testing.md): unit (pure logic and engine doubles), integration (the real
  * service in the test process over real HTTP/WebSocket with real engines) and system (the service,
  * CLI and SDK as users run them: built processes, a fleet behind nginx, a browser). All run in one
- * pool of two forks, longest files first, so the two cores stay busy until the end.
+ * pool of forks, longest files first, so the cores stay busy until the end.
  */
 export default defineConfig({
   test: {
     // Native engines (koffi, onnxruntime) are safest in child processes rather than worker threads.
     pool: "forks",
-    maxWorkers: 2,
+    // Three forks on two cores: many tests wait on real-time audio, sockets and child processes, so a
+    // third keeps the cores busy (measured: docs/benchmarks.md, "npm test").
+    maxWorkers: 3,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Builds dist/ once when the sources changed: system tests run the built service and CLI.

@@ -33,7 +33,12 @@ const SPEECH_MISSING = sharedMissing("data/speech");
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await startServer({ RATE_LIMIT_PER_MINUTE: "1000", ROOMS_EMPTY_PER_ACCOUNT: "1000" });
+  server = await startServer({
+    RATE_LIMIT_PER_MINUTE: "1000",
+    ROOMS_EMPTY_PER_ACCOUNT: "1000",
+    // Rooms stay open for their departure timeout after a test: many may be open at once here.
+    LIVE_SESSIONS_PER_ACCOUNT: "100",
+  });
 });
 afterAll(async () => {
   await server?.close();

@@ -37,6 +37,8 @@ export interface InjectAppOptions {
    * (`workerRegistry`), and other configured engines are opened (and closed).
    */
   readonly registry?: EngineRegistry;
+  /** Open engines of its own (and close them), never the shared ones: for tests that break them. */
+  readonly ownEngines?: boolean;
 }
 
 /**
@@ -66,7 +68,8 @@ export async function openTestApp(
 ): Promise<InjectedApp> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "relay-test-"));
   const config = loadConfig({ ...testEnv(baseUrl, dataDir), ...env });
-  const registry = options.registry ?? (await workerRegistry(config.engines));
+  const registry =
+    options.registry ?? (options.ownEngines ? undefined : await workerRegistry(config.engines));
   const services = await openServices(config, registry ? { registry } : {});
   const app = await buildApp(config, services).catch(async (error: unknown) => {
     await services.close();

@@ -1,7 +1,6 @@
 import { startRetention } from "../../src/dubbing/retention.js";
 import { startDubbingWorkers } from "../../src/dubbing/worker.js";
-import type { EngineRegistry } from "../../src/engines/registry.js";
-import { openTestApp, type InjectedApp } from "./app.js";
+import { openTestApp, type InjectAppOptions, type InjectedApp } from "./app.js";
 import { freePort } from "./ports.js";
 
 export { API_KEY, BROKE_KEY, DUBBING_ONLY_KEY } from "./env.js";
@@ -22,7 +21,7 @@ export type TestServer = InjectedApp;
  */
 export async function startServer(
   env: Record<string, string> = {},
-  options: { readonly registry?: EngineRegistry } = {},
+  options: InjectAppOptions = {},
 ): Promise<TestServer> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
