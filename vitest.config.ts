@@ -20,14 +20,15 @@ export default defineConfig({
     globalSetup: ["test/support/global-setup.ts"],
     sequence: { sequencer: LongestFirst },
     projects: [
+      // A fresh process per unit file (cheap files; some replace timers and spies).
       { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
       {
         extends: true,
         test: {
           name: "integration",
           include: ["test/integration/**/*.test.ts"],
-          // Files run one after another in each fork and share its engines (test/support/app.ts
-          // `workerRegistry`), instead of starting every engine again in a fresh process per file.
+          // Files run one after another in each fork and share its module graph, so the engines
+          // load once per fork (test/support/app.ts shares the registry), not once per file.
           isolate: false,
         },
       },

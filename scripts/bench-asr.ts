@@ -1,5 +1,5 @@
 /**
- * Recognisers' speed:
+ * Recognizers' speed:
  * 1. PocketSphinx decoder settings: word error rate, CPU and end-of-utterance time on the LibriVox
  *    clips in ../shared/data/speech (streamed in 32 ms writes with a partial hypothesis every 160 ms,
  *    as the pipeline does). Chooses the `POCKETSPHINX_SETTINGS` default.

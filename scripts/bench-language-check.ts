@@ -1,6 +1,6 @@
 /**
  * How PocketSphinx's confidence (the mean posterior of its words) separates English from other
- * languages: the check dubbing makes when source_lang is "auto" and the recognisers know English
+ * languages: the check dubbing makes when source_lang is "auto" and the recognizers know English
  * only. Each clip goes through the dubbing pipeline with source_lang "auto" on the default
  * engines until the language is settled (extraction, levelling, VAD, recognition of the first
  * three speech segments); the table lists the confidence of each segment heard, the pooled score
@@ -37,7 +37,7 @@ const CLIPS: { file: string; language: string }[] = [
 ];
 
 const registry = await EngineRegistry.create(loadConfig({ LOG_LEVEL: "silent" }).engines);
-// Each final the dubbing's recogniser produces is recorded: the first three are what it pools.
+// Each final the dubbing's recognizer produces is recorded: the first three are what it pools.
 let heard: Heard[] = [];
 const recognizer = registry.recognizer.bind(registry);
 registry.recognizer = (language) => {

@@ -4,7 +4,7 @@
  * hypothesis asked every 160 ms, `finish()` at the end of each utterance), on whisper.cpp's test
  * models (real tiny/base architecture, random weights: real compute, meaningless text).
  *
- * Measured in process, on the recogniser alone, because it is the bottleneck and because the test
+ * Measured in process, on the recognizer alone, because it is the bottleneck and because the test
  * models' empty transcripts would give a running service nothing to send back to time. Reported:
  * CPU seconds per audio second of one session, and the most sessions that keep up: utterances
  * finished in time (p90 of end of audio → final hypothesis ≤ 1.5 s) and interims still refreshed

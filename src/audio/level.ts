@@ -1,5 +1,5 @@
 /**
- * Level handling ahead of the VAD and the recogniser: an automatic gain control for PCM16 16 kHz
+ * Level handling ahead of the VAD and the recognizer: an automatic gain control for PCM16 16 kHz
  * mono. Silero VAD and PocketSphinx miss speech from quiet microphones (peaks near -50 dBFS), so
  * quiet speech is brought up toward a target level; loud input is left as it is.
  *

@@ -75,7 +75,7 @@ export function keysCommand(): Command {
       .option("--entitlements <list>", "realtime+rooms+dubbing or a part of it", parseEntitlements, [
         ...ENTITLEMENTS,
       ])
-      .option("--label <text>", "a name to recognise the key by"),
+      .option("--label <text>", "a name to recognize the key by"),
   ).action(
     async (options: {
       database?: string;

@@ -72,7 +72,7 @@ withServer(
 withServer(
   program
     .command("speak")
-    .description("synthesise a line of text into a WAV file (a mode=tts session)")
+    .description("synthesize a line of text into a WAV file (a mode=tts session)")
     .argument("<text>", "text to speak")
     .requiredOption("--to <lang>", "language to speak it in (see `relay languages`)")
     .requiredOption("--out <wav>", "where to write the speech (float32, 24 kHz)")

@@ -17,7 +17,7 @@ export class TranscriptView {
     private readonly json: boolean,
   ) {}
 
-  /** `messages[index]` has just arrived; the list gives the context a rejection is recognised by. */
+  /** `messages[index]` has just arrived; the list gives the context a rejection is recognized by. */
   show(messages: readonly ServerMessage[], index: number): void {
     const message = messages[index]!;
     if (this.json) {

@@ -22,7 +22,7 @@ export class InsufficientBalanceError extends Error {
 }
 
 /**
- * Serialises the account's balance checks until the transaction ends: a row lock on PostgreSQL
+ * Serializes the account's balance checks until the transaction ends: a row lock on PostgreSQL
  * (NO KEY UPDATE, so ledger inserts referencing the account, such as a completion's charge, need
  * not wait for it). SQLite needs none: its write transactions (BEGIN IMMEDIATE) run one at a time.
  */

@@ -138,7 +138,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
       onProgress: (fraction) => progress.report("recognizing", fraction),
       ...withSignal,
     });
-    // Spans where the recogniser heard no words (noise, music) are not dubbed.
+    // Spans where the recognizer heard no words (noise, music) are not dubbed.
     const speech = recognized.filter((r) => r.text !== "");
     progress.report("recognizing", 1);
 
@@ -152,7 +152,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
     });
     progress.report("translating", 1);
 
-    // f. synthesise every line; clips wait on disk so memory does not grow with the input's length.
+    // f. synthesize every line; clips wait on disk so memory does not grow with the input's length.
     progress.report("synthesizing", 0);
     if (voices) {
       // The library is measured once per engine version (a few seconds, kept in DATA_DIR); a job can

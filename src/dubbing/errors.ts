@@ -41,7 +41,7 @@ export class MediaToolError extends Error {
   }
 }
 
-/** The configured engines cannot serve the requested languages (no recogniser, route or voice). */
+/** The configured engines cannot serve the requested languages (no recognizer, route or voice). */
 export class UnsupportedLanguageError extends Error {
   override readonly name = "UnsupportedLanguageError";
 }

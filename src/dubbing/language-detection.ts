@@ -1,41 +1,41 @@
 /**
  * Resolving a source language of "auto" by listening to the first few segments. Separate from
- * recognition proper: it decides which recogniser the whole file is decoded with, and its rules
+ * recognition proper: it decides which recognizer the whole file is decoded with, and its rules
  * (voting, the confidence check, the letter-count heuristic) are a policy of their own.
  */
 import type { LanguageCode } from "../engines/types.js";
 import { UnsupportedLanguageError } from "./errors.js";
 
-/** Segments tried with each candidate recogniser when the source language is "auto". */
+/** Segments tried with each candidate recognizer when the source language is "auto". */
 const DETECTION_SEGMENTS = 3;
 
 /**
- * Below this mean word confidence (the recogniser's posterior, pooled over the sampled segments)
- * speech is taken not to be in the only language the recognisers know. The score separates
+ * Below this mean word confidence (the recognizer's posterior, pooled over the sampled segments)
+ * speech is taken not to be in the only language the recognizers know. The score separates
  * languages poorly: through this pipeline PocketSphinx en-us scores English clips 0.35-0.86 and
  * German, French, Spanish, Portuguese and Mandarin clips 0.24-0.59 (`npm run bench:language-check`,
  * docs/benchmarks.md), so the threshold sits under every English clip (English is never refused)
- * and catches only speech the recogniser evidently cannot follow; the rest is dubbed as English.
+ * and catches only speech the recognizer evidently cannot follow; the rest is dubbed as English.
  */
 export const MIN_CONFIDENCE = 0.3;
 
-/** What the language check reads of a recognised segment. */
+/** What the language check reads of a recognized segment. */
 export interface Heard {
   readonly text: string;
-  /** The recogniser's confidence in the words (0-1), when it computes one. */
+  /** The recognizer's confidence in the words (0-1), when it computes one. */
   readonly confidence?: number;
 }
 
 /**
- * Resolves "auto". With a recogniser that identifies languages (whisper.cpp, a remote Whisper),
+ * Resolves "auto". With a recognizer that identifies languages (whisper.cpp, a remote Whisper),
  * the first few segments are identified and the most frequent candidate language wins; speech
  * identified only as languages that cannot be dubbed into the target is refused
  * (UnsupportedLanguageError) rather than taken for another language. Without one, a single
- * candidate (recognisers of one language) is checked: its recogniser's confidence over the first
+ * candidate (recognizers of one language) is checked: its recognizer's confidence over the first
  * few segments must reach MIN_CONFIDENCE, or the speech is evidently in another language and is
  * refused, never dubbed from garbage. With several candidates a heuristic stands in for
- * identification: each candidate's recogniser decodes the first few segments, and the language
- * whose recogniser produced the most letters wins (ties: the earlier configured language).
+ * identification: each candidate's recognizer decodes the first few segments, and the language
+ * whose recognizer produced the most letters wins (ties: the earlier configured language).
  */
 export async function chooseSourceLanguage(
   candidates: readonly LanguageCode[],
@@ -72,9 +72,9 @@ export async function chooseSourceLanguage(
       if (confidence !== undefined && confidence < MIN_CONFIDENCE) {
         throw new UnsupportedLanguageError(
           `source_lang "auto" was taken to be "${only}", the only language the ` +
-            `configured recognisers know, but the speech does not sound like it (confidence ` +
+            `configured recognizers know, but the speech does not sound like it (confidence ` +
             `${confidence.toFixed(2)}, below ${MIN_CONFIDENCE}); name the spoken language in source_lang ` +
-            `if this server can recognise it, or add a recogniser that identifies languages ` +
+            `if this server can recognize it, or add a recognizer that identifies languages ` +
             `(e.g. the whisper.cpp model: npx relay models pull base)`,
         );
       }

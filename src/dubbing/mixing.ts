@@ -44,7 +44,7 @@ export function duckSpans(
  * everywhere else. The original voice therefore stays faintly audible under the dub, and background
  * sound under speech is ducked along with it. The gain is a `volume` expression of t evaluated per
  * 10 ms frame (`asetnsamples`), see `duckingExpression`. The dubbed track is then added sample for
- * sample (`amerge` + `pan` summing channels, i.e. no normalisation: neither signal is scaled down);
+ * sample (`amerge` + `pan` summing channels, i.e. no normalization: neither signal is scaled down);
  * the mono dub goes equally into both channels of a stereo original. The dub itself was already
  * brought to the original dialogue's level (`dubGain`).
  *

@@ -1,6 +1,6 @@
 /**
  * The "recognizing" stage: every speech span decoded from the 16 kHz speech file, after settling the
- * source language when asked for "auto". Separate because it owns the recogniser streams and the
+ * source language when asked for "auto". Separate because it owns the recognizer streams and the
  * cache that keeps spans decoded while choosing the language from being decoded twice.
  */
 import { open, type FileHandle } from "node:fs/promises";
@@ -14,10 +14,10 @@ import { SPEECH_RATE, type SpeechAudio } from "./speech-audio.js";
 import type { Span } from "./timeline.js";
 import { recognizerFor } from "../speech-plan.js";
 
-/** Audio written to the recogniser per call (1 s). */
+/** Audio written to the recognizer per call (1 s). */
 const ASR_CHUNK = 16_000;
 
-/** A span to recognise, with the label of its speaker when the speakers were followed. */
+/** A span to recognize, with the label of its speaker when the speakers were followed. */
 export type SpeechSpan = Span & { readonly speaker?: string };
 
 export interface Recognized {
@@ -25,9 +25,9 @@ export interface Recognized {
   readonly endSec: number;
   readonly speaker?: string;
   readonly text: string;
-  /** The language the recogniser heard, when it identifies languages (asked with "auto"). */
+  /** The language the recognizer heard, when it identifies languages (asked with "auto"). */
   readonly language?: LanguageCode;
-  /** The recogniser's confidence in the words (0-1), when it computes one. */
+  /** The recognizer's confidence in the words (0-1), when it computes one. */
   readonly confidence?: number;
   /** Energy of the span's audio (for matching the dub's level to the original dialogue). */
   readonly energy: Energy;
@@ -89,7 +89,7 @@ export async function recognizeAll(
 }
 
 /**
- * Recognises one padded span. With word timings the segment is tightened to the words (plus the
+ * Recognizes one padded span. With word timings the segment is tightened to the words (plus the
  * padding, never beyond the VAD span), which makes subtitles tighter and leaves the following
  * silence to the dub.
  */

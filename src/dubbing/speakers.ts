@@ -26,7 +26,7 @@ const OBSERVE_SAMPLES = 2 * SPEECH_RATE;
 
 export async function followSpeakers(job: {
   engine: SpeakerEngine;
-  /** The levelled 16 kHz speech (what the recogniser hears). */
+  /** The levelled 16 kHz speech (what the recognizer hears). */
   audio: FileHandle;
   spans: readonly Span[];
   voices?: VoiceChooser;

@@ -1,6 +1,6 @@
 /**
  * The "segmenting" stage: the input's first audio track extracted once as 16 kHz mono PCM16, a
- * levelled copy of it (what the VAD and the recogniser read), then the speech spans found in it.
+ * levelled copy of it (what the VAD and the recognizer read), then the speech spans found in it.
  * Separate because it is the only stage that owns the speech-rate files the later recognition reads
  * back span by span.
  */
@@ -11,7 +11,7 @@ import { inputArgs, localPath, runFfmpeg, timeoutFor, type MediaInfo } from "./f
 import { detectSpeech, padSpans, SEGMENT_PAD_SEC } from "./segments.js";
 import type { Span } from "./timeline.js";
 
-/** Rate of the audio the VAD and the recogniser read. */
+/** Rate of the audio the VAD and the recognizer read. */
 export const SPEECH_RATE = 16_000;
 
 /** Share of "segmenting" spent extracting the audio (the VAD takes the rest). */
@@ -88,7 +88,7 @@ async function extractSpeechAudio(
 
 /**
  * Brings quiet speech up, through the same level stage as live sessions (src/audio/level.ts), so the
- * VAD and the recogniser hear a quiet recording as they would a well-recorded one. Into a copy: the
+ * VAD and the recognizer hear a quiet recording as they would a well-recorded one. Into a copy: the
  * dub's level follows the original dialogue's, measured on the extracted audio, and the mix reads
  * the original input, so the soundtrack is not touched.
  */

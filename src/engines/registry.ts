@@ -38,7 +38,7 @@ export interface LanguagesReport {
   }[];
   readonly translation: { from: string; to: string; engines: string[]; via: string | null }[];
   readonly voice_output: { language: string; engine: string }[];
-  /** The recogniser that identifies languages (`sourceLanguage=auto`, two-way), if any. */
+  /** The recognizer that identifies languages (`sourceLanguage=auto`, two-way), if any. */
   readonly language_identification: string | null;
   readonly engines: { kind: string; id: string; version: string; detail?: string }[];
 }
@@ -129,7 +129,7 @@ export class EngineRegistry {
   }
 
   /**
-   * The recogniser for a language: the preferred engine that serves it, falling back to the next
+   * The recognizer for a language: the preferred engine that serves it, falling back to the next
    * one when a stream cannot be opened (e.g. a remote server whose circuit is open).
    */
   recognizer(language: LanguageCode): AsrEngine | undefined {
@@ -141,7 +141,7 @@ export class EngineRegistry {
     });
   }
 
-  /** The preferred recogniser that identifies the spoken language (`language: "auto"`). */
+  /** The preferred recognizer that identifies the spoken language (`language: "auto"`). */
   languageIdentifier(): AsrEngine | undefined {
     return this.asr.find((engine) => engine.capabilities.languageDetection === true);
   }

@@ -97,7 +97,7 @@ export interface AsrStreamOptions {
   readonly context?: string;
 }
 
-/** One utterance. Calls are serialised by the caller: never two pending calls on one stream. */
+/** One utterance. Calls are serialized by the caller: never two pending calls on one stream. */
 export interface AsrStream {
   write(pcm: Int16Array): Promise<void>;
   /** Best hypothesis for the audio written so far. */

@@ -21,7 +21,7 @@ import { TranslationPipeline, type PipelineObserver } from "./translation-pipeli
  * (src/speech-plan.ts), speaker labels and each speaker's voice from src/speakers/.
  */
 
-/** "auto" and two-way need a recogniser that identifies languages; the caller has checked the engines. */
+/** "auto" and two-way need a recognizer that identifies languages; the caller has checked the engines. */
 export interface LivePipelineOptions extends SessionLanguages {
   readonly finalizeMode: FinalizeMode;
   readonly context?: string;
@@ -139,7 +139,7 @@ function enginesOf(route: TranslationRoute | undefined): string {
 }
 
 /**
- * The voice of each line: fixed, or matched to its speaker by the synthesiser's own measurements of
+ * The voice of each line: fixed, or matched to its speaker by the synthesizer's own measurements of
  * the library (library measurements run in the background; matching never waits for them).
  */
 function voiceChooser(

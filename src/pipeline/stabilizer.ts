@@ -99,13 +99,13 @@ export class TranscriptStabilizer {
   }
 }
 
-function normalise(word: string): string {
+function normalize(word: string): string {
   return word.toLocaleLowerCase();
 }
 
 function commonPrefixLength(a: readonly StableWord[], b: readonly StableWord[]): number {
   let i = 0;
-  while (i < a.length && i < b.length && normalise(a[i]!.text) === normalise(b[i]!.text)) i++;
+  while (i < a.length && i < b.length && normalize(a[i]!.text) === normalize(b[i]!.text)) i++;
   return i;
 }
 

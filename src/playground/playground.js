@@ -53,14 +53,14 @@ async function loadChoices() {
     fetch(`${baseUrl}/v1/languages`).then((r) => r.json()),
     fetch(`${baseUrl}/v1/voices`).then((r) => r.json()),
   ]);
-  const recognised = [...new Set(languages.recognition.map((r) => r.language))];
+  const recognized = [...new Set(languages.recognition.map((r) => r.language))];
   const targets = [...new Set(languages.translation.map((t) => t.to))];
   const spoken = [...new Set(languages.voice_output?.map((v) => v.language) ?? targets)];
   const names = (codes) => codes.sort().map((code) => [code, code]);
-  fill($("live-from"), names(recognised), "en");
+  fill($("live-from"), names(recognized), "en");
   fill($("live-to"), names(targets), "es");
   fill($("tts-language"), names(spoken), "es");
-  fill($("dub-from"), [["auto", "detect"], ...names(recognised)], "auto");
+  fill($("dub-from"), [["auto", "detect"], ...names(recognized)], "auto");
   fill($("dub-to"), names(targets), "es");
   const voiceOptions = voices.map((v) => [String(v.id), `${v.name} (${v.gender})`]);
   fill($("live-voice"), [["", "default"], ...voiceOptions], "");
@@ -129,7 +129,7 @@ async function startLive() {
   session.onAudio = (samples) => speaker.play(samples);
   const media = await navigator.mediaDevices.getUserMedia({
     // Echo cancellation keeps the translated speech out of the microphone; level and noise are the
-    // service's to handle (its recogniser hears better without the browser's processing).
+    // service's to handle (its recognizer hears better without the browser's processing).
     audio: { channelCount: 1, echoCancellation: true, noiseSuppression: false, autoGainControl: false },
   });
   // The browser resamples the microphone to 16 kHz for this context.

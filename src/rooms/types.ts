@@ -2,7 +2,7 @@ import type { ServerMessage } from "../wire/messages.js";
 /**
  * Rooms: a media room with a translator participant in it. Two back-ends implement the same
  * interfaces — the embedded room server (default) and LiveKit — and the translator only ever
- * talks to a `RoomConnection`, so its behaviour is the same on both.
+ * talks to a `RoomConnection`, so its behavior is the same on both.
  */
 
 /**

@@ -101,7 +101,7 @@ export class SpeakerTracker {
   }
 
   /**
-   * The label of the current (or last) run. Before any speech has been analysed it is "1": the
+   * The label of the current (or last) run. Before any speech has been analyzed it is "1": the
    * session's first voice is speaker 1 whoever it is.
    */
   get current(): SpeakerDecision {

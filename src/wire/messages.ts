@@ -124,7 +124,7 @@ export const clientMessage = z.discriminatedUnion("type", [
       language: z.string().optional(),
       correlation_id: z.string().optional(),
     })
-    .describe("mode=tts: synthesise a line of text"),
+    .describe("mode=tts: synthesize a line of text"),
 ]);
 
 export type OriginalTranscriptMessage = z.infer<typeof originalTranscriptMessage>;

@@ -200,7 +200,7 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium engine (real pipelines)", () => {
     async () => {
       const dir = await mkdtemp(path.join(tmpdir(), "apertium-cli-"));
       try {
-        const normalise = (s: string): string => s.replace(/[*#@]/g, "").replace(/\s+/g, " ").trim();
+        const normalize = (s: string): string => s.replace(/[*#@]/g, "").replace(/\s+/g, " ").trim();
         for (const { from, to } of engine.capabilities.pairs) {
           const mode = engine.pipelines().find((p) => p.from === from && p.to === to)!.mode;
           const sources = flores(from, 50);
@@ -212,7 +212,7 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium engine (real pipelines)", () => {
           try {
             let same = 0;
             for (const [i, text] of sources.entries()) {
-              if (normalise(await fresh.translate({ from, to, text })) === normalise(cli[i] ?? "")) same++;
+              if (normalize(await fresh.translate({ from, to, text })) === normalize(cli[i] ?? "")) same++;
             }
             // Differences left are context effects: the command line translates the file as one text.
             expect(same, `${mode}: ${same}/${sources.length} identical`).toBeGreaterThanOrEqual(

@@ -12,7 +12,7 @@ import { dubbingClient } from "../support/dubbing-client.js";
 
 /**
  * sourceLanguage=auto (relay-2) with languageHints, and dubbing's source_lang=auto, through the
- * real server over HTTP and WebSocket. A stand-in OpenAI-compatible server recognises (reporting
+ * real server over HTTP and WebSocket. A stand-in OpenAI-compatible server recognizes (reporting
  * the language each utterance is scripted to be in), translates and speaks; the requests the
  * service sends it are checked.
  */
@@ -33,7 +33,7 @@ beforeAll(async () => {
   await writeFile(
     engines,
     JSON.stringify({
-      // ja is recognised but cannot be translated; it is not recognised at all; nl is served but is
+      // ja is recognized but cannot be translated; it is not recognized at all; nl is served but is
       // not a dubbing language.
       asr: [entry("whisper-large", ["en", "es", "de", "fr", "ja", "nl"])],
       mt: [entry("llm", ["en", "es", "de", "fr", "nl"])],
@@ -88,7 +88,7 @@ const requestedLanguages = () =>
 describe.skipIf(SPEECH_MISSING)("sourceLanguage=auto with languageHints", () => {
   it("shows the original before the language is identified (detected_language null); translation waits for it", async () => {
     remote.reset();
-    // The recogniser can tell the language only from 1.5 s of audio on (interims before say nothing).
+    // The recognizer can tell the language only from 1.5 s of audio on (interims before say nothing).
     remote.languageOf = ({ durationMs }) => (durationMs < 1500 ? undefined : "german");
     remote.reply = (text) => `[es] ${text.trim()}`;
     const socket = await open({ languageHints: "de-DE,fr,de" });
@@ -109,7 +109,7 @@ describe.skipIf(SPEECH_MISSING)("sourceLanguage=auto with languageHints", () => 
     expect(JSON.stringify(remote.ofEndpoint("chat").at(-1)!.json!["messages"])).toContain(
       "from German into Spanish",
     );
-    // Two hints (de-DE and de are one): the recogniser identifies, no language is named.
+    // Two hints (de-DE and de are one): the recognizer identifies, no language is named.
     expect(requestedLanguages().length).toBeGreaterThanOrEqual(2);
     expect(requestedLanguages().every((language) => language === undefined)).toBe(true);
     expect(socket.audioFrames.length).toBeGreaterThan(0);
@@ -143,7 +143,7 @@ describe.skipIf(SPEECH_MISSING)("sourceLanguage=auto with languageHints", () => 
     expect(remote.count("speech")).toBe(1);
   });
 
-  it("names the only hint as the recogniser's language; with several, speech identified outside them is transcribed again in the first", async () => {
+  it("names the only hint as the recognizer's language; with several, speech identified outside them is transcribed again in the first", async () => {
     remote.reset();
     remote.languageOf = () => "english";
     const single = await open({ languageHints: "fr-CA", audioOutputEnabled: "false" });
@@ -171,7 +171,7 @@ describe.skipIf(SPEECH_MISSING)("sourceLanguage=auto with languageHints", () => 
   describe("session-start rejections: ready, then an error frame, then close 1000", () => {
     const cases: [string, Record<string, string>, RegExp][] = [
       [
-        "a hint the recogniser cannot identify",
+        "a hint the recognizer cannot identify",
         { languageHints: "de,it" },
         /languageHints="it" cannot be identified.*knows: en, es, de, fr, ja, nl/,
       ],
@@ -197,7 +197,7 @@ describe.skipIf(SPEECH_MISSING)("sourceLanguage=auto with languageHints", () => 
 });
 
 describe.skipIf(SPEECH_MISSING)("dubbing with source_lang auto", () => {
-  it("resolves the language the recogniser identifies and dubs from it", async () => {
+  it("resolves the language the recognizer identifies and dubs from it", async () => {
     remote.reset();
     remote.languageOf = () => "french";
     remote.reply = (text) => `[en] ${text.trim()}`;
@@ -212,7 +212,7 @@ describe.skipIf(SPEECH_MISSING)("dubbing with source_lang auto", () => {
     const segments = job.segments as { text: string; translated_text: string }[];
     expect(segments.length).toBeGreaterThan(0);
     for (const segment of segments) expect(segment.translated_text).toBe(`[en] ${segment.text}`);
-    // Identified without a language, then recognised as French; translated from French.
+    // Identified without a language, then recognized as French; translated from French.
     expect(requestedLanguages()[0]).toBeUndefined();
     expect(requestedLanguages().at(-1)).toBe("fr");
     expect(JSON.stringify(remote.ofEndpoint("chat").at(-1)!.json!["messages"])).toContain(

@@ -257,7 +257,7 @@ describe("dubbing API validation", () => {
     expect((ja.body.error as { message: string }).message).toMatch(/translation into "ja"/);
   });
 
-  it("accepts source_lang auto (also by default) when the recognisers know one language", async () => {
+  it("accepts source_lang auto (also by default) when the recognizers know one language", async () => {
     // Jobs are dubbed from English, checked to sound like it (dubbing-auto-source.test.ts).
     expect(server.registry.languageIdentifier()).toBeUndefined();
     expect(server.registry.recognitionLanguages()).toEqual(["en"]);

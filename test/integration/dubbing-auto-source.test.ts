@@ -7,9 +7,9 @@ import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 /**
- * source_lang "auto" (the spec's default) on the default engines, whose only recogniser is
+ * source_lang "auto" (the spec's default) on the default engines, whose only recognizer is
  * PocketSphinx US English and which identify no language: the job resolves "auto" to English and
- * says so, and speech the recogniser evidently cannot follow fails the job instead of being dubbed
+ * says so, and speech the recognizer evidently cannot follow fails the job instead of being dubbed
  * from garbage. English: the LJSpeech clip PocketSphinx is least sure of through the pipeline
  * (pooled confidence 0.35, `npm run bench:language-check`); German: a FLEURS clip (0.29). The score
  * separates languages poorly (docs/benchmarks.md), so most German clips would be dubbed as English.
@@ -43,7 +43,7 @@ async function dubWithoutSourceLang(file: string) {
   return client().finished(created.body.job_id as string);
 }
 
-describe.skipIf(SPEECH_MISSING)("source_lang auto on recognisers of one language", () => {
+describe.skipIf(SPEECH_MISSING)("source_lang auto on recognizers of one language", () => {
   it("resolves to English on English speech and reports it as the job's source_lang", async () => {
     expect(server.registry.languageIdentifier()).toBeUndefined();
     expect(server.registry.recognitionLanguages()).toEqual(["en"]);

@@ -9,9 +9,9 @@ import { sharedMissing } from "../support/shared.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 
 /**
- * source_lang "auto" with a recogniser that identifies languages (a remote Whisper, stood in for by
+ * source_lang "auto" with a recognizer that identifies languages (a remote Whisper, stood in for by
  * a local server that reports the language it is told to): the job is dubbed from the language
- * identified, and its status says which one instead of "auto". (Without such a recogniser "auto" is
+ * identified, and its status says which one instead of "auto". (Without such a recognizer "auto" is
  * refused at creation: see dubbing-api.test.ts.)
  */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
@@ -51,7 +51,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe.skipIf(SPEECH_MISSING)("source_lang auto with a language-identifying recogniser", () => {
+describe.skipIf(SPEECH_MISSING)("source_lang auto with a language-identifying recognizer", () => {
   it("dubs from the language identified and shows it as the job's source_lang", async () => {
     remote.reset();
     remote.detectedLanguage = "german";
@@ -65,7 +65,7 @@ describe.skipIf(SPEECH_MISSING)("source_lang auto with a language-identifying re
     expect(job).toMatchObject({ status: "completed", error: null, source_lang: "de", target_lang: "es" });
     const { body: list } = await api("GET", "/api/dubbing/jobs?limit=1");
     expect(list.jobs).toEqual([expect.objectContaining({ job_id: job.job_id, source_lang: "de" })]);
-    // Identified without a language, then recognised as German; translated from German.
+    // Identified without a language, then recognized as German; translated from German.
     const transcriptions = remote.ofEndpoint("transcriptions");
     expect(transcriptions[0]!.fields!.language).toBeUndefined();
     expect(transcriptions.at(-1)!.fields!.language).toEqual(["de"]);

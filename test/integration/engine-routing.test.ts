@@ -100,7 +100,7 @@ describe.skipIf(FIXTURE_MISSING)("engine routing from ENGINES_FILE", () => {
       });
       const socket = await RealtimeSocket.connect(auto.ws_url);
       const error = await socket.waitFor((m) => m.type === "error");
-      expect(error.error).toMatch(/sourceLanguage=auto needs a recogniser that identifies languages/);
+      expect(error.error).toMatch(/sourceLanguage=auto needs a recognizer that identifies languages/);
       socket.close();
     } finally {
       await server.close();

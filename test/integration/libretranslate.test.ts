@@ -16,7 +16,7 @@ import { sharedMissing, sharedPath } from "../support/shared.js";
 
 /**
  * The service configured (ENGINES_FILE) with LibreTranslate as its translator, served by a local
- * stand-in: what `/v1/languages` reports, real sessions (PocketSphinx recognising real speech)
+ * stand-in: what `/v1/languages` reports, real sessions (PocketSphinx recognizing real speech)
  * translated through it, and what happens when it fails, stalls or refuses.
  */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
@@ -209,7 +209,7 @@ describe.skipIf(SPEECH_MISSING)("real-time sessions translated by LibreTranslate
     await server?.close();
   });
 
-  it("translates recognised speech through POST /translate, with the server's code for the target", async () => {
+  it("translates recognized speech through POST /translate, with the server's code for the target", async () => {
     lt.reset();
     const session = await createSession(server.baseUrl, API_KEY, {
       sourceLanguage: "en",

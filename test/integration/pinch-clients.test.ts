@@ -168,7 +168,7 @@ describe("POST /api/beta1/session as Pinch's clients send it", () => {
         "invalid_language",
         /sourceLanguage "english" is not a language code/,
       ],
-      [{ ...en, sourceLanguage: "de-DE" }, "invalid_language", /sourceLanguage "de-DE" cannot be recognised/],
+      [{ ...en, sourceLanguage: "de-DE" }, "invalid_language", /sourceLanguage "de-DE" cannot be recognized/],
       [
         { ...en, targetLanguage: "ja-JP" },
         "invalid_language",
@@ -187,7 +187,7 @@ describe("POST /api/beta1/session as Pinch's clients send it", () => {
   });
 
   it("reads both spellings of a field; when both are sent, the spec's snake_case wins", async () => {
-    // The camelCase values alone would be refused (German is not recognised, Japanese not reached).
+    // The camelCase values alone would be refused (German is not recognized, Japanese not reached).
     room(
       await openSession({
         source_language: "en-US",

@@ -29,7 +29,7 @@ function transcripts(): { id: string; text: string }[] {
   });
 }
 
-// Spoken-form normalisation as WER scoring usually applies: the recogniser's dictionary spells "mr".
+// Spoken-form normalization as WER scoring usually applies: the recognizer's dictionary spells "mr".
 const NORMALISE: Readonly<Record<string, string>> = { mr: "mister", mrs: "missus" };
 const words = (text: string): string[] =>
   text
@@ -97,7 +97,7 @@ describe.skipIf(SPEECH_MISSING)("PocketSphinx engine (maxDecoders 2)", () => {
     expect(engine.stats()).toMatchObject({ total: 1, idle: 1, leased: 0, max: 2 });
   });
 
-  it("recognises goforward.wav streamed in 20 ms chunks, with growing partials and word timings", async () => {
+  it("recognizes goforward.wav streamed in 20 ms chunks, with growing partials and word timings", async () => {
     const stream = await engine.createStream({ language: "en", context: "ignored by PocketSphinx" });
     const partials: Hypothesis[] = [];
     for (let i = 0; i < goforward.length; i += CHUNK_20MS) {
@@ -250,7 +250,7 @@ describe.skipIf(SPEECH_MISSING)("PocketSphinx engine (maxDecoders 1)", () => {
     await expect(aborted.partial()).rejects.toThrow(/after abort/);
     await expect(aborted.finish()).rejects.toThrow(/after abort/);
 
-    // The only decoder comes back clean: the next utterance is recognised as if it were the first.
+    // The only decoder comes back clean: the next utterance is recognized as if it were the first.
     const next = await engine.createStream({ language: "en" });
     await writeAll(next, goforward, CHUNK_20MS);
     expect((await next.finish()).text).toBe("go forward ten meters");

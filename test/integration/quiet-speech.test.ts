@@ -19,7 +19,7 @@ import { API_KEY, startServer, type TestServer } from "../support/server.js";
  * not against the full-level transcript itself: PocketSphinx gets about 40 % of these words wrong at
  * full level and is level-sensitive on its own (the loud copy, which the level stage passes untouched,
  * already differs from the full-level transcript in about 30 % of its words), so a word-for-word
- * match with the full-level transcript would measure the recogniser, not the level stage.
+ * match with the full-level transcript would measure the recognizer, not the level stage.
  */
 const LIBRIVOX = "data/speech/librivox-pocketsphinx";
 const JFK = "data/speech/misc/jfk.wav";
@@ -33,7 +33,7 @@ const EXTRA_WORD_ERRORS = 3;
 /**
  * An utterance of a quiet copy may open this much later than at full level (the gain needs its first
  * syllables to rise; 160 ms measured): less than the 300 ms pre-roll, so its first phoneme is still
- * in what the recogniser gets.
+ * in what the recognizer gets.
  */
 const ONSET_DELAY_MS = 250;
 
@@ -162,8 +162,8 @@ describe.skipIf(SPEECH_MISSING)("quiet (-50 dBFS peak) and loud (clipped) microp
     expectSameUtterances(loud, full, "loud");
   });
 
-  // Dubbing levels the whole speech track before its VAD and recogniser (src/dubbing/speech-audio.ts).
-  it("dubbing: a quiet recording is segmented and recognised as the full-level one", async () => {
+  // Dubbing levels the whole speech track before its VAD and recognizer (src/dubbing/speech-audio.ts).
+  it("dubbing: a quiet recording is segmented and recognized as the full-level one", async () => {
     const clips = [CLIPS[0]!, CLIPS[1]!];
     const recordings = await Promise.all(clips.map((clip) => readWavAsPcm16(sharedPath(clip))));
     const reference = clips.flatMap((clip) => references.get(clip)!);
@@ -190,7 +190,7 @@ describe.skipIf(SPEECH_MISSING)("quiet (-50 dBFS peak) and loud (clipped) microp
           sourceLang: "en",
           targetLang: "es",
         });
-        // Segments are the spans the recogniser heard words in, tightened to the words.
+        // Segments are the spans the recognizer heard words in, tightened to the words.
         return result.segments.map((s) => ({ text: s.text, startMs: Math.round(s.startSec * 1000) }));
       };
       const full = await dub("full", program(recordings));

@@ -197,7 +197,7 @@ describe.skipIf(SPEECH_MISSING)("engine failure inside a session", () => {
   it("closes the session with 4500 after an error frame; other processes' sessions are not involved", async () => {
     const broken = await startServer({}, { ownEngines: true });
     try {
-      await broken.registry.recognizer("en")!.close(); // the recogniser dies under the service
+      await broken.registry.recognizer("en")!.close(); // the recognizer dies under the service
       const socket = await RealtimeSocket.connect((await createSession(broken.baseUrl, API_KEY)).ws_url);
       await socket.waitFor((m) => m.type === "ready");
       await socket.stream(goForward, { speed: 8 });

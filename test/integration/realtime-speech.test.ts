@@ -320,9 +320,9 @@ describe("session-start rejections: ready, then an error frame, then close 1000"
       /targetLanguage="xh" has no voice output.*available for: .*es/,
     ],
     [
-      "unrecognisable source",
+      "unrecognizable source",
       { sourceLanguage: "de" },
-      /sourceLanguage="de" cannot be recognised.*available for: en/,
+      /sourceLanguage="de" cannot be recognized.*available for: en/,
     ],
     [
       "untranslatable pair",
@@ -338,9 +338,9 @@ describe("session-start rejections: ready, then an error frame, then close 1000"
     ["invalid finalizeMode", { finalizeMode: "eager" }, /finalizeMode="eager".*stable, sentence/],
     ["invalid language code", { targetLanguage: "español" }, /not a language code/],
     [
-      "relay-2 auto language without a language-identifying recogniser",
+      "relay-2 auto language without a language-identifying recognizer",
       { sourceLanguage: "auto", modelName: "relay-2" },
-      /sourceLanguage=auto needs a recogniser that identifies languages/,
+      /sourceLanguage=auto needs a recognizer that identifies languages/,
     ],
     [
       "invalid languageHints",
@@ -358,9 +358,9 @@ describe("session-start rejections: ready, then an error frame, then close 1000"
       /twoWay=true needs two different languages.*"en"/,
     ],
     [
-      "two-way without a language-identifying recogniser",
+      "two-way without a language-identifying recognizer",
       { twoWay: "true", sourceLanguage: "en", targetLanguage: "es" },
-      /twoWay=true \(telling the two languages apart\) needs a recogniser that identifies languages/,
+      /twoWay=true \(telling the two languages apart\) needs a recognizer that identifies languages/,
     ],
   ];
   it.each(cases)("%s", async (_name, params, pattern) => {

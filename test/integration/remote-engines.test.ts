@@ -83,7 +83,7 @@ afterAll(async () => {
 });
 
 describe.skipIf(SPEECH_MISSING)("remote OpenAI-compatible engines in real sessions", () => {
-  it("recognises, translates (with context, labels and history) and speaks through the remote server", async () => {
+  it("recognizes, translates (with context, labels and history) and speaks through the remote server", async () => {
     remote.reset();
     remote.reply = (text) => `[es] ${text.trim()}`;
     await withService(allRemote(), async (server) => {
@@ -95,7 +95,7 @@ describe.skipIf(SPEECH_MISSING)("remote OpenAI-compatible engines in real sessio
       const session = await createSession(server.baseUrl, API_KEY, {
         sourceLanguage: "en",
         targetLanguage: "es",
-        // one final per utterance (the remote recogniser punctuates), so each line is one translation
+        // one final per utterance (the remote recognizer punctuates), so each line is one translation
         finalizeMode: "sentence",
         context: "A robotics lab",
         sourceLanguageLabel: "English (US)",

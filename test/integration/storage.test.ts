@@ -431,7 +431,7 @@ describe("local object store over HTTP", () => {
         InvalidObjectKeyError,
       );
     }
-    // Signed for a good key, replayed against traversal paths sent verbatim (not normalised).
+    // Signed for a good key, replayed against traversal paths sent verbatim (not normalized).
     const put = await upload("uploads/x", MB);
     const query = new URL(put.url).search;
     const escapee = `escapee-${Date.now()}`;

@@ -11,8 +11,8 @@ import { sharedMissing, sharedPath } from "../support/shared.js";
 
 /**
  * twoWay=true through the real server over HTTP and WebSocket, with a stand-in OpenAI-compatible
- * server as the recogniser (it identifies the language each utterance is scripted to be in) and
- * translator, and speech from two synthesisers: the stand-in's for Spanish, eSpeak NG for English.
+ * server as the recognizer (it identifies the language each utterance is scripted to be in) and
+ * translator, and speech from two synthesizers: the stand-in's for Spanish, eSpeak NG for English.
  */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 let remote: OpenAiTestServer;
@@ -41,7 +41,7 @@ beforeAll(async () => {
   await writeFile(
     engines,
     JSON.stringify({
-      // ja is recognised but not translated; it is neither; de is not spoken.
+      // ja is recognized but not translated; it is neither; de is not spoken.
       asr: [entry("whisper-large", ["en", "es", "de", "fr", "ja"])],
       mt: [entry("llm", ["en", "es", "de", "fr"])],
       tts: [
@@ -240,7 +240,7 @@ describe.skipIf(SPEECH_MISSING)("two-way sessions (twoWay=true)", () => {
         /no translation from "en" to "ja".*targets are: /,
       ],
       [
-        "a language the recogniser cannot identify",
+        "a language the recognizer cannot identify",
         { sourceLanguage: "en", targetLanguage: "it", audioOutputEnabled: "false" },
         /targetLanguage="it" cannot be identified.*knows: en, es, de, fr, ja/,
       ],

@@ -13,7 +13,7 @@ import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 /**
- * whisper.cpp behind the real server as the default recogniser, once the default model is in the
+ * whisper.cpp behind the real server as the default recognizer, once the default model is in the
  * models directory. whisper.cpp's tiny test model stands in for `ggml-base.bin` (the file the
  * service looks for): the real tiny architecture with random weights, so it hears nothing and costs
  * a quarter of what base costs (whisper-cpp.test.ts loads the base test model itself). These tests
@@ -51,7 +51,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe.skipIf(MISSING)("whisper.cpp as the default recogniser", () => {
+describe.skipIf(MISSING)("whisper.cpp as the default recognizer", () => {
   it("serves first without configuration once the default model is there, with PocketSphinx behind it, and says how it runs", async () => {
     const languages = (await (await fetch(`${server.baseUrl}/v1/languages`)).json()) as {
       recognition: { language: string; engine: string }[];

@@ -116,7 +116,7 @@ async function workerRegistry(engines: EngineConfig): Promise<EngineRegistry | u
 
 /**
  * `fetch` through `http.inject()`: the route (a path, or an absolute URL whose path and query are
- * used) and the init are turned into the request `fetch` would send — header values normalised by
+ * used) and the init are turned into the request `fetch` would send — header values normalized by
  * `Headers` as fetch does, a string body without a content type sent as `text/plain;charset=UTF-8`
  * — and the answer into a real `Response` (status, headers, body).
  */

@@ -1,6 +1,6 @@
 import type { SynthesizedAudio } from "../../src/engines/types.js";
 
-/** Measurements the TTS tests make on synthesised speech. */
+/** Measurements the TTS tests make on synthesized speech. */
 
 export function rms(samples: Float32Array): number {
   let sum = 0;

@@ -36,7 +36,7 @@ export interface RecordedRequest {
   aborted: boolean;
 }
 
-/** One scripted misbehaviour, used by the next request of its endpoint (that `when` accepts). */
+/** One scripted misbehavior, used by the next request of its endpoint (that `when` accepts). */
 export interface Fault {
   /** Only for a request with these parameters (e.g. the whole sentence, not an interim's words). */
   readonly when?: (body: Readonly<Record<string, unknown>>) => boolean;

@@ -45,7 +45,7 @@ export interface RecordedRequest {
   aborted: boolean;
 }
 
-/** One scripted misbehaviour, used by the next request of its endpoint. */
+/** One scripted misbehavior, used by the next request of its endpoint. */
 export interface Fault {
   /** Answer with this status instead (after `delayMs`). */
   readonly status?: number;

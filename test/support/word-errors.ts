@@ -1,6 +1,6 @@
 /**
  * Word-level edit distance (substitutions + deletions + insertions) between a reference and a
- * hypothesis, already split into normalised words: the numerator of the word error rate. Shared by
+ * hypothesis, already split into normalized words: the numerator of the word error rate. Shared by
  * the recognition tests and `npm run bench:asr`.
  */
 export function wordErrors(reference: readonly string[], hypothesis: readonly string[]): number {

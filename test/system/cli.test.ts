@@ -125,7 +125,7 @@ describe("relay speak, voices, languages", () => {
       expect(result.stdout).toMatch(new RegExp(`^${voice.id}\\s+${voice.name}\\b`, "mu"));
   });
 
-  it("languages summarises recognition, translation pairs and voice output", async () => {
+  it("languages summarizes recognition, translation pairs and voice output", async () => {
     const result = await relay("languages");
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Speech input \(--from\): .*\ben\b/mu);

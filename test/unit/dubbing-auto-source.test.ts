@@ -3,7 +3,7 @@ import { UnsupportedLanguageError } from "../../src/dubbing/errors.js";
 import { chooseSourceLanguage, pooledConfidence, type Heard } from "../../src/dubbing/language-detection.js";
 import { dubbingAutoSource, type LanguageCapabilities } from "../../src/languages.js";
 
-/** Recognisers of `languages`, one of them identifying languages when `identifier`. */
+/** Recognizers of `languages`, one of them identifying languages when `identifier`. */
 const engines = (languages: string[], identifier = false) =>
   ({
     languageIdentifier: () => (identifier ? {} : undefined),
@@ -38,13 +38,13 @@ describe("chooseSourceLanguage with one candidate and no identifier", () => {
     return { language: await language.catch((error: unknown) => error), listened };
   }
 
-  it("resolves to the language when the recogniser is confident enough over the first three segments", async () => {
+  it("resolves to the language when the recognizer is confident enough over the first three segments", async () => {
     const sure = { text: "go forward ten meters", confidence: 0.9 };
     const result = await choose([sure, { text: "it was", confidence: 0.2 }, sure, sure, sure]);
     expect(result).toEqual({ language: "en", listened: [0, 1, 2] });
   });
 
-  it("refuses speech the recogniser is not sure of, naming what would work", async () => {
+  it("refuses speech the recognizer is not sure of, naming what would work", async () => {
     const { language } = await choose([
       { text: "and the and and once", confidence: 0.2 },
       { text: "it you should vote", confidence: 0.25 },

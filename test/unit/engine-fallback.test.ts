@@ -79,7 +79,7 @@ describe("streamSynthesis", () => {
 });
 
 describe("EngineRegistry fallbacks", () => {
-  it("falls back to the next synthesiser when a stream fails before its first chunk", async () => {
+  it("falls back to the next synthesizer when a stream fails before its first chunk", async () => {
     const failing = tts("failing", async () => clip(10), {
       // eslint-disable-next-line require-yield
       async *synthesizeStream() {

@@ -39,7 +39,7 @@ describe("parseLanguageTag", () => {
 });
 
 describe("unservable", () => {
-  // en and es recognised, en→es and es→en translated, es and fr spoken; no language identifier.
+  // en and es recognized, en→es and es→en translated, es and fr spoken; no language identifier.
   const routes = new Set(["en>es", "es>en"]);
   const engines = {
     recognizer: (language: string) => (["en", "es"].includes(language) ? {} : undefined),
@@ -91,7 +91,7 @@ describe("unservable", () => {
     });
   });
 
-  it("lists the recognised languages that translate into a target", () => {
+  it("lists the recognized languages that translate into a target", () => {
     expect(translatableSources(engines, "es")).toEqual(["en"]);
     expect(translatableSources(engines, "fr")).toEqual([]);
   });

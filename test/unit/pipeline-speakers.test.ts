@@ -42,7 +42,7 @@ const energyVad: VadEngine = {
 const WORD_SAMPLES = 4_000;
 
 /**
- * A recogniser that hears one word per 250 ms of audio written to its stream: "ay" or "bee" after
+ * A recognizer that hears one word per 250 ms of audio written to its stream: "ay" or "bee" after
  * the level most of its samples have (no word for silence). With `wordTimings`, each word spans its
  * 250 ms. It records every stream's audio.
  */
@@ -162,7 +162,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
 
   describe.each([
     { timings: true, name: "with word timings: the words are cut at the change" },
-    { timings: false, name: "without word timings: the earlier part is recognised again" },
+    { timings: false, name: "without word timings: the earlier part is recognized again" },
   ])("a change of voice inside an utterance splits it ($name)", ({ timings }) => {
     it("into two segments, the first labelled with the first speaker and the second with the second", async () => {
       const asr = levelAsr(timings);
@@ -193,7 +193,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
           [true, false],
         ]);
       } else {
-        // the first stream was dropped, and the earlier part recognised again on its own
+        // the first stream was dropped, and the earlier part recognized again on its own
         expect(asr.streams.map((s) => [s.finished, s.aborted])).toEqual([
           [false, true],
           [true, false],
@@ -204,7 +204,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
         expect(head.length).toBeLessThan(CHANGE_SAMPLE + energyVad.capabilities.windowSamples);
         expect(head.subarray(0, CHANGE_SAMPLE).every((sample) => sample === VOICE_A)).toBe(true);
       }
-      // the second part is recognised from the change on (less the VAD window the change fell in)
+      // the second part is recognized from the change on (less the VAD window the change fell in)
       const rest = join(...asr.streams.at(-1)!.audio);
       expect(rest.filter((sample) => sample === VOICE_A)).toHaveLength(0);
       expect(rest.filter((sample) => sample === VOICE_B).length).toBeGreaterThan(
@@ -212,7 +212,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
       );
     });
 
-    it("with each part's words in its own segment (a recogniser without partial results)", async () => {
+    it("with each part's words in its own segment (a recognizer without partial results)", async () => {
       const asr = levelAsr(timings, false);
       const events = await run(
         pipelineWith({ asr, speakers: new SpeakerTracker(levelSpeakerEngine) }),
@@ -280,7 +280,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
   }
 
   // Finals are never revised: every final of a segment carries one label, the one its speaker keeps
-  // (stabilizerHoldBackMs 0 makes words final as early as the recogniser agrees on them).
+  // (stabilizerHoldBackMs 0 makes words final as early as the recognizer agrees on them).
   it("every final of a segment carries its speaker's label, also when its first words were heard before the tracker had decided", async () => {
     const events = await run(
       pipelineWith({

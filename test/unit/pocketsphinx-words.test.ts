@@ -9,7 +9,7 @@ import {
 } from "../../src/engines/pocketsphinx/words.js";
 
 describe("PocketSphinx hypothesis cleaning", () => {
-  it("recognises sentence markers, silence and noise words as fillers", () => {
+  it("recognizes sentence markers, silence and noise words as fillers", () => {
     for (const word of ["<s>", "</s>", "<sil>", "[NOISE]", "[SPEECH]", "++BREATH++", "<null>", ""]) {
       expect(isFiller(word), word).toBe(true);
     }

@@ -23,7 +23,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-// The same behaviour from one process's memory and from the fleet's Redis.
+// The same behavior from one process's memory and from the fleet's Redis.
 const stores: [string, (limits: PendingLimits) => PendingSessions][] = [
   ["in memory", (limits) => new MemoryPendingSessions(limits)],
 ];

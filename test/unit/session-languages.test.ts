@@ -111,7 +111,7 @@ const energyVad: VadEngine = {
 };
 
 /**
- * A recogniser that identifies languages and ignores the candidates it is given (it records them):
+ * A recognizer that identifies languages and ignores the candidates it is given (it records them):
  * utterance n is heard as `heard[n]`, its text "line n." in that language.
  */
 function identifyingAsr(heard: LanguageCode[]): AsrEngine & { opened: AsrStreamOptions[] } {
@@ -198,7 +198,7 @@ async function run(
 }
 
 describe("createLivePipeline (engine doubles)", () => {
-  it("two-way: each side into the other, spoken by that language's synthesiser; outside the pair is the first side", async () => {
+  it("two-way: each side into the other, spoken by that language's synthesizer; outside the pair is the first side", async () => {
     const asr = identifyingAsr(["en", "es", "pt"]);
     const translations: TranslateRequest[] = [];
     const spoken: string[] = [];
@@ -268,7 +268,7 @@ describe("createLivePipeline (engine doubles)", () => {
 });
 
 describe("unservable: identification", () => {
-  it("reports a language the identifying recogniser does not know, with the ones it does", () => {
+  it("reports a language the identifying recognizer does not know, with the ones it does", () => {
     const registry = EngineRegistry.fromEngines({
       vad: energyVad,
       asr: [identifyingAsr([])],

@@ -23,7 +23,7 @@ describe("TranscriptStabilizer, stable mode", () => {
     const s = new TranscriptStabilizer("stable");
     s.update(words("the cat sat on"));
     expect(texts(s.update(words("the cat sat on the")).commits)).toEqual(["the cat sat on"]);
-    // the recogniser changes its mind about committed words: they stay, alignment is by position
+    // the recognizer changes its mind about committed words: they stay, alignment is by position
     const revised = s.update(words("a cat sat on the mat"));
     expect(texts(revised.commits)).toEqual([]);
     expect(texts(s.finish(words("a cat sat on the mat today")).commits)).toEqual(["the mat today"]);
@@ -84,7 +84,7 @@ describe("TranscriptStabilizer, safeguards", () => {
     expect(texts(s.update(timed("a b c d e f"), 1500).commits)).toEqual(["a b c"]);
   });
 
-  it("treats periods as sentence ends only for punctuating recognisers", () => {
+  it("treats periods as sentence ends only for punctuating recognizers", () => {
     const s = new TranscriptStabilizer("sentence", { punctuated: false });
     s.update(words("mr john s. went home"));
     expect(s.update(words("mr john s. went home today")).commits).toEqual([]);

@@ -9,7 +9,7 @@ import {
 } from "../../src/pipeline/translation-pipeline.js";
 import { defaultVoice } from "../../src/voices/library.js";
 
-/** Engine doubles: speech is any window whose samples are non-zero; the recogniser reveals one scripted word per 250 ms. */
+/** Engine doubles: speech is any window whose samples are non-zero; the recognizer reveals one scripted word per 250 ms. */
 const energyVad: VadEngine = {
   info: { id: "energy-double", version: "test" },
   capabilities: { sampleRate: 16_000, windowSamples: 512 },
@@ -266,7 +266,7 @@ describe("TranslationPipeline (engine doubles)", () => {
     expect(finals(events, "translated").at(-1)?.text).toBe("og drawrof net");
   });
 
-  it("stable mode never repeats a final, even when the recogniser's last pass withdraws words an interim showed", async () => {
+  it("stable mode never repeats a final, even when the recognizer's last pass withdraws words an interim showed", async () => {
     // partials reveal all five words; the final pass keeps four, all of them already committed
     const pipeline = pipelineWith({
       asr: withdrawingAsr(["go", "forward", "ten", "meters", "now"], 4),
@@ -310,7 +310,7 @@ describe("TranslationPipeline (engine doubles)", () => {
     for (const { text } of translated) expect(text.slice(1)).toBe(text.slice(1).toLowerCase());
   });
 
-  it("with a recogniser that writes case, a capital inside a later span is a name and stays", async () => {
+  it("with a recognizer that writes case, a capital inside a later span is a name and stays", async () => {
     const pipeline = pipelineWith({
       asr: scriptedAsr(["We", "flew", "from", "Paris", "to", "London", "today"]),
       // keeps the case it is given, translates the name
@@ -495,7 +495,7 @@ describe("TranslationPipeline (engine doubles)", () => {
     for (let i = 0; i < 3; i++) pipeline.pushAudio(chunk());
     expect(dropped).toHaveLength(5);
 
-    // Recognition catches up; everything queued is recognised.
+    // Recognition catches up; everything queued is recognized.
     vad.release();
     pipeline.finalize();
     const firstEpisode = await collect(pipeline, (evs) => finals(evs, "original").length > 0);

@@ -287,16 +287,16 @@ function unservableMessage(
     return `target_lang "${problem.language}" has no voice output with the configured engines`;
   }
   if (problem.kind === "translation") {
-    const from = problem.from === "auto" ? "any recognised language" : `"${problem.from}"`;
+    const from = problem.from === "auto" ? "any recognized language" : `"${problem.from}"`;
     return `no translation into "${problem.language}" from ${from} with the configured engines`;
   }
   if (problem.language !== "auto") {
-    return `source_lang "${problem.language}" cannot be recognised by the configured engines (recognition: ${problem.available.join(", ")})`;
+    return `source_lang "${problem.language}" cannot be recognized by the configured engines (recognition: ${problem.available.join(", ")})`;
   }
   const named = translatableSources(registry, target).filter(isDubbingLanguage);
   return (
-    `source_lang "auto"${defaulted ? " (the default when source_lang is omitted)" : ""} needs a recogniser ` +
-    "that identifies languages when the configured recognisers know several languages " +
+    `source_lang "auto"${defaulted ? " (the default when source_lang is omitted)" : ""} needs a recognizer ` +
+    "that identifies languages when the configured recognizers know several languages " +
     `(${problem.available.join(", ")}), and none identifies; name the spoken language instead` +
     (named.length > 0 ? ` (source_lang ${named.map((l) => `"${l}"`).join(" or ")})` : "")
   );

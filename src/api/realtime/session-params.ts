@@ -57,7 +57,7 @@ export function modelNameOrDefault(value: string | undefined): ModelName {
 export interface SessionPlan {
   readonly mode: "s2tt" | "tts";
   readonly modelName: ModelName;
-  /** "auto": each utterance's language is identified by the recogniser. */
+  /** "auto": each utterance's language is identified by the recognizer. */
   readonly sourceLanguage: LanguageCode | "auto";
   readonly targetLanguage: LanguageCode;
   /** With "auto": the languages identification chooses among (`languageHints`). */
@@ -96,9 +96,9 @@ function oneOf<T extends string>(
 
 function bool(key: string, value: string | undefined, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  const normalised = value.toLowerCase();
-  if (normalised === "true" || normalised === "1") return true;
-  if (normalised === "false" || normalised === "0") return false;
+  const normalized = value.toLowerCase();
+  if (normalized === "true" || normalized === "1") return true;
+  if (normalized === "false" || normalized === "0") return false;
   return reject(`${key}="${value}" is not a boolean; use true or false`);
 }
 
@@ -133,7 +133,7 @@ export function checkVoiceOutput(registry: EngineRegistry, key: string, language
 interface Roles {
   /** The parameter that asked for `language` in a requirement of this kind. */
   keyOf(kind: Unservable["kind"], language: LanguageCode): string;
-  /** What needs a recogniser that identifies languages (the subject of the error when none is configured). */
+  /** What needs a recognizer that identifies languages (the subject of the error when none is configured). */
   readonly needsIdentifier: string;
 }
 
@@ -154,18 +154,18 @@ function rejectUnservable(
   }
   if (kind === "recognition" && language === "auto") {
     reject(
-      `${roles.needsIdentifier} needs a recogniser that identifies languages (whisper-cpp or a remote ` +
+      `${roles.needsIdentifier} needs a recognizer that identifies languages (whisper-cpp or a remote ` +
         "Whisper server in ENGINES_FILE), and the configured engines have none",
     );
   }
   if (kind === "recognition") {
     reject(
-      `${key(language)} cannot be recognised by the configured engines; recognition is available for: ${available.join(", ")}`,
+      `${key(language)} cannot be recognized by the configured engines; recognition is available for: ${available.join(", ")}`,
     );
   }
   if (kind === "identification") {
     reject(
-      `${key(language)} cannot be identified by the configured recogniser that identifies languages; it knows: ${available.join(", ")}`,
+      `${key(language)} cannot be identified by the configured recognizer that identifies languages; it knows: ${available.join(", ")}`,
     );
   }
   const { from } = problem;

@@ -331,7 +331,7 @@ const roomEnded = z.object({
 });
 
 /**
- * The configured engines must recognise the source, translate it and, when the translator speaks,
+ * The configured engines must recognize the source, translate it and, when the translator speaks,
  * speak the target (400 invalid_language).
  */
 function checkServable(registry: EngineRegistry, body: z.output<typeof sessionRequest>): void {
@@ -348,7 +348,7 @@ function checkServable(registry: EngineRegistry, body: z.output<typeof sessionRe
     400,
     "invalid_language",
     problem.kind === "recognition"
-      ? `${body.sourceNamed} cannot be recognised by the configured engines; ` +
+      ? `${body.sourceNamed} cannot be recognized by the configured engines; ` +
           `speech recognition is available for: ${available}`
       : problem.kind === "translation"
         ? `${body.targetNamed} is not supported from ${body.sourceNamed} by the ` +

@@ -161,7 +161,7 @@ export interface DiscoveredMode extends ModeName {
   readonly file: string;
   /** Programs of the pipeline (argument vectors) with null flush on each. */
   readonly commands: readonly (readonly string[])[];
-  /** Debian/source package name of the linguistic data, when recognisable. */
+  /** Debian/source package name of the linguistic data, when recognizable. */
   readonly dataPackage: string | undefined;
 }
 

@@ -9,7 +9,7 @@ import { abortError, throwIfAborted } from "../cancellation.js";
  * Runs a program once per request through a small resident shell.
  *
  * Starting a program directly from the service is expensive: fork() has to copy the page tables of
- * a process holding hundreds of MB of recogniser models, on the main thread (measured with the
+ * a process holding hundreds of MB of recognizer models, on the main thread (measured with the
  * benchmark: about 50 ms of event-loop time per utterance, 40 % of the service's CPU). The shell is
  * tiny, so it starts the program cheaply; the service only exchanges one line per request with it.
  *

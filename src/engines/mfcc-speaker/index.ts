@@ -5,7 +5,7 @@
  * test behind BIC speaker segmentation), in units of 100 nats. On the test speech (4–8 s models
  * against 1–4 s stretches) one person's ratio stays near 5–11 whatever the lengths, while two
  * people's grows with the speech compared (10–16 at 1 s, 14–24 at 3 s), so one threshold serves
- * every length; per-frame normalisations do not (short stretches' covariances are biased).
+ * every length; per-frame normalizations do not (short stretches' covariances are biased).
  *
  * Hand-written because it is the product (speaker separation) and no maintained JavaScript
  * library offers it; it needs no model file and costs ~1 ms of CPU per second of speech.

@@ -32,7 +32,7 @@ import type { CircuitStatus } from "../remote/guard.js";
 import { configuredLanguages, languageCodeOf } from "./languages.js";
 
 export interface OpenAiAsrOptions extends RemoteEngineOptions {
-  /** Languages the server's model recognises (and the sessions may ask for). */
+  /** Languages the server's model recognizes (and the sessions may ask for). */
   readonly languages: readonly LanguageCode[];
   /** Least new audio between two interim transcriptions of one utterance. Default 1000. */
   readonly partialIntervalMs?: number;

@@ -36,7 +36,7 @@ export interface RemoteEngineOptions extends ResilienceOptions {
  * `{"detail": …}` (FastAPI), `{"message": …}` (vLLM) or `{"error": "…"}` (Ollama), so JSON error
  * bodies are rewritten into OpenAI's shape before the SDK sees them.
  */
-const normalisingFetch: typeof fetch = async (input, init) => {
+const normalizingFetch: typeof fetch = async (input, init) => {
   const response = await fetch(input, init);
   if (response.ok || !/\bjson\b/iu.test(response.headers.get("content-type") ?? "")) return response;
   const text = await response.text();
@@ -110,7 +110,7 @@ export class RemoteClient {
       project: null,
       timeout: this.guard.timeoutMs,
       maxRetries: this.guard.maxRetries,
-      fetch: normalisingFetch,
+      fetch: normalizingFetch,
       // Failures reach the caller as RemoteEngineErrors; the SDK need not print them as well.
       logLevel: "off",
     });

@@ -43,7 +43,7 @@ const ALIASES: Readonly<Record<string, LanguageCode>> = {
   fil: "tl",
 };
 
-function normalise(name: string): string {
+function normalize(name: string): string {
   return name
     .normalize("NFD")
     .replace(/\p{M}/gu, "")
@@ -65,7 +65,7 @@ function nameTable(): Map<string, LanguageCode> {
       const name = NAMES.of(canonical);
       if (!name) continue;
       // Deprecated codes (iw, in, jw) canonicalise to their successors; "tl" canonicalises to "fil".
-      const key = normalise(name);
+      const key = normalize(name);
       if (!table.has(key)) table.set(key, /^[a-z]{2}$/u.test(canonical) ? canonical : code);
     }
   }
@@ -93,7 +93,7 @@ export function languageCodeOf(reported: string | null | undefined): LanguageCod
     if (primary && ALIASES[primary]) return ALIASES[primary];
     // A three-letter word may still be a name ("ewe"); fall through to the name table.
   }
-  return nameTable().get(normalise(text));
+  return nameTable().get(normalize(text));
 }
 
 /** A configured language list, lower-cased and de-duplicated; it must not be empty. */

@@ -43,7 +43,7 @@ const CmnStruct = koffi.struct({
   veclen: "int32_t",
 });
 
-/** The live cepstral-mean-normalisation state of one decoder (`cmn_t *` and its vector length). */
+/** The live cepstral-mean-normalization state of one decoder (`cmn_t *` and its vector length). */
 export interface CmnState {
   readonly pointer: Pointer;
   readonly length: number;

@@ -142,7 +142,7 @@ export class PicoSynth {
     return this.heapView;
   }
 
-  /** Synthesises UTF-8 text (Pico markup allowed) to 16 kHz PCM16. */
+  /** Synthesizes UTF-8 text (Pico markup allowed) to 16 kHz PCM16. */
   async synthesize(text: string): Promise<Int16Array> {
     const m = this.m;
     const bytes = Buffer.from(`${text}\0`, "utf8");

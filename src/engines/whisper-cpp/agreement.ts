@@ -1,7 +1,7 @@
 import type { WordTiming } from "../types.js";
 
 /**
- * The streaming policy for whisper, which is not a streaming recogniser (after Macháček et al.,
+ * The streaming policy for whisper, which is not a streaming recognizer (after Macháček et al.,
  * "Turning Whisper into Real-Time Transcription System", 2023): each decode covers only the audio not
  * yet committed, with the committed text as prompt; a word is committed once two consecutive decodes
  * agree on it (local agreement), and the audio up to its end is never decoded again. So the cost of a
@@ -29,7 +29,7 @@ export const DEFAULT_AGREEMENT_OPTIONS: AgreementOptions = {
 };
 
 /** Case and punctuation do not count when comparing two decodes' words. */
-function normalise(word: string): string {
+function normalize(word: string): string {
   return word.toLocaleLowerCase().replace(/[\p{P}\p{S}]/gu, "");
 }
 
@@ -73,7 +73,7 @@ export class LocalAgreement {
       agreed < words.length &&
       agreed < this.pending.length &&
       words[agreed]!.endMs <= settled &&
-      normalise(words[agreed]!.word) === normalise(this.pending[agreed]!.word)
+      normalize(words[agreed]!.word) === normalize(this.pending[agreed]!.word)
     )
       agreed++;
     this.commit(words.slice(0, agreed));

@@ -229,9 +229,9 @@ export class NativeLog {
   private dispatch(level: string, text: string): void {
     const message = text.trim();
     if (message === "") return;
-    const normalised: NativeLogLevel =
+    const normalized: NativeLogLevel =
       level === "error" || level === "warn" || level === "info" ? level : "debug";
-    for (const listener of this.listeners) listener(normalised, message);
+    for (const listener of this.listeners) listener(normalized, message);
   }
 }
 

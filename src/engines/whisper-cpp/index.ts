@@ -4,7 +4,7 @@
  *
  * The engine loads `maxConcurrent` native contexts up front, each a full copy of the model — the addon
  * cannot share one model between decoding states — and every decode borrows one. whisper.cpp is not a
- * streaming recogniser: a stream decodes the audio it has not committed yet, for partial results at a
+ * streaming recognizer: a stream decodes the audio it has not committed yet, for partial results at a
  * bounded rate in the background and once more at the end, and commits words two decodes agree on
  * (stream.ts, agreement.ts). Decodes beyond the contexts queue, finals first. Each decode uses
  * `threads` CPU threads and occupies one libuv thread-pool thread throughout.
