@@ -52,8 +52,9 @@ export function recognizerFor(
   registry: EngineRegistry,
   language: LanguageCode | "auto",
   candidates?: readonly LanguageCode[],
+  served?: (engine: AsrEngine) => void,
 ): AsrEngine | undefined {
-  if (language !== "auto") return registry.recognizer(language);
+  if (language !== "auto") return registry.recognizer(language, served);
   const identifier = registry.languageIdentifier();
   return identifier && candidates ? amongCandidates(identifier, candidates) : identifier;
 }

@@ -130,14 +130,16 @@ export class EngineRegistry {
 
   /**
    * The recognizer for a language: the preferred engine that serves it, falling back to the next
-   * one when a stream cannot be opened (e.g. a remote server whose circuit is open).
+   * one when a stream cannot be opened (e.g. a remote server whose circuit is open). `served` is
+   * told which engine opened each stream, so the metrics credit a fallback with what it served.
    */
-  recognizer(language: LanguageCode): AsrEngine | undefined {
-    const [first, ...rest] = this.asr.filter((engine) => engine.capabilities.languages.includes(language));
-    if (!first || rest.length === 0) return first;
+  recognizer(language: LanguageCode, served?: Served<AsrEngine>): AsrEngine | undefined {
+    const candidates = this.asr.filter((engine) => engine.capabilities.languages.includes(language));
+    const [first] = candidates;
+    if (!first || (candidates.length === 1 && !served)) return first;
     return withOverrides(first, {
       createStream: async (options) =>
-        firstSuccess([first, ...rest], (engine) => engine.createStream(options)),
+        firstSuccess(candidates, (engine) => engine.createStream(options), undefined, served),
     });
   }
 

@@ -68,6 +68,14 @@ export function createLivePipeline(
   // the one reported).
   const translatedBy = new Map<string, string>();
   const synthesizedBy = new Map<LanguageCode, string>();
+  /** The engine that opened the latest recognition stream (a fallback, when the preferred failed). */
+  let recognizedBy: string | undefined;
+  const asr = recognizerFor(
+    registry,
+    plan.listen,
+    plan.candidates,
+    (engine) => (recognizedBy = engine.info.id),
+  )!;
   const direction = (from: LanguageCode, to: LanguageCode) => `${from}>${to}`;
   const translators = new Map<LanguageCode, Translator>(
     plan.directions.map(({ to, labels }) => [
@@ -102,7 +110,7 @@ export function createLivePipeline(
 
   return new TranslationPipeline({
     vad: registry.vad,
-    asr: recognizerFor(registry, plan.listen, plan.candidates)!,
+    asr,
     sourceLanguage: plan.listen,
     targetFor: plan.targetFor,
     translate: (call, signal) => {
@@ -126,6 +134,7 @@ export function createLivePipeline(
     ...(voices ? { voices } : {}),
     ...(options.observer ? { observer: options.observer } : {}),
     engineIds: {
+      recognize: () => recognizedBy ?? asr.info.id,
       translate: (from, to) =>
         translatedBy.get(direction(from, to)) ?? enginesOf(registry.translationRoutes(from, to)[0]),
       synthesize: (language) => synthesizedBy.get(language) ?? synthesizers.get(language)?.info.id ?? "none",

@@ -101,6 +101,7 @@ export interface PipelineOptions {
   readonly observer?: PipelineObserver;
   /** Which engine serves a call, for the observer. */
   readonly engineIds?: {
+    recognize(): string;
     translate(from: LanguageCode, to: LanguageCode): string;
     synthesize(language: LanguageCode): string;
   };
@@ -164,6 +165,7 @@ export class TranslationPipeline {
         processedSamples: () => this.intake.processedSamples,
         onEndpoint: () => this.intake.utteranceEnded(),
         observer,
+        ...(options.engineIds ? { engineId: options.engineIds.recognize } : {}),
       },
       (frame, speaker) => segments.handle(frame, speaker),
     );

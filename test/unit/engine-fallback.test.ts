@@ -178,8 +178,8 @@ describe("engine-call metrics of a live pipeline", () => {
     close: async () => {},
   };
 
-  /** The engine calls an utterance of speech makes, as the metrics record them. */
-  async function engineCalls(registry: EngineRegistry) {
+  /** The engine calls an utterance of speech makes, as the metrics record them (recognition too with `all`). */
+  async function engineCalls(registry: EngineRegistry, all = false) {
     const calls: { kind: string; engine: string; ok: boolean }[] = [];
     const pipeline = createLivePipeline(registry, {
       sourceLanguage: "en",
@@ -197,8 +197,27 @@ describe("engine-call metrics of a live pipeline", () => {
     const ending = pipeline.end();
     for await (const event of pipeline.events) void event;
     await ending;
-    return calls.filter((call) => call.kind !== "recognize");
+    return all ? calls : calls.filter((call) => call.kind !== "recognize");
   }
+
+  it("credits the recognizer that opened the stream: the fallback when the preferred one cannot", async () => {
+    const remoteAsr: AsrEngine = {
+      ...asr,
+      info: { id: "remote-asr", version: "test" },
+      createStream: async () => {
+        throw new Error("circuit open");
+      },
+    };
+    const registry = EngineRegistry.fromEngines({
+      vad: energyVad,
+      asr: [remoteAsr, asr],
+      mt: [mt("local-mt", async ({ text }) => `${text} (es)`)],
+      tts: [tts("local-tts", async () => clip(2400))],
+    });
+    expect((await engineCalls(registry, true)).filter((call) => call.kind === "recognize")).toEqual([
+      { kind: "recognize", engine: "asr-double", ok: true },
+    ]);
+  });
 
   it("credits the fallback engine that served a call, not the preferred one that failed", async () => {
     const down = async (): Promise<never> => {

@@ -33,6 +33,8 @@ export interface UtteranceRecognitionOptions {
   /** Recognition ended the utterance at the recognizer's endpoint (the intake's VAD starts over). */
   readonly onEndpoint: () => void;
   readonly observer: PipelineObserver | undefined;
+  /** The engine that opened the current stream, for the metrics (default: `asr`'s own id). */
+  readonly engineId?: () => string;
 }
 
 /**
@@ -72,6 +74,10 @@ export class UtteranceRecognition {
   }
 
   /** Aborts the open utterance (the pipeline stopped). */
+  private engineId(): string {
+    return this.options.engineId?.() ?? this.options.asr.info.id;
+  }
+
   abort(): void {
     this.utterance?.stream?.abort();
     this.utterance = undefined;
@@ -117,7 +123,7 @@ export class UtteranceRecognition {
    * final; then its segment ends.
    */
   private async finish(lastAudio: Int16Array | undefined): Promise<void> {
-    const { speakers, observer, asr } = this.options;
+    const { speakers, observer } = this.options;
     const utterance = this.utterance;
     if (utterance) {
       // The utterance's finals carry the tracker's decision for its last run.
@@ -127,12 +133,12 @@ export class UtteranceRecognition {
       try {
         hypothesis = await utterance.stream!.finish(lastAudio);
       } catch (error) {
-        observer?.engineCall("recognize", asr.info.id, (performance.now() - endedAt) / 1000, false);
+        observer?.engineCall("recognize", this.engineId(), (performance.now() - endedAt) / 1000, false);
         throw error;
       } finally {
         this.utterance = undefined;
       }
-      observer?.engineCall("recognize", asr.info.id, (performance.now() - endedAt) / 1000, true);
+      observer?.engineCall("recognize", this.engineId(), (performance.now() - endedAt) / 1000, true);
       this.next({ kind: "final", hypothesis, untimedEndMs: undefined }, speakers.speaking);
       observer?.latency("final_transcript", (performance.now() - endedAt) / 1000);
       speakers.observe(0);
