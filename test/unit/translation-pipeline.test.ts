@@ -529,8 +529,8 @@ describe("TranslationPipeline (engine doubles)", () => {
     const pipeline = pipelineWith({ asr });
     pipeline.pushAudio(silence(2000));
     pipeline.finalize();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    await pipeline.close();
+    // end() resolves once everything pushed has gone through every stage.
+    await pipeline.end();
     const events = await collect(pipeline, () => false);
     expect(events).toEqual([]);
     expect(asr.opened).toBe(0);
