@@ -102,9 +102,10 @@ export interface WhisperCppOptions {
   readonly languages?: readonly string[];
   /**
    * Which addon: "native" (built for this CPU by `npm run setup`), "prebuilt" (the no-SIMD fallback),
-   * or "auto" (default): native when it was built and loads, else prebuilt.
+   * or "auto" (default): native when it was built and loads, else prebuilt; or one already loaded
+   * (`loadWhisperBinding`, or an embedder's own build with the same interface).
    */
-  readonly binding?: BindingKind | "auto";
+  readonly binding?: BindingKind | "auto" | WhisperBinding;
   /**
    * Native build: run the encoder over the audio's length (plus a margin) instead of whisper's fixed
    * 30 s window, which makes short decodes several times faster. Default true.
@@ -392,7 +393,8 @@ export async function createWhisperCppEngine(options: WhisperCppOptions): Promis
   const { header, tensors } = await inspectModelFile(file);
   const multilingual = isMultilingual(header);
   const languages = restrictLanguages(modelLanguages(header), options.languages, file);
-  const binding: WhisperBinding = loadWhisperBinding(options.binding ?? "auto");
+  const binding: WhisperBinding =
+    typeof options.binding === "object" ? options.binding : loadWhisperBinding(options.binding ?? "auto");
 
   // whisper.cpp's errors and warnings are collected while the model loads, to explain a failure and
   // to report warnings such as a model file without weights.
