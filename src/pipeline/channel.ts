@@ -1,6 +1,8 @@
 /**
- * A single-consumer async queue: producers `push`, one consumer iterates with `for await`.
- * The pipeline's stages hand events downstream through it so data flows one way.
+ * A single-consumer async queue without a bound: producers `push`, one consumer iterates with
+ * `for await`. For streams whose consumer bounds them itself: the pipeline's output events (the
+ * client connection's slow-reader policy) and rooms' audio clips. Links between the pipeline's
+ * stages are `BoundedQueue`s (queue.ts), each with its own drop rule.
  */
 export class Channel<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];

@@ -14,7 +14,7 @@ import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestVideo } from "../support/media.js";
-import { PROJECT_ROOT, runScript } from "../support/run-script.js";
+import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
@@ -34,13 +34,8 @@ const urls: string[] = [];
 
 beforeAll(async () => {
   if (problem) return;
-  // The page loads the SDK from the build: build it from these sources first.
-  const built = await runScript(
-    "node_modules/typescript/bin/tsc",
-    ["-p", "packages/client/tsconfig.json"],
-    {},
-  );
-  expect(built.stderr + built.stdout).toBe("");
+  // The page loads the SDK from its build, which test/support/global-setup.ts keeps fresh (building
+  // it here would rewrite the files other test processes are loading).
   server = await startServer({ DUBBING_WORKERS: "1" });
   dir = await mkdtemp(path.join(tmpdir(), "relay-playground-"));
   browser = await chromium.launch({
