@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { AsrEngine, AsrStream, Hypothesis, VadEngine, Voice } from "../../src/engines/types.js";
+import type { AsrEngine, AsrStream, Hypothesis, Voice } from "../../src/engines/types.js";
 import {
   TranslationPipeline,
   type PipelineEvent,
@@ -9,6 +9,7 @@ import { SpeakerTracker } from "../../src/speakers/tracker.js";
 import { levelSpeakerEngine } from "../support/speaker-engine-double.js";
 import type { VoiceChooser } from "../../src/speakers/voices.js";
 import { defaultVoice, VOICES } from "../../src/voices/library.js";
+import { energyVad } from "../support/vad-double.js";
 
 /**
  * Engine doubles, as in translation-pipeline.test.ts. The audio is made of constant-level stretches,
@@ -31,13 +32,6 @@ function join(...parts: Int16Array[]): Int16Array {
   }
   return out;
 }
-
-const energyVad: VadEngine = {
-  info: { id: "energy-double", version: "test" },
-  capabilities: { sampleRate: RATE, windowSamples: 512 },
-  createStream: () => ({ probability: async (w) => (w.some((s) => s !== 0) ? 0.9 : 0.01) }),
-  close: async () => {},
-};
 
 const WORD_SAMPLES = 4_000;
 

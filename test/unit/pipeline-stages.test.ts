@@ -1,11 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type {
-  AsrEngine,
-  AsrStream,
-  RecognitionOptions,
-  RecognitionStream,
-  VadEngine,
-} from "../../src/engines/types.js";
+import type { AsrEngine, AsrStream, RecognitionOptions, RecognitionStream } from "../../src/engines/types.js";
 import type { SpeechFrame } from "../../src/pipeline/frames.js";
 import { DEFAULT_SEGMENTER_OPTIONS } from "../../src/pipeline/segmenter.js";
 import { AudioIntake } from "../../src/pipeline/stages/audio-intake.js";
@@ -14,18 +8,13 @@ import {
   type PipelineEvent,
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
+import { energyVad } from "../support/vad-double.js";
 
 /**
  * The pipeline's stages end to end with engine doubles (as in translation-pipeline.test.ts):
  * speech streaming into synthesis, control frames (flush, cancel) crossing the links, and a
  * recognizer that pushes its own results.
  */
-const energyVad: VadEngine = {
-  info: { id: "energy-double", version: "test" },
-  capabilities: { sampleRate: 16_000, windowSamples: 512 },
-  createStream: () => ({ probability: async (w) => (w.some((s) => s !== 0) ? 0.9 : 0.01) }),
-  close: async () => {},
-};
 
 const capabilities = {
   languages: ["en"],

@@ -7,13 +7,13 @@ import type {
   MtEngine,
   TranslateRequest,
   TtsEngine,
-  VadEngine,
 } from "../../src/engines/types.js";
 import { unservable } from "../../src/languages.js";
 import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
 import type { PipelineEvent } from "../../src/pipeline/translation-pipeline.js";
 import { languagePlan, requirementsOf } from "../../src/speech-plan.js";
 import { defaultVoice } from "../../src/voices/library.js";
+import { energyVad } from "../support/vad-double.js";
 
 /**
  * The languages of live sessions: which language each utterance is heard in and translated into
@@ -102,13 +102,6 @@ describe("requirementsOf", () => {
 });
 
 // ---------------------------------------------------------------- the pipeline, with engine doubles
-
-const energyVad: VadEngine = {
-  info: { id: "energy-double", version: "test" },
-  capabilities: { sampleRate: 16_000, windowSamples: 512 },
-  createStream: () => ({ probability: async (w) => (w.some((s) => s !== 0) ? 0.9 : 0.01) }),
-  close: async () => {},
-};
 
 /**
  * A recognizer that identifies languages and ignores the candidates it is given (it records them):

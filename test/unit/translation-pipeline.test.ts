@@ -8,14 +8,9 @@ import {
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
 import { defaultVoice } from "../../src/voices/library.js";
+import { energyVad } from "../support/vad-double.js";
 
 /** Engine doubles: speech is any window whose samples are non-zero; the recognizer reveals one scripted word per 250 ms. */
-const energyVad: VadEngine = {
-  info: { id: "energy-double", version: "test" },
-  capabilities: { sampleRate: 16_000, windowSamples: 512 },
-  createStream: () => ({ probability: async (w) => (w.some((s) => s !== 0) ? 0.9 : 0.01) }),
-  close: async () => {},
-};
 
 /** The energy VAD, whose calls can be held (recognition is stuck) until released. */
 function gatedVad(): { engine: VadEngine; hold(): Promise<void>; release(): void } {
