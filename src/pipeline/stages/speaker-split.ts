@@ -9,7 +9,7 @@ import type { TimedWindow } from "../frames.js";
  * soon as about 0.5 s of the speaker's voiced speech has been heard (profiles pool pieces until
  * then), before their first line is spoken.
  */
-export const PROFILE_CHUNK_SAMPLES = 4_000;
+const PROFILE_CHUNK_SAMPLES = 4_000;
 
 /**
  * Stage 3, speaker split: who is speaking in the open utterance. Every window goes to the speaker
