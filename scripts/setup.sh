@@ -48,4 +48,21 @@ elif node dist/cli/main.js models pull base >/tmp/relay-setup-models.err 2>&1; t
 else
   echo "setup: whisper model base not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-models.err | cut -c8- | sed "s/\. .*//")); the embedded engines serve (English recognition); \`npx relay models pull base\` adds it later"
 fi
+# The default neural voices (sherpa-onnx Piper: English and Spanish, about 140 MiB): natural speech
+# in those languages, eSpeak NG for the others. Offline, the first failed pull says why in one line.
+VOICES=$(node -e 'import("./dist/models/sherpa-catalogue.js").then((m) => console.log(m.SHERPA_CATALOGUE.filter((e) => e.default).map((e) => e.name).join(" ")))')
+if [ -n "${RELAY_SKIP_MODELS:-}" ]; then
+  echo "setup: RELAY_SKIP_MODELS is set: no neural voice pulled; eSpeak NG speaks every language"
+else
+  pulled=""
+  for voice in $VOICES; do
+    if node dist/cli/main.js models pull "$voice" >/tmp/relay-setup-voices.err 2>&1; then
+      pulled="$pulled $voice"
+    else
+      echo "setup: neural voice $voice not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-voices.err | cut -c8- | sed "s/\. .*//")); eSpeak NG speaks instead; \`npx relay models pull $voice\` adds it later"
+      break
+    fi
+  done
+  [ -z "$pulled" ] || echo "setup: neural voices ready:$pulled"
+fi
 echo "setup: done"

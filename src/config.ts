@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { findModel } from "./models/catalogue.js";
+import { neuralVoicesPulled } from "./models/sherpa-models.js";
 import {
   defaultEngines,
   DEFAULT_WHISPER_MODEL,
@@ -337,7 +338,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const modelPresent = existsSync(path.join(modelsDir, findModel(DEFAULT_WHISPER_MODEL)!.file));
   // Whether whisper.cpp's build for this CPU loads is checked where the engines are built
   // (`recognizersToBuild`): these defaults assume it does.
-  const defaults = defaultEngines({ modelPresent, nativeBuild: true });
+  const defaults = defaultEngines({
+    modelPresent,
+    nativeBuild: true,
+    neuralVoices: neuralVoicesPulled(modelsDir),
+  });
   let engineLists: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[]; pivot?: string; asrDefaulted: boolean };
   try {
     const file = e.ENGINES_FILE ? readEnginesFile(e.ENGINES_FILE, env) : undefined;

@@ -47,11 +47,6 @@ export interface EngineSettings extends EngineDefaults {
   readonly asrFollowsWhisperBuild: boolean;
   readonly sileroModel: string | undefined;
   readonly pivotLanguage: string;
-  /**
-   * Where the library voices' measurements per TTS engine are kept (`VOICE_MEASUREMENTS_DIR`,
-   * default `DATA_DIR/voice-measurements`); processes may share it.
-   */
-  readonly voiceMeasurementsDir: string;
 }
 
 /** The embedded engines, used when neither the file nor the environment names any. */
@@ -64,19 +59,34 @@ export const DEFAULT_ENGINES: EngineLists = {
 /** The multilingual model `npm run setup` pulls when the network allows (`relay models pull base`). */
 export const DEFAULT_WHISPER_MODEL = "base";
 
+/** What is on this machine that the defaults depend on. */
+export interface InstalledModels {
+  /** The default whisper model is pulled. */
+  readonly modelPresent: boolean;
+  /** whisper.cpp's build for this CPU loads. */
+  readonly nativeBuild: boolean;
+  /** At least one sherpa-onnx voice model is pulled (`relay models pull piper-…`). */
+  readonly neuralVoices?: boolean;
+}
+
 /**
  * The defaults on this machine: with the default whisper model pulled, whisper.cpp recognizes every
  * language and identifies them, and PocketSphinx stays for English. whisper.cpp comes first when
  * setup built it for this CPU; the prebuilt fallback is too slow to hear English live, so there
- * PocketSphinx keeps English and whisper.cpp serves the other languages.
+ * PocketSphinx keeps English and whisper.cpp serves the other languages. Pulled neural voices speak
+ * their languages, and eSpeak NG every other one.
  */
-export function defaultEngines(whisper: { modelPresent: boolean; nativeBuild: boolean }): EngineLists {
-  if (!whisper.modelPresent) return DEFAULT_ENGINES;
+export function defaultEngines(installed: InstalledModels): EngineLists {
+  const tts: TtsSpec[] = installed.neuralVoices
+    ? [{ engine: "sherpa-onnx" }, ...DEFAULT_ENGINES.tts]
+    : DEFAULT_ENGINES.tts;
+  if (!installed.modelPresent) return { ...DEFAULT_ENGINES, tts };
   const whisperCpp: AsrSpec = { engine: "whisper-cpp", model: DEFAULT_WHISPER_MODEL };
   const pocketsphinx: AsrSpec = { engine: "pocketsphinx" };
   return {
     ...DEFAULT_ENGINES,
-    asr: whisper.nativeBuild ? [whisperCpp, pocketsphinx] : [pocketsphinx, whisperCpp],
+    asr: installed.nativeBuild ? [whisperCpp, pocketsphinx] : [pocketsphinx, whisperCpp],
+    tts,
   };
 }
 

@@ -11,10 +11,16 @@ import {
   verifyModel,
   type DownloadProgress,
 } from "../models/download.js";
+import { SHERPA_CATALOGUE, findSherpaModel, type SherpaModelEntry } from "../models/sherpa-catalogue.js";
+import { isPulled } from "../models/sherpa-models.js";
+import { pullSherpaModel, verifySherpaModel } from "../models/sherpa-pull.js";
 import { CliError, printTable } from "./common.js";
 import { ProgressLine } from "./progress.js";
 
-/** `relay models list | pull <name> | verify [name]`: the whisper.cpp models on this machine. */
+/**
+ * `relay models list | pull <name> | verify [name]`: the whisper.cpp models and the sherpa-onnx
+ * models (voices, streaming recognition, punctuation, speaker embeddings) on this machine.
+ */
 
 /** Download from a mirror (or a test server) instead of Hugging Face: `<base>/ggml-<name>.bin`. */
 const BASE_URL_ENV = "RELAY_MODELS_BASE_URL";
@@ -26,7 +32,7 @@ interface DirOptions {
 const dirOf = (options: DirOptions): string => options.dir ?? modelsDir(process.env);
 
 function knownNames(): string {
-  return CATALOGUE.map((model) => model.name).join(", ");
+  return [...CATALOGUE, ...SHERPA_CATALOGUE].map((model) => model.name).join(", ");
 }
 
 function entryOrFail(name: string): ModelEntry {
@@ -58,6 +64,31 @@ export async function listModels(dir: string): Promise<number> {
     (file) => file.endsWith(".bin") && !known.has(file),
   );
   if (others.length > 0) console.log(`other model files there: ${others.sort().join(", ")}`);
+  console.log("\nNeural models (sherpa-onnx; DEFAULT: pulled by `npm run setup`):\n");
+  printTable(
+    ["NAME", "KIND", "LANGUAGES", "SIZE", "DEFAULT", "PULLED", "DESCRIPTION"],
+    await Promise.all(
+      SHERPA_CATALOGUE.map(async (entry) => {
+        const partial = await fileSize(
+          partialPath(entry, entry.file.endsWith(".tar.bz2") ? dir : `${dir}/${entry.dir}`),
+        );
+        const state = isPulled(entry, dir)
+          ? "yes"
+          : partial !== undefined
+            ? `partial (${formatMiB(partial)})`
+            : "no";
+        return [
+          entry.name,
+          entry.kind,
+          entry.languages.join(",") || "any",
+          `~${entry.approxMiB} MiB`,
+          entry.default ? "yes" : "",
+          state,
+          entry.description,
+        ];
+      }),
+    ),
+  );
   return 0;
 }
 
@@ -84,6 +115,8 @@ function downloadProgress(stream: NodeJS.WriteStream): {
 
 /** `relay models pull <name>`: download (or resume) a model and check it. */
 export async function pullModel(name: string, dir: string, baseUrl: string | undefined): Promise<number> {
+  const neural = findSherpaModel(name);
+  if (neural) return pullNeural(neural, dir, baseUrl);
   const entry = entryOrFail(name);
   const existing = await fileSize(modelPath(entry, dir));
   if (existing !== undefined) {
@@ -128,29 +161,80 @@ export async function pullModel(name: string, dir: string, baseUrl: string | und
   }
 }
 
-/** `relay models verify [name]`: one model, or every catalogue model in the directory. */
+/** A sherpa-onnx model: download (or resume), unpack, check, record checksums. */
+async function pullNeural(
+  entry: SherpaModelEntry,
+  dir: string,
+  baseUrl: string | undefined,
+): Promise<number> {
+  if (isPulled(entry, dir) && (await verifySherpaModel(entry, dir)).ok) {
+    console.log(`${entry.name} is already pulled`);
+    return 0;
+  }
+  process.stderr.write(`downloading ${entry.file} (about ${entry.approxMiB} MiB) into ${dir}\n`);
+  const bar = downloadProgress(process.stderr);
+  const controller = new AbortController();
+  const onInterrupt = () => controller.abort();
+  process.once("SIGINT", onInterrupt);
+  try {
+    const result = await pullSherpaModel(entry, dir, {
+      ...(baseUrl ? { baseUrl } : {}),
+      signal: controller.signal,
+      onProgress: (progress) => bar.update(progress),
+    });
+    bar.end();
+    const resumed = result.resumedFrom > 0 ? `, resumed from ${formatMiB(result.resumedFrom)}` : "";
+    console.log(
+      `pulled ${entry.name}: ${result.dir} (${formatMiB(result.bytes)}${resumed}; no published checksum, SHA-256 ${result.archiveSha256} recorded)`,
+    );
+    return 0;
+  } catch (error) {
+    bar.end();
+    if (controller.signal.aborted) {
+      process.stderr.write("relay: interrupted; pull again to resume\n");
+      return 130;
+    }
+    throw error instanceof ModelError ? new CliError(error.message) : error;
+  } finally {
+    process.off("SIGINT", onInterrupt);
+  }
+}
+
+/** `relay models verify [name]`: one model, or every pulled catalogue model in the directory. */
 export async function verifyModels(name: string | undefined, dir: string): Promise<number> {
-  const entries = name ? [entryOrFail(name)] : [];
+  const neural = name ? findSherpaModel(name) : undefined;
+  const neuralEntries = name
+    ? neural
+      ? [neural]
+      : []
+    : SHERPA_CATALOGUE.filter((entry) => isPulled(entry, dir));
+  const entries = name && !neural ? [entryOrFail(name)] : [];
   if (!name) {
     for (const entry of CATALOGUE)
       if ((await fileSize(modelPath(entry, dir))) !== undefined) entries.push(entry);
-    if (entries.length === 0) {
+    if (entries.length === 0 && neuralEntries.length === 0) {
       console.log(`no models pulled in ${dir} (see \`relay models list\`)`);
       return 0;
     }
   }
   let failed = 0;
-  const width = Math.max(...entries.map((entry) => entry.name.length));
+  const all = [...entries, ...neuralEntries];
+  const width = Math.max(...all.map((entry) => entry.name.length));
   for (const entry of entries) {
     const result = await verifyModel(entry, dir);
     if (!result.ok) failed++;
     console.log(`${entry.name.padEnd(width)}  ${result.ok ? "" : "FAILED: "}${result.message}`);
   }
+  for (const entry of neuralEntries) {
+    const result = await verifySherpaModel(entry, dir);
+    if (!result.ok) failed++;
+    console.log(`${entry.name.padEnd(width)}  ${result.ok ? "" : "FAILED: "}${result.message}`);
+  }
   if (failed > 0) {
     throw new CliError(
-      entries.length === 1
-        ? `${entries[0]!.name} failed verification`
-        : `${failed} of ${entries.length} models failed verification`,
+      all.length === 1
+        ? `${all[0]!.name} failed verification`
+        : `${failed} of ${all.length} models failed verification`,
     );
   }
   return 0;
@@ -160,7 +244,7 @@ const dirHelp = "models directory (default: $MODELS_DIR, else $DATA_DIR/models)"
 
 export function modelsCommand(): Command {
   const models = new Command("models").description(
-    "whisper.cpp speech recognition models: list the catalogue, download and verify",
+    "whisper.cpp and sherpa-onnx models (voices, streaming recognition, speakers): list, download and verify",
   );
   models
     .command("list")

@@ -32,6 +32,11 @@ export interface EngineDefaults {
   readonly apertiumModesDir: string;
   readonly espeakBinary: string;
   readonly svoxPicoDir: string | undefined;
+  /**
+   * Where the library voices' measurements per TTS engine are kept (`VOICE_MEASUREMENTS_DIR`,
+   * default `DATA_DIR/voice-measurements`); processes may share it.
+   */
+  readonly voiceMeasurementsDir: string;
 }
 
 const languages = z.array(z.string().refine(isLanguageCode, "use ISO 639-1 codes such as en")).min(1);
@@ -163,6 +168,33 @@ export const ENGINE_DESCRIPTORS = [
         if (!dir) throw new Error("SVOX_PICO_DIR does not exist");
         const { createSvoxPicoEngine } = await import("./svox-pico/index.js");
         return createSvoxPicoEngine({ lingwareDir: dir });
+      },
+    ),
+  },
+  {
+    id: "sherpa-onnx",
+    tts: role(
+      z.strictObject({
+        engine: z.literal("sherpa-onnx"),
+        ...base,
+        /** Catalogue names of pulled voice models, in order of preference (default: every pulled one). */
+        voices: z.array(z.string().min(1)).min(1).optional(),
+        threads: z.number().int().min(1).max(16).optional(),
+        maxConcurrent: z.number().int().min(1).max(16).optional(),
+        maxQueued: z.number().int().min(0).max(1024).optional(),
+      }),
+      async (spec, c): Promise<TtsEngine> => {
+        const [{ createSherpaTtsEngine }, { neuralVoiceModels }] = await Promise.all([
+          import("./sherpa-onnx/tts.js"),
+          import("../models/sherpa-models.js"),
+        ]);
+        return createSherpaTtsEngine({
+          models: neuralVoiceModels(spec.voices, c.modelsDir),
+          threads: spec.threads,
+          maxConcurrent: spec.maxConcurrent,
+          maxQueued: spec.maxQueued,
+          profileDir: c.voiceMeasurementsDir,
+        });
       },
     ),
   },

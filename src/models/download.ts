@@ -13,6 +13,9 @@ import { findModel, formatPublishedSize, type ModelEntry } from "./catalogue.js"
  * interrupted transfer leaves the `.partial` behind and the next attempt resumes it with a Range request.
  */
 
+/** What a download needs to know of a model: a catalogue entry, whisper's or sherpa-onnx's. */
+export type DownloadTarget = Pick<ModelEntry, "name" | "file" | "url" | "bytes" | "sha1" | "sizeMiB">;
+
 /** A failure phrased for the user (the CLI prints the message as is). */
 export class ModelError extends Error {
   override readonly name = "ModelError";
@@ -27,16 +30,16 @@ export function modelsDir(env: NodeJS.ProcessEnv = process.env): string {
   return path.resolve(env.DATA_DIR || DEFAULT_DATA_DIR, "models");
 }
 
-export function modelPath(entry: ModelEntry, dir: string): string {
+export function modelPath(entry: DownloadTarget, dir: string): string {
   return path.join(dir, entry.file);
 }
 
-export function partialPath(entry: ModelEntry, dir: string): string {
+export function partialPath(entry: DownloadTarget, dir: string): string {
   return `${modelPath(entry, dir)}.partial`;
 }
 
 /** The entry's official URL, or the same file name under `baseUrl` (a mirror, or a test server). */
-export function modelUrl(entry: ModelEntry, baseUrl?: string): string {
+export function modelUrl(entry: DownloadTarget, baseUrl?: string): string {
   if (!baseUrl) return entry.url;
   return `${baseUrl.replace(/\/+$/u, "")}/${entry.file}`;
 }
@@ -67,6 +70,8 @@ export interface DownloadResult {
   readonly bytes: number;
   /** SHA-1 of the file (lower-case hex). */
   readonly sha1: string;
+  /** SHA-256 of the file (lower-case hex). */
+  readonly sha256: string;
   /** False when upstream publishes no checksum for this model (nothing to compare with). */
   readonly checksumVerified: boolean;
   /** Bytes reused from an earlier interrupted attempt. */
@@ -103,7 +108,7 @@ function networkReason(error: unknown): string {
   return typeof message === "string" && message !== outer ? `${outer}: ${message}` : outer;
 }
 
-function byHand(entry: ModelEntry, dir: string): string {
+function byHand(entry: DownloadTarget, dir: string): string {
   return (
     `To install ${entry.name} by hand, download ${entry.url} on a connected machine and copy it to ` +
     `${modelPath(entry, dir)}, then run \`relay models verify ${entry.name}\``
@@ -125,9 +130,10 @@ async function sizeOf(file: string): Promise<number | undefined> {
 }
 
 /** Feeds the first `bytes` bytes of `file` into `hash` (the kept prefix of a resumed download). */
-async function hashPrefix(hash: Hash, file: string, bytes: number): Promise<void> {
+async function hashPrefix(hashes: readonly Hash[], file: string, bytes: number): Promise<void> {
   if (bytes === 0) return;
-  for await (const chunk of createReadStream(file, { end: bytes - 1 })) hash.update(chunk as Buffer);
+  for await (const chunk of createReadStream(file, { end: bytes - 1 }))
+    for (const hash of hashes) hash.update(chunk as Buffer);
 }
 
 export async function sha1File(file: string): Promise<string> {
@@ -141,7 +147,7 @@ export async function sha1File(file: string): Promise<string> {
  * checked. Throws a {@link ModelError}; an interrupted transfer keeps `<file>.partial` for the next call.
  */
 export async function downloadModel(
-  entry: ModelEntry,
+  entry: DownloadTarget,
   dir: string,
   options: DownloadOptions = {},
 ): Promise<DownloadResult> {
@@ -215,7 +221,8 @@ export async function downloadModel(
       }
 
       const hash = createHash("sha1");
-      await hashPrefix(hash, partial, offset);
+      const hash256 = createHash("sha256");
+      await hashPrefix([hash, hash256], partial, offset);
       let received = offset;
       options.onProgress?.({ received, total, resumedFrom: offset });
       const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
@@ -234,6 +241,7 @@ export async function downloadModel(
             armIdle();
             await file.write(chunk);
             hash.update(chunk);
+            hash256.update(chunk);
             received += chunk.length;
             options.onProgress?.({ received, total, resumedFrom: offset });
           }
@@ -272,6 +280,7 @@ export async function downloadModel(
         path: final,
         bytes: received,
         sha1,
+        sha256: hash256.digest("hex"),
         checksumVerified: entry.sha1 !== undefined,
         resumedFrom: offset,
       };
@@ -283,7 +292,7 @@ export async function downloadModel(
 }
 
 /** Why a complete file of `bytes` bytes hashing to `sha1` is not `entry`, if it is not. */
-function mismatch(entry: ModelEntry, bytes: number, sha1: string): string | undefined {
+function mismatch(entry: DownloadTarget, bytes: number, sha1: string): string | undefined {
   if (entry.bytes !== undefined && bytes !== entry.bytes) {
     return `size mismatch for ${entry.file}: expected ${entry.bytes} bytes, got ${bytes}`;
   }
@@ -297,7 +306,7 @@ function mismatch(entry: ModelEntry, bytes: number, sha1: string): string | unde
  * Upstream's sizes are rounded ("75 MiB" for 74.1 MiB): a file this far off is truncated or another
  * file, whatever its checksum.
  */
-function outsidePublishedSize(entry: ModelEntry, bytes: number): boolean {
+function outsidePublishedSize(entry: DownloadTarget, bytes: number): boolean {
   if (entry.sizeMiB === undefined) return false;
   const expected = entry.sizeMiB * MiB;
   return Math.abs(bytes - expected) > Math.max(0.05 * expected, 2 * MiB);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { REFERENCE_SENTENCES } from "../../src/voices/voice-clone.js";
+import { REFERENCE_SENTENCES } from "../../src/voices/reference-sentences.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { medianPitch } from "../support/audio-measures.js";
 import { makeTestVideo } from "../support/media.js";

@@ -9,7 +9,8 @@ import { createEspeakEngine } from "../../src/engines/espeak-ng/index.js";
 import type { SynthesisRequest, TtsEngine, Voice } from "../../src/engines/types.js";
 import { findVoice, VOICES } from "../../src/voices/library.js";
 import { VoiceMeasurementStore } from "../../src/voices/measurement-store.js";
-import { REFERENCE_SENTENCES, voiceClonerFor, VoiceCloner } from "../../src/voices/voice-clone.js";
+import { REFERENCE_SENTENCES } from "../../src/voices/reference-sentences.js";
+import { voiceClonerFor, VoiceCloner } from "../../src/voices/voice-clone.js";
 import {
   analyzeVoice,
   measureVoice,

@@ -22,6 +22,7 @@ import { freePort } from "../support/ports.js";
 const SIZE = 1024 * 1024 + 12_345;
 const FIXTURE = randomBytes(SIZE);
 const FIXTURE_SHA1 = createHash("sha1").update(FIXTURE).digest("hex");
+const FIXTURE_SHA256 = createHash("sha256").update(FIXTURE).digest("hex");
 
 const entry: ModelEntry = {
   name: "fixture",
@@ -128,6 +129,7 @@ describe("downloadModel", () => {
       path: finalPath(),
       bytes: SIZE,
       sha1: FIXTURE_SHA1,
+      sha256: FIXTURE_SHA256,
       checksumVerified: true,
       resumedFrom: 0,
     });
@@ -146,6 +148,8 @@ describe("downloadModel", () => {
     expect(requests).toEqual([{ url: `/${entry.file}`, range: `bytes=${kept}-` }]);
     expect(result.resumedFrom).toBe(kept);
     expect(result.sha1).toBe(FIXTURE_SHA1);
+    // The kept prefix is hashed too: both checksums are the whole file's.
+    expect(result.sha256).toBe(FIXTURE_SHA256);
     expect(progress[0]).toEqual({ received: kept, total: SIZE, resumedFrom: kept });
     await expectComplete();
   });

@@ -1,0 +1,146 @@
+/**
+ * The service's side of a sherpa-onnx host process (host-main.ts says why sherpa-onnx runs in a
+ * process of its own). Requests go out over IPC and their replies come back by id. When the process
+ * ends (a model that sherpa-onnx could not read, a crash), every pending request fails with the
+ * reason, and the next request starts a new process that loads the same models again.
+ */
+import { fork, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import type { HostCancel, HostReply, HostRequest } from "./host-protocol.js";
+
+export class SherpaHostError extends Error {
+  override readonly name = "SherpaHostError";
+}
+
+interface Pending {
+  readonly method: string;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: Error) => void;
+  readonly onChunk: ((chunk: unknown) => void) | undefined;
+}
+
+export interface RequestOptions {
+  /** Receives the parts of a streamed result, in order, before the request resolves. */
+  readonly onChunk?: (chunk: unknown) => void;
+  /** Asks the host to stop; the request then rejects with the signal's reason. */
+  readonly signal?: AbortSignal;
+}
+
+/** The host's entry: the built JavaScript, or the TypeScript source when the service runs from it (tests, `npm run dev`). */
+function hostEntry(): { file: string; execArgv: string[] } {
+  const fromSource = import.meta.url.endsWith(".ts");
+  const file = fileURLToPath(new URL(fromSource ? "./host-main.ts" : "./host-main.js", import.meta.url));
+  return { file, execArgv: fromSource ? ["--import", "tsx"] : [] };
+}
+
+export class SherpaHost {
+  private child: ChildProcess | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  /** Requests that set the process up (model loads), sent again to a new process. */
+  private readonly setup: { method: string; params: unknown }[] = [];
+  private closed = false;
+
+  /** `label` names the host in errors ("sherpa-onnx TTS"). */
+  constructor(private readonly label: string) {}
+
+  /** Runs `method` now and again in every later process (model loads). */
+  async setUp(method: string, params: unknown): Promise<unknown> {
+    const result = await this.request(method, params);
+    this.setup.push({ method, params });
+    return result;
+  }
+
+  request(method: string, params: unknown, options: RequestOptions = {}): Promise<unknown> {
+    if (this.closed) return Promise.reject(new SherpaHostError(`${this.label} is closed`));
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const child = this.child ?? this.start();
+    const id = this.nextId++;
+    return new Promise<unknown>((resolve, reject) => {
+      const onAbort = () => {
+        // The host stops at its next step and still replies; the caller is released at once.
+        if (this.pending.delete(id) && child.connected) child.send({ id, cancel: true } satisfies HostCancel);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      const done = () => signal?.removeEventListener("abort", onAbort);
+      this.pending.set(id, {
+        method,
+        onChunk: options.onChunk,
+        resolve: (value) => {
+          done();
+          resolve(value);
+        },
+        reject: (error) => {
+          done();
+          reject(error);
+        },
+      });
+      child.send({ id, method, params } satisfies HostRequest);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const child = this.child;
+    this.child = undefined;
+    this.failPending(new SherpaHostError(`${this.label} is closed`));
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.disconnect();
+    await exited;
+  }
+
+  private start(): ChildProcess {
+    const { file, execArgv } = hostEntry();
+    const child = fork(file, [], {
+      execArgv,
+      serialization: "advanced",
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+    });
+    // What the native code says before it ends the process, for the error message.
+    let stderr = "";
+    child.stderr!.setEncoding("utf8");
+    child.stderr!.on("data", (text: string) => {
+      stderr = (stderr + text).slice(-2000);
+    });
+    child.on("message", (reply: HostReply) => this.receive(reply));
+    child.on("exit", (code, signal) => {
+      if (this.child === child) this.child = undefined;
+      const last = stderr.trim().split("\n").slice(-3).join(" | ");
+      this.failPending(
+        new SherpaHostError(
+          `${this.label} stopped (${signal ?? `exit code ${code}`})${last ? `: ${last}` : ""}`,
+        ),
+      );
+    });
+    this.child = child;
+    // A new process loads what the previous one had loaded, before anything else it is asked.
+    for (const { method, params } of this.setup) {
+      const id = this.nextId++;
+      this.pending.set(id, { method, onChunk: undefined, resolve: () => undefined, reject: () => undefined });
+      child.send({ id, method, params } satisfies HostRequest);
+    }
+    return child;
+  }
+
+  private receive(reply: HostReply): void {
+    const pending = this.pending.get(reply.id);
+    if (!pending) return; // cancelled: its reply is not wanted
+    if ("chunk" in reply) {
+      pending.onChunk?.(reply.chunk);
+      return;
+    }
+    this.pending.delete(reply.id);
+    if ("error" in reply)
+      pending.reject(new SherpaHostError(`${this.label}: ${pending.method}: ${reply.error}`));
+    else pending.resolve(reply.result);
+  }
+
+  private failPending(error: Error): void {
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const request of pending) request.reject(error);
+  }
+}

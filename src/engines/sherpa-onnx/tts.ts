@@ -1,0 +1,175 @@
+/**
+ * Neural speech through sherpa-onnx's `OfflineTts` (Piper VITS voices), run in a host
+ * process (host-main.ts). Speech comes sentence by sentence: the host sends each sentence's audio as
+ * soon as the model has made it, so a long answer starts playing after its first sentence.
+ *
+ * The library's 70 voices are timbres, not recordings: each is rendered here by one of the installed
+ * neural speakers of the request's language (speakers.ts maps them, by gender, spreading the voices
+ * over as many distinct speakers as the models have). The voice's rate becomes the model's speed;
+ * its pitch settings have no neural counterpart and are left out.
+ */
+import { bulkhead, BulkheadRejectedError, TaskCancelledError } from "cockatiel";
+import type { EngineInfo, LanguageCode, SynthesisRequest, SynthesizedAudio, TtsEngine } from "../types.js";
+import { levelSpeech } from "../../voices/loudness.js";
+import { SherpaHost } from "./host.js";
+import type { GenerateParams, LoadedTts, LoadTtsParams, TtsModelFiles } from "./host-protocol.js";
+import { checkModelFile } from "./model-check.js";
+import { speakerMap, type NeuralSpeaker, type SpeakerMap } from "./speakers.js";
+
+export interface NeuralVoiceModel {
+  /** The catalogue name (`relay models list`). */
+  readonly name: string;
+  readonly languages: readonly LanguageCode[];
+  readonly files: TtsModelFiles;
+  /** Genders of the model's speakers by speaker id, when known (single-speaker voices); else measured. */
+  readonly genders?: readonly NeuralSpeaker["gender"][];
+}
+
+export interface SherpaTtsOptions {
+  readonly models: readonly NeuralVoiceModel[];
+  /** onnxruntime threads per synthesis. Default 1: sessions run side by side on the other cores. */
+  readonly threads?: number;
+  /** Syntheses at once; more wait in line. Default 2. */
+  readonly maxConcurrent?: number;
+  /** Syntheses waiting; beyond it a request fails at once (the pipeline drops or reports it). Default 32. */
+  readonly maxQueued?: number;
+  /** Where measured speaker genders are kept between processes (a directory; default: not kept). */
+  readonly profileDir?: string;
+}
+
+/** Control characters would reach the phonemizer as text; they are spaces to a listener anyway. */
+const CONTROL_CHARACTERS = /(?![\t\n])\p{Cc}/gu;
+/** The model's speed is clamped like eSpeak NG's rate: faster is unintelligible. */
+const SPEED_RANGE = { min: 0.5, max: 2.5 };
+
+export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<TtsEngine> {
+  if (options.models.length === 0) throw new Error("sherpa-onnx TTS: no voice model given");
+  const threads = options.threads ?? 1;
+  // Refused here with a clear message, before sherpa-onnx could end its process over the file.
+  await Promise.all(options.models.map((model) => checkModelFile(model.files.model, model.files.kind)));
+
+  const host = new SherpaHost("sherpa-onnx TTS");
+  try {
+    const version = (await host.request("version", null)) as string;
+    const loaded = new Map<string, LoadedTts>();
+    for (const model of options.models) {
+      const params: LoadTtsParams = { name: model.name, files: model.files, threads };
+      loaded.set(model.name, (await host.setUp("loadTts", params)) as LoadedTts);
+    }
+    const limiter = bulkhead(options.maxConcurrent ?? 2, options.maxQueued ?? 32);
+
+    const generate = async (
+      params: GenerateParams,
+      onChunk: (samples: Float32Array) => void,
+      signal?: AbortSignal,
+    ): Promise<number> => {
+      try {
+        return await limiter.execute(async ({ signal: slot }) => {
+          const result = (await host.request("generate", params, {
+            signal: slot,
+            onChunk: (chunk) => onChunk(chunk as Float32Array),
+          })) as { sampleRate: number };
+          return result.sampleRate;
+        }, signal);
+      } catch (error) {
+        if (error instanceof BulkheadRejectedError) {
+          throw new Error(`sherpa-onnx TTS is busy (${options.maxQueued ?? 32} syntheses waiting)`, {
+            cause: error,
+          });
+        }
+        if (error instanceof TaskCancelledError && signal?.aborted) throw signal.reason;
+        throw error;
+      }
+    };
+
+    const speakers: SpeakerMap = await speakerMap({
+      models: options.models.map((model) => ({ ...model, ...loaded.get(model.name)! })),
+      profileDir: options.profileDir,
+      sample: async (model, speaker, text) => {
+        const parts: Float32Array[] = [];
+        const sampleRate = await generate({ name: model, text, speaker, speed: 1 }, (c) => parts.push(c));
+        return { samples: concat(parts), sampleRate };
+      },
+    });
+
+    const info: EngineInfo = {
+      id: "sherpa-onnx",
+      version: `${version}+${options.models.map((model) => model.name).join("+")}`,
+      detail: options.models.map((model) => `${model.name} (${model.languages.join(", ")})`).join("; "),
+    };
+
+    async function* synthesizeStream(
+      request: SynthesisRequest,
+      signal?: AbortSignal,
+    ): AsyncIterable<SynthesizedAudio> {
+      const speaker = speakers.speakerFor(request.language, request.voice);
+      const text = request.text.replace(CONTROL_CHARACTERS, " ");
+      const { sampleRate } = loaded.get(speaker.model)!;
+      if (text.trim() === "") return;
+      const speed = Math.min(SPEED_RANGE.max, Math.max(SPEED_RANGE.min, request.voice.timbre.rate));
+      // Sentences arrive while the model works; they are handed on as they come.
+      const ready: Float32Array[] = [];
+      let wake: (() => void) | undefined;
+      let finished = false;
+      let failure: unknown;
+      generate(
+        { name: speaker.model, text, speaker: speaker.id, speed },
+        (chunk) => {
+          ready.push(chunk);
+          wake?.();
+        },
+        signal,
+      ).then(
+        () => {
+          finished = true;
+          wake?.();
+        },
+        (error: unknown) => {
+          failure = error;
+          finished = true;
+          wake?.();
+        },
+      );
+      for (;;) {
+        const chunk = ready.shift();
+        if (chunk) {
+          yield { samples: levelSpeech(chunk), sampleRate };
+          continue;
+        }
+        if (finished) break;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+      if (failure !== undefined) throw failure;
+    }
+
+    return {
+      info,
+      capabilities: { languages: Object.freeze(speakers.languages()) },
+      synthesizeStream,
+      async synthesize(request, signal) {
+        const parts: Float32Array[] = [];
+        let sampleRate = loaded.get(speakers.speakerFor(request.language, request.voice).model)!.sampleRate;
+        for await (const part of synthesizeStream(request, signal)) {
+          parts.push(part.samples);
+          sampleRate = part.sampleRate;
+        }
+        return { samples: concat(parts), sampleRate };
+      },
+      close: () => host.close(),
+    };
+  } catch (error) {
+    await host.close();
+    throw error;
+  }
+}
+
+function concat(parts: readonly Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
