@@ -6,13 +6,19 @@
  *
  *   npm run bench:realtime [-- --quick]
  *   npm run bench:realtime -- --whisper   (the whisper.cpp part only)
+ *   npm run bench:realtime -- --neural    (the sherpa-onnx stack instead of the embedded engines:
+ *     real-size stand-ins of the streaming English recognizer and of two Piper medium voices, en and
+ *     es, installed where `relay models pull` puts the real ones; random weights, so the compute is
+ *     real and the words are not. CPU then counts the service and its sherpa-onnx host processes.)
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
-import { cpus } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { cpus, tmpdir } from "node:os";
+import path from "node:path";
 import { createSession, RealtimeSocket } from "../src/cli/recording-socket.js";
 import { freePort } from "../test/support/ports.js";
+import { installStandInRecognizer, installStandInVoice } from "../test/support/stand-in-models/install.js";
 import { benchWhisperStreaming } from "./bench-whisper-streaming.js";
 import {
   CLIPS,
@@ -25,7 +31,17 @@ import {
 } from "./realtime-load.js";
 
 const QUICK = process.argv.includes("--quick");
+const NEURAL = process.argv.includes("--neural");
 const API_KEY = "bench-key";
+/** A models directory holding real-size stand-ins of the neural stack (see the file's comment). */
+async function neuralModels(): Promise<string> {
+  const dir = await mkdtemp(path.join(tmpdir(), "relay-bench-neural-"));
+  await installStandInRecognizer(dir, { punctuation: true, size: "real" });
+  await installStandInVoice(dir, "piper-en_US-libritts_r-medium", { size: "real", speakers: 1 });
+  await installStandInVoice(dir, "piper-es_ES-sharvard-medium", { size: "real", speakers: 1, voice: "es" });
+  return dir;
+}
+
 async function startService(maxSessions: number): Promise<{ child: ChildProcess; baseUrl: string }> {
   const port = await freePort();
   const child = spawn(
@@ -47,6 +63,7 @@ async function startService(maxSessions: number): Promise<{ child: ChildProcess;
         // Idle sessions are what the idle run measures: none is closed for idling meanwhile.
         SESSION_IDLE_TIMEOUT_SEC: "3600",
         DATA_DIR: "/tmp/relay-bench",
+        ...(NEURAL ? { MODELS_DIR: await neuralModels() } : {}),
       },
       stdio: ["ignore", "inherit", "inherit"],
     },
@@ -72,7 +89,24 @@ async function stopService(child: ChildProcess): Promise<void> {
 /** CPU seconds (user + system) used so far by a process, from /proc. */
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  const own = (Number(fields[11]) + Number(fields[12])) / 100;
+  return NEURAL ? own + sherpaHostsCpuSeconds(pid) : own;
+}
+
+/** CPU seconds of the service's sherpa-onnx host processes (its children running host-main.js). */
+function sherpaHostsCpuSeconds(parent: number): number {
+  let total = 0;
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/u.test(name))) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      if (Number(fields[1]) !== parent) continue;
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("host-main")) continue;
+      total += (Number(fields[11]) + Number(fields[12])) / 100;
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return total;
 }
 
 function rssBytes(pid: number): number {
@@ -247,4 +281,4 @@ async function main(): Promise<void> {
 }
 
 if (!process.argv.includes("--whisper")) await main();
-console.log("\n" + (await benchWhisperStreaming(SHARED, CLIPS.slice(0, QUICK ? 3 : 6))));
+if (!NEURAL) console.log("\n" + (await benchWhisperStreaming(SHARED, CLIPS.slice(0, QUICK ? 3 : 6))));

@@ -60,7 +60,7 @@ async function label(pcm: Int16Array): Promise<(string | undefined)[]> {
     if (!inUtterance) continue;
     run.push(w);
     const started = performance.now();
-    const change = tracker.push(window, w * WINDOW);
+    const change = await tracker.push(window, w * WINDOW);
     trackerMs += performance.now() - started;
     trackedSeconds += WINDOW / 16_000;
     if (change) {
@@ -74,12 +74,12 @@ async function label(pcm: Int16Array): Promise<(string | undefined)[]> {
     }
     if (event === "end") {
       const started = performance.now();
-      close(tracker.endUtterance().speaker);
+      close((await tracker.endUtterance()).speaker);
       trackerMs += performance.now() - started;
       inUtterance = false;
     }
   }
-  if (inUtterance) close(tracker.endUtterance().speaker);
+  if (inUtterance) close((await tracker.endUtterance()).speaker);
   return labels;
 }
 

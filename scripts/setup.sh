@@ -48,21 +48,22 @@ elif node dist/cli/main.js models pull base >/tmp/relay-setup-models.err 2>&1; t
 else
   echo "setup: whisper model base not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-models.err | cut -c8- | sed "s/\. .*//")); the embedded engines serve (English recognition); \`npx relay models pull base\` adds it later"
 fi
-# The default neural voices (sherpa-onnx Piper: English and Spanish, about 140 MiB): natural speech
-# in those languages, eSpeak NG for the others. Offline, the first failed pull says why in one line.
-VOICES=$(node -e 'import("./dist/models/sherpa-catalogue.js").then((m) => console.log(m.SHERPA_CATALOGUE.filter((e) => e.default).map((e) => e.name).join(" ")))')
+# The default neural models (sherpa-onnx, about 250 MiB): the streaming English recognizer and its
+# punctuation, the speaker-embedding model, and Piper voices for English and Spanish (eSpeak NG
+# speaks the other languages). Offline, the first failed pull says why in one line.
+MODELS=$(node -e 'import("./dist/models/sherpa-catalogue.js").then((m) => console.log(m.SHERPA_CATALOGUE.filter((e) => e.default).map((e) => e.name).join(" ")))')
 if [ -n "${RELAY_SKIP_MODELS:-}" ]; then
-  echo "setup: RELAY_SKIP_MODELS is set: no neural voice pulled; eSpeak NG speaks every language"
+  echo "setup: RELAY_SKIP_MODELS is set: no neural model pulled; the embedded engines serve"
 else
   pulled=""
-  for voice in $VOICES; do
-    if node dist/cli/main.js models pull "$voice" >/tmp/relay-setup-voices.err 2>&1; then
-      pulled="$pulled $voice"
+  for model in $MODELS; do
+    if node dist/cli/main.js models pull "$model" >/tmp/relay-setup-neural.err 2>&1; then
+      pulled="$pulled $model"
     else
-      echo "setup: neural voice $voice not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-voices.err | cut -c8- | sed "s/\. .*//")); eSpeak NG speaks instead; \`npx relay models pull $voice\` adds it later"
+      echo "setup: neural model $model not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-neural.err | cut -c8- | sed "s/\. .*//")); the embedded engines serve instead; \`npx relay models pull $model\` adds it later"
       break
     fi
   done
-  [ -z "$pulled" ] || echo "setup: neural voices ready:$pulled"
+  [ -z "$pulled" ] || echo "setup: neural models ready:$pulled"
 fi
 echo "setup: done"

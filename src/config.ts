@@ -7,7 +7,7 @@ import { fileURLToPath } from "node:url";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { findModel } from "./models/catalogue.js";
-import { neuralVoicesPulled } from "./models/sherpa-models.js";
+import { anyPulled, pulledModels, sherpaModelDir } from "./models/sherpa-models.js";
 import {
   defaultEngines,
   DEFAULT_WHISPER_MODEL,
@@ -171,6 +171,14 @@ const envSchema = z.object({
   /** Where the library voices' measurements are kept (default `DATA_DIR/voice-measurements`). */
   VOICE_MEASUREMENTS_DIR: z.string().optional(),
   SILERO_VAD_MODEL: z.string().optional(),
+  /**
+   * Who tells speakers apart: "auto" (default) uses the pulled speaker-embedding model
+   * (`relay models pull speaker-campplus-en`) when there is one, else the embedded MFCC engine.
+   */
+  SPEAKER_ENGINE: z.enum(["auto", "mfcc", "sherpa-onnx"]).default("auto"),
+  /** The sherpa-onnx speaker engine's thresholds (1 − cosine; src/engines/sherpa-onnx/speaker.ts). */
+  SPEAKER_SAME_BELOW: z.coerce.number().min(0).max(2).optional(),
+  SPEAKER_NEW_ABOVE: z.coerce.number().min(0).max(2).optional(),
   POCKETSPHINX_MODEL_DIR: z.string().default("/usr/share/pocketsphinx/model/en-us"),
   POCKETSPHINX_MAX_DECODERS: z.coerce.number().int().min(1).optional(),
   // Real-time profile: a bounded search without the second (flat) pass. `npm run bench:asr` on the
@@ -341,7 +349,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const defaults = defaultEngines({
     modelPresent,
     nativeBuild: true,
-    neuralVoices: neuralVoicesPulled(modelsDir),
+    neuralVoices: anyPulled("tts", modelsDir),
+    streamingEnglish: anyPulled("streaming-asr", modelsDir),
   });
   let engineLists: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[]; pivot?: string; asrDefaulted: boolean };
   try {
@@ -456,6 +465,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       asrFollowsWhisperBuild: modelPresent && engineLists.asrDefaulted,
       modelsDir,
       sileroModel: e.SILERO_VAD_MODEL,
+      speakerModel: speakerModel(e.SPEAKER_ENGINE, modelsDir),
+      speakerThresholds: {
+        ...(e.SPEAKER_SAME_BELOW === undefined ? {} : { sameSpeakerBelow: e.SPEAKER_SAME_BELOW }),
+        ...(e.SPEAKER_NEW_ABOVE === undefined ? {} : { newSpeakerAbove: e.SPEAKER_NEW_ABOVE }),
+      },
       pocketsphinxModelDir: e.POCKETSPHINX_MODEL_DIR,
       // One decoder per concurrently speaking session, bounded so memory stays predictable.
       pocketsphinxMaxDecoders: e.POCKETSPHINX_MAX_DECODERS ?? Math.min(e.MAX_SESSIONS, 16),
@@ -469,4 +483,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       ),
     },
   };
+}
+
+/**
+ * The speaker-embedding model file to load, by SPEAKER_ENGINE: "auto" takes the first pulled
+ * catalogue speaker model if any, "sherpa-onnx" requires one, "mfcc" none (the embedded engine).
+ */
+function speakerModel(choice: "auto" | "mfcc" | "sherpa-onnx", modelsDir: string): string | undefined {
+  if (choice === "mfcc" || (choice === "auto" && !anyPulled("speaker", modelsDir))) return undefined;
+  try {
+    const [entry] = pulledModels("speaker", undefined, modelsDir);
+    return path.join(sherpaModelDir(entry!, modelsDir), entry!.speaker.model);
+  } catch (error) {
+    throw new ConfigError(`invalid configuration:\n  SPEAKER_ENGINE: ${(error as Error).message}`);
+  }
 }

@@ -46,6 +46,13 @@ export interface EngineSettings extends EngineDefaults {
    */
   readonly asrFollowsWhisperBuild: boolean;
   readonly sileroModel: string | undefined;
+  /**
+   * The speaker-embedding model file the sherpa-onnx speaker engine loads (SPEAKER_ENGINE, resolved
+   * in src/config.ts); undefined: the embedded MFCC engine tells speakers apart.
+   */
+  readonly speakerModel?: string | undefined;
+  /** Overrides of the sherpa-onnx speaker engine's thresholds (SPEAKER_SAME_BELOW, SPEAKER_NEW_ABOVE). */
+  readonly speakerThresholds?: { readonly sameSpeakerBelow?: number; readonly newSpeakerAbove?: number };
   readonly pivotLanguage: string;
 }
 
@@ -67,25 +74,30 @@ export interface InstalledModels {
   readonly nativeBuild: boolean;
   /** At least one sherpa-onnx voice model is pulled (`relay models pull piper-…`). */
   readonly neuralVoices?: boolean;
+  /** The streaming English recognizer is pulled (`relay models pull streaming-zipformer-en`). */
+  readonly streamingEnglish?: boolean;
 }
 
 /**
  * The defaults on this machine: with the default whisper model pulled, whisper.cpp recognizes every
  * language and identifies them, and PocketSphinx stays for English. whisper.cpp comes first when
  * setup built it for this CPU; the prebuilt fallback is too slow to hear English live, so there
- * PocketSphinx keeps English and whisper.cpp serves the other languages. Pulled neural voices speak
- * their languages, and eSpeak NG every other one.
+ * PocketSphinx keeps English and whisper.cpp serves the other languages. The streaming English
+ * recognizer, once pulled, hears English before both (whisper.cpp keeps `auto` and two-way
+ * sessions: it identifies languages). Pulled neural voices speak their languages, and eSpeak NG
+ * every other one.
  */
 export function defaultEngines(installed: InstalledModels): EngineLists {
   const tts: TtsSpec[] = installed.neuralVoices
     ? [{ engine: "sherpa-onnx" }, ...DEFAULT_ENGINES.tts]
     : DEFAULT_ENGINES.tts;
-  if (!installed.modelPresent) return { ...DEFAULT_ENGINES, tts };
-  const whisperCpp: AsrSpec = { engine: "whisper-cpp", model: DEFAULT_WHISPER_MODEL };
+  const streaming: AsrSpec[] = installed.streamingEnglish ? [{ engine: "sherpa-onnx" }] : [];
   const pocketsphinx: AsrSpec = { engine: "pocketsphinx" };
+  if (!installed.modelPresent) return { ...DEFAULT_ENGINES, asr: [...streaming, pocketsphinx], tts };
+  const whisperCpp: AsrSpec = { engine: "whisper-cpp", model: DEFAULT_WHISPER_MODEL };
   return {
     ...DEFAULT_ENGINES,
-    asr: installed.nativeBuild ? [whisperCpp, pocketsphinx] : [pocketsphinx, whisperCpp],
+    asr: [...streaming, ...(installed.nativeBuild ? [whisperCpp, pocketsphinx] : [pocketsphinx, whisperCpp])],
     tts,
   };
 }
@@ -100,7 +112,8 @@ export function recognizersToBuild(
   nativeBuildLoads: () => boolean,
 ): readonly AsrSpec[] {
   if (!settings.asrFollowsWhisperBuild || nativeBuildLoads()) return settings.asr;
-  return defaultEngines({ modelPresent: true, nativeBuild: false }).asr;
+  const streamingEnglish = settings.asr.some((spec) => spec.engine === "sherpa-onnx");
+  return defaultEngines({ modelPresent: true, nativeBuild: false, streamingEnglish }).asr;
 }
 
 /** Engines that need nothing but their name (an env list may name them without a file entry). */

@@ -37,7 +37,7 @@ export async function followSpeakers(job: {
     throw new Error(
       `${job.engine.info.id} reads ${job.engine.capabilities.sampleRate} Hz audio; dubbing feeds 16 kHz`,
     );
-  const tracker = new SpeakerTracker(job.engine);
+  const tracker = new SpeakerTracker(job.engine, job.signal);
   const labelled: SpeakerSpan[] = [];
   for (const [index, span] of job.spans.entries()) {
     job.signal?.throwIfAborted();
@@ -46,10 +46,10 @@ export async function followSpeakers(job: {
     // Cut points (samples into the span) and the label of the piece each one ends.
     const pieces: { end: number; speaker: string }[] = [];
     for (let at = 0; at < pcm.length; at += WINDOW) {
-      const change = tracker.push(int16ToFloat32(pcm.subarray(at, at + WINDOW)), startSample + at);
+      const change = await tracker.push(int16ToFloat32(pcm.subarray(at, at + WINDOW)), startSample + at);
       if (change) pieces.push({ end: change.atSample - startSample, speaker: change.before });
     }
-    pieces.push({ end: pcm.length, speaker: tracker.endUtterance().speaker });
+    pieces.push({ end: pcm.length, speaker: (await tracker.endUtterance()).speaker });
 
     let from = 0;
     for (const piece of pieces) {

@@ -173,6 +173,29 @@ export const ENGINE_DESCRIPTORS = [
   },
   {
     id: "sherpa-onnx",
+    asr: role(
+      z.strictObject({
+        engine: z.literal("sherpa-onnx"),
+        ...base,
+        /** A pulled streaming recognition model (default: the pulled one). */
+        model: z.string().min(1).optional(),
+        /** A pulled punctuation model for finals, or false for none (default: the pulled one, if any). */
+        punctuation: z.union([z.string().min(1), z.literal(false)]).optional(),
+        threads: z.number().int().min(1).max(16).optional(),
+        maxStreams: z.number().int().min(1).max(1024).optional(),
+      }),
+      async (spec, c): Promise<AsrEngine> => {
+        const [{ createSherpaRecognizer }, { recognizerFiles }] = await Promise.all([
+          import("./sherpa-onnx/recognizer.js"),
+          import("../models/sherpa-models.js"),
+        ]);
+        return createSherpaRecognizer({
+          ...recognizerFiles(spec.model, spec.punctuation, c.modelsDir),
+          threads: spec.threads,
+          maxStreams: spec.maxStreams,
+        });
+      },
+    ),
     tts: role(
       z.strictObject({
         engine: z.literal("sherpa-onnx"),

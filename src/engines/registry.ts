@@ -1,6 +1,7 @@
 import { idOf, recognizersToBuild, type EngineSettings } from "../engine-config.js";
 import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
 import { createMfccSpeakerEngine } from "./mfcc-speaker/index.js";
+import { createSherpaSpeakerEngine } from "./sherpa-onnx/speaker.js";
 import { createSileroVadEngine } from "./silero-vad/index.js";
 import { nativeBuildLoads } from "./whisper-cpp/binding.js";
 import { abortError } from "./cancellation.js";
@@ -50,7 +51,7 @@ export interface LanguagesReport {
 export class EngineRegistry {
   private constructor(
     readonly vad: VadEngine,
-    /** Tells speakers apart (src/speakers/): the embedded MFCC engine. */
+    /** Tells speakers apart (src/speakers/): a speaker-embedding model when pulled, else the MFCC engine. */
     readonly speakers: SpeakerEngine,
     private readonly asr: readonly AsrEngine[],
     private readonly mt: readonly MtEngine[],
@@ -87,14 +88,15 @@ export class EngineRegistry {
       return built.filter((engine) => engine !== undefined);
     }
     const vad = await createSileroVadEngine(config.sileroModel ? { modelPath: config.sileroModel } : {});
-    const [asr, mt, tts] = await Promise.all([
+    const [asr, mt, tts, speakers] = await Promise.all([
       build("asr", recognizersToBuild(config, nativeBuildLoads), restrictLanguages),
       build("mt", config.mt, restrictPairs),
       build("tts", config.tts, restrictLanguages),
+      buildSpeakerEngine(config, unavailable),
     ]);
     return new EngineRegistry(
       vad,
-      createMfccSpeakerEngine(),
+      speakers,
       asr,
       mt,
       tts,
@@ -298,6 +300,23 @@ export class EngineRegistry {
       ...this.mt.map((engine) => ({ kind: "mt", engine })),
       ...this.tts.map((engine) => ({ kind: "tts", engine })),
     ];
+  }
+}
+
+/**
+ * The speaker engine: sherpa-onnx over the configured speaker-embedding model, or the embedded MFCC
+ * engine when none is configured or it fails to load (the reason then goes to `unavailable`).
+ */
+async function buildSpeakerEngine(
+  config: EngineSettings,
+  unavailable: { id: string; reason: string }[],
+): Promise<SpeakerEngine> {
+  if (config.speakerModel === undefined) return createMfccSpeakerEngine();
+  try {
+    return await createSherpaSpeakerEngine({ model: config.speakerModel, ...config.speakerThresholds });
+  } catch (error) {
+    unavailable.push({ id: "sherpa-onnx-speaker", reason: (error as Error).message });
+    return createMfccSpeakerEngine();
   }
 }
 

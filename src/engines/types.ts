@@ -262,13 +262,16 @@ export interface SpeakerCapabilities {
 
 /**
  * Tells speakers apart (relay-2 speaker labels, per-speaker voices). The embedded engine models
- * each voice with MFCC statistics; a speaker-embedding model (an x-vector / ECAPA network, say)
- * fits the same three calls: embed, average, cosine distance.
+ * each voice with MFCC statistics; a speaker-embedding network (sherpa-onnx, CAM++) fits the same
+ * three calls: embed, average, cosine distance.
  */
 export interface SpeakerEngine extends Engine {
   readonly capabilities: SpeakerCapabilities;
-  /** The voiceprint of one stretch of speech (mono samples in [-1, 1]). */
-  voiceprint(samples: Float32Array): Voiceprint;
+  /**
+   * The voiceprint of one stretch of speech (mono samples in [-1, 1]). Asynchronous: a network
+   * engine runs in another process. `signal` drops the request where the engine can.
+   */
+  voiceprint(samples: Float32Array, signal?: AbortSignal): Promise<Voiceprint>;
   /** The voiceprint of both stretches together. */
   merge(a: Voiceprint, b: Voiceprint): Voiceprint;
   /** How unlike two voiceprints are: 0 for the same voice, growing with the difference. */

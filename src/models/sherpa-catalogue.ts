@@ -1,6 +1,8 @@
 /**
- * The sherpa-onnx models relay can pull: neural voices (Piper VITS), as k2-fsa/sherpa-onnx
- * publishes them on its GitHub releases (tag `tts-models`).
+ * The sherpa-onnx models relay can pull: neural voices (Piper VITS), the streaming English
+ * recognizer and its punctuation model, and a speaker-embedding model, as k2-fsa/sherpa-onnx
+ * publishes them on its GitHub releases (tags `tts-models`, `asr-models`, `punctuation-models`,
+ * `speaker-recongition-models` [sic]).
  *
  * Source: k2-fsa/sherpa-onnx at 634265c9b57642fdd158120148785c89aa281c4b (2026-08-08): the release
  * URLs and the files inside each archive are those its scripts and examples use. Upstream publishes
@@ -13,9 +15,9 @@
 import type { LanguageCode } from "../engines/types.js";
 
 const RELEASES = "https://github.com/k2-fsa/sherpa-onnx/releases/download";
-
-/** Voices today; the streaming recognizer, punctuation and speaker models join as their engines land. */
-export type SherpaModelKind = "tts";
+const ZIPFORMER_EN = "sherpa-onnx-streaming-zipformer-en-2023-06-26";
+const PUNCT_EN = "sherpa-onnx-online-punct-en-2024-08-06";
+const CAMPPLUS_EN = "3dspeaker_speech_campplus_sv_en_voxceleb_16k";
 
 /** What a TTS model needs from its directory (paths relative to it). */
 export interface TtsLayout {
@@ -27,22 +29,46 @@ export interface TtsLayout {
   readonly genders?: readonly ("female" | "male")[];
 }
 
-export interface SherpaModelEntry {
+/** A streaming transducer's files (paths relative to its directory). */
+export interface StreamingAsrLayout {
+  readonly encoder: string;
+  readonly decoder: string;
+  readonly joiner: string;
+  readonly tokens: string;
+  /** The BPE vocabulary hotwords are encoded with. */
+  readonly bpeVocab: string;
+}
+
+export interface PunctuationLayout {
+  readonly model: string;
+  readonly bpeVocab: string;
+}
+
+interface EntryBase {
   readonly name: string;
-  readonly kind: SherpaModelKind;
   /** The file downloaded: a `.tar.bz2` archive (unpacked into `dir`) or a single `.onnx` model. */
   readonly file: string;
   readonly url: string;
-  /** The directory the archive unpacks into, under the models directory. */
+  /** The model's directory under the models directory (what an archive unpacks into). */
   readonly dir: string;
+  /** Languages served (none for speaker models: they serve every language). */
   readonly languages: readonly LanguageCode[];
-  /** Upstream's approximate size of what is loaded, MiB. */
+  /** Approximate size of what is loaded, MiB. */
   readonly approxMiB: number;
   /** Pulled by `npm run setup` when the network allows. */
   readonly default: boolean;
   readonly description: string;
-  readonly tts: TtsLayout;
 }
+
+export type SherpaModelEntry =
+  | (EntryBase & { readonly kind: "tts"; readonly tts: TtsLayout })
+  | (EntryBase & { readonly kind: "streaming-asr"; readonly asr: StreamingAsrLayout })
+  | (EntryBase & { readonly kind: "punctuation"; readonly punctuation: PunctuationLayout })
+  /** `model`: the `.onnx` file, downloaded as it is into `dir`. */
+  | (EntryBase & { readonly kind: "speaker"; readonly speaker: { readonly model: string } });
+
+export type SherpaModelKind = SherpaModelEntry["kind"];
+export type SherpaEntryOf<K extends SherpaModelKind> = Extract<SherpaModelEntry, { kind: K }>;
 
 function piper(
   voice: string,
@@ -53,7 +79,7 @@ function piper(
     default?: boolean;
     description: string;
   },
-): SherpaModelEntry {
+): SherpaEntryOf<"tts"> {
   const dir = `vits-piper-${voice}`;
   return {
     name: `piper-${voice}`,
@@ -75,6 +101,48 @@ function piper(
 }
 
 export const SHERPA_CATALOGUE: readonly SherpaModelEntry[] = [
+  {
+    name: "streaming-zipformer-en",
+    kind: "streaming-asr",
+    file: `${ZIPFORMER_EN}.tar.bz2`,
+    url: `${RELEASES}/asr-models/${ZIPFORMER_EN}.tar.bz2`,
+    dir: ZIPFORMER_EN,
+    languages: ["en"],
+    approxMiB: 70,
+    default: true,
+    description: "Streaming English recognition (zipformer transducer, int8; LibriSpeech WER 3.1 / 7.8 %)",
+    asr: {
+      encoder: "encoder-epoch-99-avg-1-chunk-16-left-128.int8.onnx",
+      decoder: "decoder-epoch-99-avg-1-chunk-16-left-128.onnx",
+      joiner: "joiner-epoch-99-avg-1-chunk-16-left-128.int8.onnx",
+      tokens: "tokens.txt",
+      bpeVocab: "bpe.vocab",
+    },
+  },
+  {
+    name: "punct-en",
+    kind: "punctuation",
+    file: `${PUNCT_EN}.tar.bz2`,
+    url: `${RELEASES}/punctuation-models/${PUNCT_EN}.tar.bz2`,
+    dir: PUNCT_EN,
+    languages: ["en"],
+    approxMiB: 7,
+    default: true,
+    description: "English punctuation and casing for the streaming recognizer (CNN-BiLSTM, int8)",
+    punctuation: { model: "model.int8.onnx", bpeVocab: "bpe.vocab" },
+  },
+  {
+    name: "speaker-campplus-en",
+    kind: "speaker",
+    file: `${CAMPPLUS_EN}.onnx`,
+    url: `${RELEASES}/speaker-recongition-models/${CAMPPLUS_EN}.onnx`,
+    dir: CAMPPLUS_EN,
+    languages: [],
+    approxMiB: 28,
+    default: true,
+    description: "Speaker embeddings (3D-Speaker CAM++, VoxCeleb; 7 M parameters, VoxCeleb-O EER 0.73 %)",
+    speaker: { model: `${CAMPPLUS_EN}.onnx` },
+  },
   piper("en_US-libritts_r-medium", {
     language: "en",
     approxMiB: 75,
@@ -121,4 +189,17 @@ export const SHERPA_CATALOGUE: readonly SherpaModelEntry[] = [
 
 export function findSherpaModel(name: string): SherpaModelEntry | undefined {
   return SHERPA_CATALOGUE.find((entry) => entry.name === name);
+}
+
+/** The catalogue's models of one kind, in catalogue order. */
+export function sherpaModelsOf<K extends SherpaModelKind>(kind: K): SherpaEntryOf<K>[] {
+  return SHERPA_CATALOGUE.filter((entry): entry is SherpaEntryOf<K> => entry.kind === kind);
+}
+
+/** The model of that kind by name, if the catalogue has one. */
+export function findSherpaModelOf<K extends SherpaModelKind>(
+  kind: K,
+  name: string,
+): SherpaEntryOf<K> | undefined {
+  return sherpaModelsOf(kind).find((entry) => entry.name === name);
 }

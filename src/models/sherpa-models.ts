@@ -4,9 +4,16 @@
  */
 import { existsSync } from "node:fs";
 import path from "node:path";
+import type { SherpaRecognizerOptions } from "../engines/sherpa-onnx/recognizer.js";
 import type { NeuralVoiceModel } from "../engines/sherpa-onnx/tts.js";
 import { ModelError } from "./download.js";
-import { findSherpaModel, SHERPA_CATALOGUE, type SherpaModelEntry } from "./sherpa-catalogue.js";
+import {
+  findSherpaModelOf,
+  sherpaModelsOf,
+  type SherpaEntryOf,
+  type SherpaModelEntry,
+  type SherpaModelKind,
+} from "./sherpa-catalogue.js";
 
 /** The directory a sherpa-onnx model lives in once pulled. */
 export function sherpaModelDir(entry: SherpaModelEntry, modelsDir: string): string {
@@ -16,7 +23,18 @@ export function sherpaModelDir(entry: SherpaModelEntry, modelsDir: string): stri
 /** The files of `entry` that must be there for it to load (paths in the models directory). */
 export function requiredFiles(entry: SherpaModelEntry, modelsDir: string): string[] {
   const dir = sherpaModelDir(entry, modelsDir);
-  const relative = [entry.tts.model, entry.tts.tokens];
+  const relative = (() => {
+    switch (entry.kind) {
+      case "tts":
+        return [entry.tts.model, entry.tts.tokens];
+      case "streaming-asr":
+        return [entry.asr.encoder, entry.asr.decoder, entry.asr.joiner, entry.asr.tokens, entry.asr.bpeVocab];
+      case "punctuation":
+        return [entry.punctuation.model, entry.punctuation.bpeVocab];
+      case "speaker":
+        return [entry.speaker.model];
+    }
+  })();
   return relative.map((file) => path.join(dir, file));
 }
 
@@ -24,37 +42,51 @@ export function isPulled(entry: SherpaModelEntry, modelsDir: string): boolean {
   return requiredFiles(entry, modelsDir).every((file) => existsSync(file));
 }
 
-/** Whether any neural voice is pulled (the default engines then put sherpa-onnx before eSpeak NG). */
-export function neuralVoicesPulled(modelsDir: string): boolean {
-  return SHERPA_CATALOGUE.some((entry) => entry.kind === "tts" && isPulled(entry, modelsDir));
+const KIND_NAMES: Record<SherpaModelKind, string> = {
+  tts: "voice model",
+  "streaming-asr": "streaming recognition model",
+  punctuation: "punctuation model",
+  speaker: "speaker model",
+};
+
+/** Whether any model of `kind` is pulled (the default engines then use it). */
+export function anyPulled(kind: SherpaModelKind, modelsDir: string): boolean {
+  return sherpaModelsOf(kind).some((entry) => isPulled(entry, modelsDir));
 }
 
 /**
- * The voice models to load: those named (each must be a pulled catalogue TTS model), or every pulled
- * one in catalogue order.
+ * The models of one kind to load: those named (each must be a pulled catalogue model of that kind),
+ * or every pulled one in catalogue order; at least one.
  */
+export function pulledModels<K extends SherpaModelKind>(
+  kind: K,
+  names: readonly string[] | undefined,
+  modelsDir: string,
+): SherpaEntryOf<K>[] {
+  const what = KIND_NAMES[kind];
+  const entries = names
+    ? names.map((name) => {
+        const entry = findSherpaModelOf(kind, name);
+        if (!entry) {
+          const known = sherpaModelsOf(kind).map((e) => e.name);
+          throw new ModelError(`"${name}" is not a ${what} in the catalogue (known: ${known.join(", ")})`);
+        }
+        if (!isPulled(entry, modelsDir)) {
+          throw new ModelError(`${what} "${name}" is not pulled: run \`relay models pull ${name}\``);
+        }
+        return entry;
+      })
+    : sherpaModelsOf(kind).filter((entry) => isPulled(entry, modelsDir));
+  if (entries.length === 0) throw new ModelError(`no ${what} is pulled (\`relay models list\` shows them)`);
+  return entries;
+}
+
+/** The voice models to load (`pulledModels("tts", …)`) as the TTS engine takes them. */
 export function neuralVoiceModels(
   names: readonly string[] | undefined,
   modelsDir: string,
 ): NeuralVoiceModel[] {
-  const entries = names
-    ? names.map((name) => {
-        const entry = findSherpaModel(name);
-        if (!entry) {
-          const known = SHERPA_CATALOGUE.map((e) => e.name);
-          throw new ModelError(
-            `"${name}" is not a voice model in the catalogue (known: ${known.join(", ")})`,
-          );
-        }
-        if (!isPulled(entry, modelsDir)) {
-          throw new ModelError(`voice model "${name}" is not pulled: run \`relay models pull ${name}\``);
-        }
-        return entry;
-      })
-    : SHERPA_CATALOGUE.filter((entry) => entry.kind === "tts" && isPulled(entry, modelsDir));
-  if (entries.length === 0)
-    throw new ModelError("no neural voice is pulled (`relay models list` shows them)");
-  return entries.map((entry) => {
+  return pulledModels("tts", names, modelsDir).map((entry) => {
     const dir = sherpaModelDir(entry, modelsDir);
     const layout = entry.tts;
     const file = (name: string) => path.join(dir, name);
@@ -67,4 +99,43 @@ export function neuralVoiceModels(
       files: { kind: "vits", model: file(layout.model), tokens: file(layout.tokens), dataDir },
     };
   });
+}
+
+/**
+ * The streaming recognizer's files: the named (or the pulled) streaming model, and the named
+ * punctuation model, the pulled one when not named, or none when `false`.
+ */
+export function recognizerFiles(
+  model: string | undefined,
+  punctuation: string | false | undefined,
+  modelsDir: string,
+): Pick<SherpaRecognizerOptions, "name" | "files" | "punctuation"> {
+  const [entry] = pulledModels("streaming-asr", model === undefined ? undefined : [model], modelsDir);
+  const file = (dir: string, name: string) => path.join(modelsDir, dir, name);
+  const punct =
+    punctuation === false
+      ? undefined
+      : punctuation === undefined
+        ? anyPulled("punctuation", modelsDir)
+          ? pulledModels("punctuation", undefined, modelsDir)[0]
+          : undefined
+        : pulledModels("punctuation", [punctuation], modelsDir)[0];
+  return {
+    name: entry!.name,
+    files: {
+      encoder: file(entry!.dir, entry!.asr.encoder),
+      decoder: file(entry!.dir, entry!.asr.decoder),
+      joiner: file(entry!.dir, entry!.asr.joiner),
+      tokens: file(entry!.dir, entry!.asr.tokens),
+      bpeVocab: file(entry!.dir, entry!.asr.bpeVocab),
+    },
+    ...(punct
+      ? {
+          punctuation: {
+            model: file(punct.dir, punct.punctuation.model),
+            bpeVocab: file(punct.dir, punct.punctuation.bpeVocab),
+          },
+        }
+      : {}),
+  };
 }

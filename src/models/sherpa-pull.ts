@@ -36,7 +36,20 @@ async function sha256File(file: string): Promise<string> {
 
 /** The ONNX files of an entry and what sherpa-onnx requires of each (model-check.ts). */
 function checkedModels(entry: SherpaModelEntry, modelsDir: string): { file: string; kind: ModelFileKind }[] {
-  return [{ file: path.join(sherpaModelDir(entry, modelsDir), entry.tts.model), kind: entry.tts.kind }];
+  const file = (name: string) => path.join(sherpaModelDir(entry, modelsDir), name);
+  switch (entry.kind) {
+    case "tts":
+      return [{ file: file(entry.tts.model), kind: entry.tts.kind }];
+    case "streaming-asr":
+      return [
+        { file: file(entry.asr.encoder), kind: "zipformer2-encoder" },
+        { file: file(entry.asr.decoder), kind: "transducer-decoder" },
+      ];
+    case "punctuation":
+      return [{ file: file(entry.punctuation.model), kind: "punctuation" }];
+    case "speaker":
+      return [{ file: file(entry.speaker.model), kind: "speaker-embedding" }];
+  }
 }
 
 export interface SherpaPullResult {

@@ -90,11 +90,17 @@ export class SpeakerTracker {
   private excluded: string | undefined;
   /** The speaker the current run made (its voiceprint is the run's), if it made one. */
   private founder: Speaker | undefined;
+  /** The last call in line (see `inTurn`). */
+  private turn: Promise<unknown> = Promise.resolve();
   private readonly blockSamples: number;
   private readonly threshold: number;
   private readonly newSpeakerAbove: number;
 
-  constructor(private readonly engine: SpeakerEngine) {
+  /** `signal` cancels the voiceprints still being made (a dub that was cancelled). */
+  constructor(
+    private readonly engine: SpeakerEngine,
+    private readonly signal?: AbortSignal,
+  ) {
     this.blockSamples = Math.round(BLOCK_SECONDS * engine.capabilities.sampleRate);
     this.threshold = engine.capabilities.sameSpeakerBelow;
     this.newSpeakerAbove = engine.capabilities.newSpeakerAbove;
@@ -133,7 +139,26 @@ export class SpeakerTracker {
    * Speech of the current utterance, in order (samples in [-1, 1] at the engine's rate), starting
    * at session position `atSample`. Returns a change when the voice changed inside the utterance.
    */
-  push(samples: Float32Array, atSample: number): SpeakerChange | undefined {
+  push(samples: Float32Array, atSample: number): Promise<SpeakerChange | undefined> {
+    return this.inTurn(() => this.pushNow(samples, atSample));
+  }
+
+  /** Ends the utterance: its last run is labelled for good. */
+  endUtterance(): Promise<SpeakerDecision> {
+    return this.inTurn(() => this.endUtteranceNow());
+  }
+
+  /**
+   * Runs `work` after every call made before it: voiceprints are asynchronous (an engine may run in
+   * another process), and speech must reach the runs in the order it was spoken.
+   */
+  private inTurn<T>(work: () => Promise<T>): Promise<T> {
+    const result = this.turn.then(work);
+    this.turn = result.catch(() => undefined);
+    return result;
+  }
+
+  private async pushNow(samples: Float32Array, atSample: number): Promise<SpeakerChange | undefined> {
     if (!this.inUtterance) {
       // A new utterance may be anyone's: until its speech is heard, the last label is only a guess.
       this.inUtterance = true;
@@ -143,13 +168,13 @@ export class SpeakerTracker {
     this.pending.push(samples);
     this.pendingSamples += samples.length;
     let change: SpeakerChange | undefined;
-    while (this.pendingSamples >= this.blockSamples) change = this.addBlock(this.takeBlock()) ?? change;
+    while (this.pendingSamples >= this.blockSamples)
+      change = (await this.addBlock(this.takeBlock())) ?? change;
     return change;
   }
 
-  /** Ends the utterance: its last run is labelled for good. */
-  endUtterance(): SpeakerDecision {
-    if (this.pendingSamples > 0) this.addBlock(this.takeBlock(), true);
+  private async endUtteranceNow(): Promise<SpeakerDecision> {
+    if (this.pendingSamples > 0) await this.addBlock(this.takeBlock(), true);
     if (this.run) this.decide(true);
     this.closeRun();
     this.inUtterance = false;
@@ -174,15 +199,20 @@ export class SpeakerTracker {
     return { samples, startSample };
   }
 
-  private addBlock(
+  private async addBlock(
     { samples, startSample }: { samples: Float32Array; startSample: number },
     last = false,
-  ): SpeakerChange | undefined {
-    const block = {
-      startSample,
-      endSample: startSample + samples.length,
-      print: this.engine.voiceprint(samples),
-    };
+  ): Promise<SpeakerChange | undefined> {
+    let print: Voiceprint;
+    try {
+      print = await this.engine.voiceprint(samples, this.signal);
+    } catch (error) {
+      if (this.signal?.aborted) throw error;
+      // An engine in another process may be busy or restarting: the block is left out, as silence
+      // is, and labels go on from the rest of the speech rather than ending the session.
+      return undefined;
+    }
+    const block = { startSample, endSample: startSample + samples.length, print };
     if (block.print.speechSeconds === 0) return undefined;
     this.blocks.push(block);
     this.run = this.run ? this.engine.merge(this.run, block.print) : block.print;

@@ -13,7 +13,6 @@ import path from "node:path";
 import { promisify } from "node:util";
 import onnxProto from "onnx-proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { createSherpaTtsEngine } from "../../src/engines/sherpa-onnx/tts.js";
 import { neuralVoiceModels } from "../../src/models/sherpa-models.js";
 import { defaultVoice, VOICES } from "../../src/voices/library.js";
@@ -23,7 +22,8 @@ import { dubMedia } from "../../src/dubbing/index.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { installStandInVoice } from "../support/stand-in-models/install.js";
 import { vitsStandInPitch } from "../support/stand-in-models/vits.js";
-import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { startServer, type TestServer } from "../support/server.js";
+import { joinFrames, openTtsSession, speakLine } from "../support/tts-session.js";
 
 const execFileAsync = promisify(execFile);
 const ENGLISH = "piper-en_US-libritts_r-medium";
@@ -44,25 +44,7 @@ afterAll(async () => {
   await rm(modelsDir, { recursive: true, force: true });
 });
 
-async function openTts(params: Record<string, string>): Promise<RealtimeSocket> {
-  const session = await createSession(server.baseUrl, API_KEY, { mode: "tts", ...params });
-  const socket = await RealtimeSocket.connect(session.ws_url);
-  await socket.waitFor((m) => m.type === "ready" && m.mode === "tts");
-  return socket;
-}
-
-/** The audio frames of one `speak`, up to its `speech_end`. */
-async function speak(socket: RealtimeSocket, message: Record<string, unknown>): Promise<Float32Array[]> {
-  const start = socket.received.length;
-  const ended = () => socket.received.slice(start).some((r) => r.message?.type === "speech_end");
-  socket.send({ type: "speak", ...message });
-  await socket.waitFor(ended);
-  const slice = socket.received.slice(start);
-  const end = slice.findIndex((r) => r.message?.type === "speech_end");
-  return slice.slice(0, end).flatMap((r) => (r.audio ? [r.audio] : []));
-}
-
-const concat = (frames: readonly Float32Array[]) => Float32Array.from(frames.flatMap((f) => Array.from(f)));
+const openTts = (params: Record<string, string>) => openTtsSession(server.baseUrl, params);
 const pitchOf = (samples: Float32Array, rate: number) => measureVoice(samples, rate)?.medianF0Hz ?? 0;
 
 describe("neural voices (sherpa-onnx, stand-in Piper models)", () => {
@@ -81,14 +63,14 @@ describe("neural voices (sherpa-onnx, stand-in Piper models)", () => {
 
   it("mode=tts speaks through the neural voice: 24 kHz frames, each library voice a speaker of its gender", async () => {
     const socket = await openTts({ targetLanguage: "en" });
-    const female = concat(
-      await speak(socket, {
+    const female = joinFrames(
+      await speakLine(socket, {
         text: "Good morning. How are you today?",
         voiceId: String(defaultVoice("female").id),
       }),
     );
-    const male = concat(
-      await speak(socket, {
+    const male = joinFrames(
+      await speakLine(socket, {
         text: "Good morning. How are you today?",
         voiceId: String(defaultVoice("male").id),
       }),
@@ -157,8 +139,8 @@ describe("neural voices (sherpa-onnx, stand-in Piper models)", () => {
 
   it("a Spanish speech-to-speech line is spoken by the Spanish neural voice", async () => {
     const socket = await openTts({ targetLanguage: "es" });
-    const audio = concat(
-      await speak(socket, { text: "Buenos días a todos.", voiceId: String(defaultVoice("male").id) }),
+    const audio = joinFrames(
+      await speakLine(socket, { text: "Buenos días a todos.", voiceId: String(defaultVoice("male").id) }),
     );
     socket.close();
     // The Spanish stand-in's speakers: 110 and 150 Hz.

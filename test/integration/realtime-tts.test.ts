@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MAX_PENDING_SPEAKS } from "../../src/api/realtime/socket.js";
-import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
-import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { startServer, type TestServer } from "../support/server.js";
+import { joinFrames, openTtsSession, speakLine } from "../support/tts-session.js";
 
 let server: TestServer;
 
@@ -12,25 +12,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function openTts(params: Record<string, string> = {}): Promise<RealtimeSocket> {
-  const session = await createSession(server.baseUrl, API_KEY, { mode: "tts", ...params });
-  const socket = await RealtimeSocket.connect(session.ws_url);
-  await socket.waitFor((m) => m.type === "ready" && m.mode === "tts");
-  return socket;
-}
-
-/** Sends one `speak` and returns the audio frames received before its `speech_end`. */
-async function speak(socket: RealtimeSocket, message: Record<string, unknown>): Promise<Float32Array[]> {
-  const start = socket.received.length;
-  const ends = () => socket.received.slice(start).filter((r) => r.message?.type === "speech_end").length;
-  socket.send({ type: "speak", ...message });
-  await socket.waitFor(() => ends() > 0);
-  const slice = socket.received.slice(start);
-  const end = slice.findIndex((r) => r.message?.type === "speech_end");
-  return slice.slice(0, end).flatMap((r) => (r.audio ? [r.audio] : []));
-}
-
-const concat = (frames: Float32Array[]) => Float32Array.from(frames.flatMap((f) => Array.from(f)));
+const openTts = (params: Record<string, string> = {}) => openTtsSession(server.baseUrl, params);
 
 describe("mode=tts", () => {
   it("sends two ready frames, then speak_ack, 24 kHz float32 frames and speech_end per speak", async () => {
@@ -39,7 +21,7 @@ describe("mode=tts", () => {
       { type: "ready", session_id: expect.any(String), worker_id: expect.any(String) },
       { type: "ready", mode: "tts" },
     ]);
-    const frames = await speak(socket, { text: "Buenos días a todos.", correlation_id: "line-1" });
+    const frames = await speakLine(socket, { text: "Buenos días a todos.", correlation_id: "line-1" });
     const types = socket.received.slice(2).map((r) => (r.audio ? "audio" : r.message!.type));
     expect(types[0]).toBe("speak_ack");
     expect(types.at(-1)).toBe("speech_end");
@@ -49,7 +31,7 @@ describe("mode=tts", () => {
       correlation_id: "line-1",
     });
     expect(frames.slice(0, -1).every((f) => f.length === 1920)).toBe(true);
-    const seconds = concat(frames).length / 24_000;
+    const seconds = joinFrames(frames).length / 24_000;
     expect(seconds).toBeGreaterThan(0.7);
     expect(seconds).toBeLessThan(5);
     socket.close();
@@ -57,39 +39,39 @@ describe("mode=tts", () => {
 
   it("sends no speak_ack without a correlation_id", async () => {
     const socket = await openTts();
-    await speak(socket, { text: "Hola." });
+    await speakLine(socket, { text: "Hola." });
     expect(socket.messages.some((m) => m.type === "speak_ack")).toBe(false);
     socket.close();
   });
 
   it("voiceId and language are sticky for the following lines", async () => {
     const socket = await openTts({ targetLanguage: "es" });
-    const explicit = concat(
-      await speak(socket, { text: "Bonjour tout le monde.", voiceId: "12", language: "fr" }),
+    const explicit = joinFrames(
+      await speakLine(socket, { text: "Bonjour tout le monde.", voiceId: "12", language: "fr" }),
     );
-    const sticky = concat(await speak(socket, { text: "Bonjour tout le monde." }));
+    const sticky = joinFrames(await speakLine(socket, { text: "Bonjour tout le monde." }));
     expect(Array.from(sticky)).toEqual(Array.from(explicit));
-    const otherVoice = concat(await speak(socket, { text: "Bonjour tout le monde.", voiceId: "3" }));
+    const otherVoice = joinFrames(await speakLine(socket, { text: "Bonjour tout le monde.", voiceId: "3" }));
     expect(Array.from(otherVoice)).not.toEqual(Array.from(explicit));
     socket.close();
 
     // the same line in a fresh session with the default voice and Spanish sounds different
     const fresh = await openTts({ targetLanguage: "es" });
-    const spanishDefault = concat(await speak(fresh, { text: "Bonjour tout le monde." }));
+    const spanishDefault = joinFrames(await speakLine(fresh, { text: "Bonjour tout le monde." }));
     expect(Array.from(spanishDefault)).not.toEqual(Array.from(explicit));
     fresh.close();
   });
 
   it("update_metadata applies voiceId and targetLanguage live and refuses other keys", async () => {
     const socket = await openTts({ targetLanguage: "es", voiceId: "5" });
-    const before = concat(await speak(socket, { text: "Guten Morgen.", language: "de" }));
+    const before = joinFrames(await speakLine(socket, { text: "Guten Morgen.", language: "de" }));
     socket.send({ type: "update_metadata", metadata: { voiceId: 40, targetLanguage: "de", context: "x" } });
     expect(await socket.waitFor((m) => m.type === "metadata_ack")).toEqual({
       type: "metadata_ack",
       applied: { voiceId: true, targetLanguage: true },
     });
     expect((await socket.waitFor((m) => m.type === "error")).error).toMatch(/not applied: context/);
-    const after = concat(await speak(socket, { text: "Guten Morgen." }));
+    const after = joinFrames(await speakLine(socket, { text: "Guten Morgen." }));
     expect(Array.from(after)).not.toEqual(Array.from(before));
 
     socket.send({ type: "update_metadata", metadata: { voiceId: "7000" } });
@@ -125,9 +107,9 @@ describe("mode=tts", () => {
       .poll(() => socket.messages.filter((m) => m.type === "speech_end").length, { timeout: 60_000 })
       .toBe(accepted.length);
     expect(socket.isOpen).toBe(true);
-    expect((await speak(socket, { text: "Todavía aquí.", correlation_id: "after" })).length).toBeGreaterThan(
-      0,
-    );
+    expect(
+      (await speakLine(socket, { text: "Todavía aquí.", correlation_id: "after" })).length,
+    ).toBeGreaterThan(0);
     expect(socket.messages.filter((m) => m.type === "error")).toHaveLength(refused.length);
     socket.close();
   });
@@ -158,7 +140,7 @@ describe("mode=tts", () => {
       (await socket.waitFor((m) => m.type === "error" && /binary audio frames/.test(m.error as string)))
         .error,
     ).toMatch(/not accepted in a mode=tts session/);
-    expect((await speak(socket, { text: "Still here." })).length).toBeGreaterThan(0);
+    expect((await speakLine(socket, { text: "Still here." })).length).toBeGreaterThan(0);
     socket.close();
   });
 });

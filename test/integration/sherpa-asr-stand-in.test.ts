@@ -4,7 +4,6 @@
  * search and with modified beam search and hotwords, endpointing, OnlinePunctuation. sherpa-onnx runs in
  * child processes (as src/engines/sherpa-onnx/host-main.ts runs it): a model it refuses ends the process.
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -16,6 +15,7 @@ import {
   writeStreamingTransducerStandIn,
   type StreamingTransducerStandIn,
 } from "../support/stand-in-models/streaming-transducer.js";
+import { runNodeSource } from "../support/run-script.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const { onnx } = onnxProto;
@@ -125,24 +125,12 @@ try {
 console.log(JSON.stringify(result));
 `;
 
-function runSherpa(job: Job, cwd: string): Promise<Recognized> {
-  return new Promise((resolve, reject) => {
-    // cwd: a crash's core file, if the system writes one, lands in the temporary directory.
-    const child = spawn(process.execPath, ["-e", CHILD, JSON.stringify(job)], {
-      cwd,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code, signal) => {
-      const line = stdout.trim().split("\n").at(-1);
-      const parsed = line ? (JSON.parse(line) as Omit<Recognized, "code" | "signal" | "stderr">) : {};
-      resolve({ ...parsed, code, signal, stderr });
-    });
-  });
+async function runSherpa(job: Job, cwd: string): Promise<Recognized> {
+  // cwd: a crash's core file, if the system writes one, lands in the temporary directory.
+  const { code, signal, stdout, stderr } = await runNodeSource(CHILD, [JSON.stringify(job)], cwd);
+  const line = stdout.trim().split("\n").at(-1);
+  const parsed = line ? (JSON.parse(line) as Omit<Recognized, "code" | "signal" | "stderr">) : {};
+  return { ...parsed, code, signal, stderr };
 }
 
 async function editModel(file: string, edit: (bytes: Buffer) => Uint8Array): Promise<void> {

@@ -3,14 +3,13 @@
  * with `OfflineTts.createAsync`, spoken with `generateAsync`. sherpa-onnx runs in a child process, as the
  * service runs it (src/engines/sherpa-onnx/host-main.ts): a model it refuses ends that process.
  */
-import { spawn } from "node:child_process";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import onnxProto from "onnx-proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { medianPitch, rms } from "../support/audio-measures.js";
-import { PROJECT_ROOT } from "../support/run-script.js";
+import { runNodeSource } from "../support/run-script.js";
 import {
   type KokoroStandInFiles,
   kokoroStandInPitch,
@@ -75,30 +74,18 @@ const job = JSON.parse(process.argv[1]);
 })();
 `;
 
-function runSherpa(job: Job): Promise<SherpaRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", CHILD, JSON.stringify(job)], {
-      cwd: PROJECT_ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      const line = stdout.trim().split("\n").at(-1);
-      if (!line) return resolve({ code, stderr, spoken: [] });
-      const parsed = JSON.parse(line) as Omit<SherpaRun, "code" | "stderr" | "spoken"> & {
-        spoken: (Omit<Spoken, "samples"> & { samples: string })[];
-      };
-      const spoken = parsed.spoken.map((entry) => {
-        const bytes = Buffer.from(entry.samples, "base64");
-        return { ...entry, samples: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) };
-      });
-      resolve({ ...parsed, code, stderr, spoken });
-    });
+async function runSherpa(job: Job): Promise<SherpaRun> {
+  const { code, stdout, stderr } = await runNodeSource(CHILD, [JSON.stringify(job)]);
+  const line = stdout.trim().split("\n").at(-1);
+  if (!line) return { code, stderr, spoken: [] };
+  const parsed = JSON.parse(line) as Omit<SherpaRun, "code" | "stderr" | "spoken"> & {
+    spoken: (Omit<Spoken, "samples"> & { samples: string })[];
+  };
+  const spoken = parsed.spoken.map((entry) => {
+    const bytes = Buffer.from(entry.samples, "base64");
+    return { ...entry, samples: new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) };
   });
+  return { ...parsed, code, stderr, spoken };
 }
 
 const TEXT = "Hello world. How are you?";

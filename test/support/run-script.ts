@@ -1,5 +1,6 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
 import path from "node:path";
+import type { Readable } from "node:stream";
 import { fileURLToPath } from "node:url";
 
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -23,17 +24,37 @@ export function nodeArgs(script: string): string[] {
 
 /** Runs an entry point of the project (see `nodeArgs`; stdio not a TTY) and collects its output. */
 export function runScript(script: string, args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...nodeArgs(script), ...args], {
+  return collect(
+    spawn(process.execPath, [...nodeArgs(script), ...args], {
       cwd: PROJECT_ROOT,
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
-    });
+    }),
+  );
+}
+
+export interface SourceRun extends Run {
+  readonly signal: NodeJS.Signals | null;
+}
+
+/**
+ * Runs JavaScript source (`node -e`) with `args`, for code that may end its own process (a native
+ * addon that calls `_Exit` or aborts): how it ended is reported, never thrown. `cwd` is where a core
+ * file would land.
+ */
+export function runNodeSource(source: string, args: string[], cwd = PROJECT_ROOT): Promise<SourceRun> {
+  return collect(
+    spawn(process.execPath, ["-e", source, ...args], { cwd, stdio: ["ignore", "pipe", "pipe"] }),
+  );
+}
+
+function collect(child: ChildProcessByStdio<null, Readable, Readable>): Promise<SourceRun> {
+  return new Promise((resolve, reject) => {
     let stdout = "";
     let stderr = "";
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
 }

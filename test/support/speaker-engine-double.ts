@@ -16,7 +16,7 @@ interface LevelPrint extends Voiceprint {
 export const levelSpeakerEngine: SpeakerEngine = {
   info: { id: "level-double", version: "test" },
   capabilities: { sampleRate: 16_000, sameSpeakerBelow: 0.5, newSpeakerAbove: 1.5 },
-  voiceprint(samples) {
+  async voiceprint(samples) {
     let count = 0;
     let sum = 0;
     for (const sample of samples) {

@@ -12,13 +12,13 @@ import path from "node:path";
 import { promisify } from "node:util";
 import onnxProto from "onnx-proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findSherpaModel } from "../../src/models/sherpa-catalogue.js";
+import { findSherpaModelOf } from "../../src/models/sherpa-catalogue.js";
 import { installStandInVoice } from "../support/stand-in-models/install.js";
 import { runScript, type Run } from "../support/run-script.js";
 
 const execFileAsync = promisify(execFile);
-const ENGLISH = findSherpaModel("piper-en_US-libritts_r-medium")!;
-const SPANISH = findSherpaModel("piper-es_ES-sharvard-medium")!;
+const ENGLISH = findSherpaModelOf("tts", "piper-en_US-libritts_r-medium")!;
+const SPANISH = findSherpaModelOf("tts", "piper-es_ES-sharvard-medium")!;
 
 let server: Server;
 let serverUrl: string;
@@ -28,7 +28,7 @@ let ranges: (string | undefined)[] = [];
 
 /** An upstream-style archive of a stand-in voice; `edit` may change the model's bytes first. */
 async function archiveOf(name: string, edit?: (model: Buffer) => Uint8Array): Promise<Buffer> {
-  const entry = findSherpaModel(name)!;
+  const entry = findSherpaModelOf("tts", name)!;
   const root = await mkdtemp(path.join(tmp, "archive-"));
   const dir = await installStandInVoice(root, name, { speakers: 2 });
   if (edit) {

@@ -45,6 +45,27 @@ describe("default engines", () => {
     expect(asked).toBe(2);
   });
 
+  it("put pulled sherpa-onnx models first: the streaming recognizer for English, voices before eSpeak NG", () => {
+    const neural = { streamingEnglish: true, neuralVoices: true };
+    expect(defaultEngines({ modelPresent: false, nativeBuild: true, ...neural })).toEqual({
+      ...DEFAULT_ENGINES,
+      asr: [{ engine: "sherpa-onnx" }, { engine: "pocketsphinx" }],
+      tts: [{ engine: "sherpa-onnx" }, { engine: "espeak-ng" }],
+    });
+    expect(defaultEngines({ modelPresent: true, nativeBuild: true, ...neural }).asr).toEqual([
+      { engine: "sherpa-onnx" },
+      { engine: "whisper-cpp", model: "base" },
+      { engine: "pocketsphinx" },
+    ]);
+    // Without whisper.cpp's build for this CPU the streaming recognizer stays first.
+    const defaults = { asr: defaultEngines({ modelPresent: true, nativeBuild: true, ...neural }).asr };
+    expect(recognizersToBuild({ ...defaults, asrFollowsWhisperBuild: true }, () => false)).toEqual([
+      { engine: "sherpa-onnx" },
+      { engine: "pocketsphinx" },
+      { engine: "whisper-cpp", model: "base" },
+    ]);
+  });
+
   it("give way to anything configured", () => {
     const defaults = defaultEngines({ modelPresent: true, nativeBuild: true });
     expect(

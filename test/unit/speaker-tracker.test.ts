@@ -38,10 +38,10 @@ class Session {
   }
 
   /** Pushes speech of the current utterance; returns the changes it reported. */
-  push(samples: Float32Array): SpeakerChange[] {
+  async push(samples: Float32Array): Promise<SpeakerChange[]> {
     const changes: SpeakerChange[] = [];
     for (let at = 0; at < samples.length; at += WINDOW) {
-      const change = this.tracker.push(samples.subarray(at, at + WINDOW), this.position + at);
+      const change = await this.tracker.push(samples.subarray(at, at + WINDOW), this.position + at);
       if (change) {
         changes.push(change);
         this.settledBeforeChanges.push(this.settled);
@@ -54,77 +54,77 @@ class Session {
   }
 
   /** One whole utterance; returns its final label. */
-  utterance(samples: Float32Array): string {
-    this.push(samples);
-    return this.tracker.endUtterance().speaker;
+  async utterance(samples: Float32Array): Promise<string> {
+    await this.push(samples);
+    return (await this.tracker.endUtterance()).speaker;
   }
 }
 
 describe("SpeakerTracker (speaker engine double)", () => {
-  it("the session's first voice is speaker 1 at once", () => {
+  it("the session's first voice is speaker 1 at once", async () => {
     const session = new Session();
     expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
     expect(session.tracker.count).toBe(0);
-    session.push(voice(30, 0.5));
+    await session.push(voice(30, 0.5));
     expect(session.tracker.current).toEqual({ speaker: "1", decided: true });
     expect(session.tracker.count).toBe(1);
-    expect(session.tracker.endUtterance()).toEqual({ speaker: "1", decided: true });
+    expect(await session.tracker.endUtterance()).toEqual({ speaker: "1", decided: true });
   });
 
-  it("digital silence is no voice: it makes no speaker", () => {
+  it("digital silence is no voice: it makes no speaker", async () => {
     const session = new Session();
-    session.push(new Float32Array(3 * RATE));
+    await session.push(new Float32Array(3 * RATE));
     expect(session.tracker.count).toBe(0);
-    expect(session.tracker.endUtterance()).toEqual({ speaker: "1", decided: true });
+    expect(await session.tracker.endUtterance()).toEqual({ speaker: "1", decided: true });
     expect(session.tracker.count).toBe(0);
   });
 
-  it("a second voice becomes speaker 2 only from 1.5 s of its speech, tentatively the nearest before", () => {
+  it("a second voice becomes speaker 2 only from 1.5 s of its speech, tentatively the nearest before", async () => {
     const session = new Session();
-    expect(session.utterance(voice(10, 2))).toBe("1");
-    session.push(voice(30, 0.5));
+    expect(await session.utterance(voice(10, 2))).toBe("1");
+    await session.push(voice(30, 0.5));
     expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
-    session.push(voice(30, 1.5 - 0.5 - 1 / RATE));
+    await session.push(voice(30, 1.5 - 0.5 - 1 / RATE));
     expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
     expect(session.tracker.count).toBe(1);
-    session.push(voice(30, 1 / RATE));
+    await session.push(voice(30, 1 / RATE));
     expect(session.tracker.current).toEqual({ speaker: "2", decided: true });
     expect(session.tracker.count).toBe(2);
-    session.push(voice(30, 2));
-    expect(session.tracker.endUtterance()).toEqual({ speaker: "2", decided: true });
+    await session.push(voice(30, 2));
+    expect(await session.tracker.endUtterance()).toEqual({ speaker: "2", decided: true });
     expect(session.changes).toEqual([]);
   });
 
-  it("utterances of an unknown voice shorter than 1.5 s take the nearest label and never make a speaker", () => {
+  it("utterances of an unknown voice shorter than 1.5 s take the nearest label and never make a speaker", async () => {
     const session = new Session();
-    expect(session.utterance(voice(10, 2))).toBe("1");
-    expect(session.utterance(voice(30, 2))).toBe("2");
+    expect(await session.utterance(voice(10, 2))).toBe("1");
+    expect(await session.utterance(voice(30, 2))).toBe("2");
     // nearer speaker 1 (code 10) or speaker 2 (code 30)
-    expect(session.utterance(voice(16, 1.4))).toBe("1");
-    expect(session.utterance(voice(26, 1.4))).toBe("2");
+    expect(await session.utterance(voice(16, 1.4))).toBe("1");
+    expect(await session.utterance(voice(26, 1.4))).toBe("2");
     expect(session.tracker.current.decided).toBe(true);
     // many short replies of the same new voice still make no speaker of it
-    for (let i = 0; i < 10; i++) expect(session.utterance(voice(60, i % 2 ? 1 : 0.3))).toBe("2");
+    for (let i = 0; i < 10; i++) expect(await session.utterance(voice(60, i % 2 ? 1 : 0.3))).toBe("2");
     expect(session.tracker.count).toBe(2);
     // …while 1.5 s of it does
-    expect(session.utterance(voice(60, 1.5))).toBe("3");
+    expect(await session.utterance(voice(60, 1.5))).toBe("3");
     expect(session.tracker.count).toBe(3);
   });
 
-  it("a known speaker coming back gets their own label, decided from 1.5 s of their speech", () => {
+  it("a known speaker coming back gets their own label, decided from 1.5 s of their speech", async () => {
     const session = new Session();
-    expect(session.utterance(voice(10, 2))).toBe("1");
-    expect(session.utterance(voice(30, 2))).toBe("2");
-    expect(session.utterance(voice(50, 2))).toBe("3");
-    session.push(voice(10, 0.5));
+    expect(await session.utterance(voice(10, 2))).toBe("1");
+    expect(await session.utterance(voice(30, 2))).toBe("2");
+    expect(await session.utterance(voice(50, 2))).toBe("3");
+    await session.push(voice(10, 0.5));
     expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
-    session.push(voice(10, 1));
+    await session.push(voice(10, 1));
     expect(session.tracker.current).toEqual({ speaker: "1", decided: true });
-    expect(session.tracker.endUtterance().speaker).toBe("1");
+    expect((await session.tracker.endUtterance()).speaker).toBe("1");
     // short or long, every return finds its speaker
-    expect(session.utterance(voice(30, 0.6))).toBe("2");
-    expect(session.utterance(voice(50, 4))).toBe("3");
-    expect(session.utterance(voice(30, 3))).toBe("2");
+    expect(await session.utterance(voice(30, 0.6))).toBe("2");
+    expect(await session.utterance(voice(50, 4))).toBe("3");
+    expect(await session.utterance(voice(30, 3))).toBe("2");
     expect(session.tracker.count).toBe(3);
     expect(session.changes).toEqual([]);
   });
@@ -132,12 +132,12 @@ describe("SpeakerTracker (speaker engine double)", () => {
   it.each([
     { name: "on a block edge", a: 3 },
     { name: "inside a block", a: 3.3 },
-  ])("a change of voice inside an utterance ($name) is reported where it happened", ({ a }) => {
+  ])("a change of voice inside an utterance ($name) is reported where it happened", async ({ a }) => {
     const session = new Session();
     // the utterance starts at session position 1 s (after a pause the tracker is not given)
     session.position = RATE;
     const boundary = session.position + a * RATE;
-    const changes = session.push(join(voice(10, a), voice(40, 1.5)));
+    const changes = await session.push(join(voice(10, a), voice(40, 1.5)));
     expect(changes).toHaveLength(1);
     const [change] = changes as [SpeakerChange];
     // within the tracker's 0.5 s blocks
@@ -145,45 +145,45 @@ describe("SpeakerTracker (speaker engine double)", () => {
     expect(change.before).toBe("1");
     // the only known speaker is the one the voice changed from: the new voice is someone new at once
     expect(change).toMatchObject({ speaker: "2", decided: true });
-    session.push(voice(40, 1.5));
+    await session.push(voice(40, 1.5));
     expect(session.tracker.current).toEqual({ speaker: "2", decided: true });
-    expect(session.tracker.endUtterance().speaker).toBe("2");
+    expect((await session.tracker.endUtterance()).speaker).toBe("2");
     expect(session.changes).toHaveLength(1);
     expect(session.tracker.count).toBe(2);
     // the two runs taught their own speakers
-    expect(session.utterance(voice(10, 0.6))).toBe("1");
-    expect(session.utterance(voice(40, 0.6))).toBe("2");
+    expect(await session.utterance(voice(10, 0.6))).toBe("1");
+    expect(await session.utterance(voice(40, 0.6))).toBe("2");
   });
 
-  it("a known speaker answering a new one without a pause is reported with both labels", () => {
+  it("a known speaker answering a new one without a pause is reported with both labels", async () => {
     const session = new Session();
-    expect(session.utterance(voice(40, 2))).toBe("1");
+    expect(await session.utterance(voice(40, 2))).toBe("1");
     const boundary = session.position + 3 * RATE;
     // a new voice speaks 3 s (speaker 2 from 1.5 s), then speaker 1 answers
-    const changes = session.push(join(voice(10, 3), voice(40, 2)));
+    const changes = await session.push(join(voice(10, 3), voice(40, 2)));
     expect(changes).toHaveLength(1);
     const [change] = changes as [SpeakerChange];
     expect(Math.abs(change.atSample - boundary)).toBeLessThanOrEqual(0.5 * RATE);
     expect(change).toMatchObject({ before: "2", speaker: "1" });
-    expect(session.tracker.endUtterance()).toEqual({ speaker: "1", decided: true });
+    expect(await session.tracker.endUtterance()).toEqual({ speaker: "1", decided: true });
     expect(session.tracker.count).toBe(2);
     // the new speaker's voiceprint holds only their own speech
-    expect(session.utterance(voice(10, 0.6))).toBe("2");
-    expect(session.utterance(voice(40, 0.6))).toBe("1");
+    expect(await session.utterance(voice(10, 0.6))).toBe("2");
+    expect(await session.utterance(voice(40, 0.6))).toBe("1");
   });
 
   // A run decided for a known speaker stays theirs while the next voice pulls its voiceprint away:
   // the change is found by the change check, and neither speaker gets a duplicate label.
-  it("a change between known speakers inside an utterance keeps both their labels", () => {
+  it("a change between known speakers inside an utterance keeps both their labels", async () => {
     const session = new Session();
-    expect(session.utterance(voice(10, 2))).toBe("1");
-    expect(session.utterance(voice(40, 2))).toBe("2");
+    expect(await session.utterance(voice(10, 2))).toBe("1");
+    expect(await session.utterance(voice(40, 2))).toBe("2");
     const boundary = session.position + 3 * RATE;
     // speaker 2 goes on, then speaker 1 answers without a pause
     const speech = join(voice(40, 3), voice(10, 2));
     const decided: string[] = [];
     for (let at = 0; at < speech.length; at += RATE / 2) {
-      session.push(speech.subarray(at, at + RATE / 2));
+      await session.push(speech.subarray(at, at + RATE / 2));
       const { speaker, decided: sure } = session.tracker.current;
       if (session.changes.length === 0 && sure) decided.push(speaker);
     }
@@ -192,21 +192,21 @@ describe("SpeakerTracker (speaker engine double)", () => {
     expect(session.changes).toHaveLength(1);
     expect(Math.abs(session.changes[0]!.atSample - boundary)).toBeLessThanOrEqual(0.5 * RATE);
     expect(session.changes[0]).toMatchObject({ before: "2", speaker: "1" });
-    expect(session.tracker.endUtterance().speaker).toBe("1");
+    expect((await session.tracker.endUtterance()).speaker).toBe("1");
     expect(session.tracker.count).toBe(2);
   });
 
   // The pipeline makes words final only before `settledBefore`: they must keep their label for good.
-  it("settles speech only once its label is decided, and only where a later change cannot cut", () => {
+  it("settles speech only once its label is decided, and only where a later change cannot cut", async () => {
     const session = new Session();
-    expect(session.utterance(voice(10, 2))).toBe("1");
+    expect(await session.utterance(voice(10, 2))).toBe("1");
     expect(session.tracker.settledBefore).toBe(Infinity);
     // a new utterance: nothing is settled until its speaker is decided, not even for a known voice
     const start = session.position;
-    session.push(voice(10, 1 / RATE));
+    await session.push(voice(10, 1 / RATE));
     expect(session.tracker.current).toEqual({ speaker: "1", decided: false });
     expect(session.tracker.settledBefore).toBe(-Infinity);
-    session.push(voice(10, 1.5));
+    await session.push(voice(10, 1.5));
     expect(session.tracker.current).toEqual({ speaker: "1", decided: true });
     // decided, and the first block is never split off
     expect(session.tracker.settledBefore).toBeGreaterThan(start);
@@ -215,7 +215,7 @@ describe("SpeakerTracker (speaker engine double)", () => {
     const settled: number[] = [];
     const speech = join(voice(10, 2), voice(40, 3));
     for (let at = 0; at < speech.length; at += WINDOW) {
-      session.push(speech.subarray(at, at + WINDOW));
+      await session.push(speech.subarray(at, at + WINDOW));
       if (session.changes.length === 0) settled.push(session.tracker.settledBefore);
     }
     expect(session.changes).toHaveLength(1);
@@ -228,10 +228,11 @@ describe("SpeakerTracker (speaker engine double)", () => {
     expect(session.settledBeforeChanges).toEqual([Math.max(...settled)]);
   });
 
-  it(`never hands out more than MAX_SPEAKERS (${MAX_SPEAKERS}) labels, even to 40 voices`, () => {
+  it(`never hands out more than MAX_SPEAKERS (${MAX_SPEAKERS}) labels, even to 40 voices`, async () => {
     const session = new Session();
     const codes = Array.from({ length: 40 }, (_, i) => 10 + 2 * i);
-    const labels = codes.map((code) => session.utterance(voice(code, 2)));
+    const labels: string[] = [];
+    for (const code of codes) labels.push(await session.utterance(voice(code, 2)));
     expect(session.tracker.count).toBe(MAX_SPEAKERS);
     expect(labels.slice(0, MAX_SPEAKERS)).toEqual(
       Array.from({ length: MAX_SPEAKERS }, (_, i) => String(i + 1)),
@@ -241,9 +242,53 @@ describe("SpeakerTracker (speaker engine double)", () => {
     // past the bound a new voice takes the nearest speaker: the highest codes are nearest the last one
     expect(labels.slice(MAX_SPEAKERS)).toEqual(Array(40 - MAX_SPEAKERS).fill(String(MAX_SPEAKERS)));
     // and the speakers who have labels keep them
-    expect(session.utterance(voice(codes[0]!, 1))).toBe("1");
-    expect(session.utterance(voice(codes[7]!, 1))).toBe("8");
+    expect(await session.utterance(voice(codes[0]!, 1))).toBe("1");
+    expect(await session.utterance(voice(codes[7]!, 1))).toBe("8");
     expect(session.tracker.count).toBe(MAX_SPEAKERS);
+  });
+
+  // Voiceprints are asynchronous (an engine in another process): calls made without waiting for
+  // each other must still reach the runs in the order the speech came.
+  it("takes speech in the order it was pushed, however long each voiceprint takes", async () => {
+    const speech = join(voice(10, 2), voice(40, 2));
+    const inOrder = new Session();
+    await inOrder.push(speech);
+    const expected = [...inOrder.changes, await inOrder.tracker.endUtterance()];
+
+    let calls = 0;
+    const slow: SpeakerEngine = {
+      ...levelSpeakerEngine,
+      // Later calls answer sooner: without the tracker's ordering, blocks would arrive reversed.
+      async voiceprint(samples) {
+        const wait = 20 - (calls++ % 20);
+        await new Promise((resolve) => setTimeout(resolve, wait));
+        return levelSpeakerEngine.voiceprint(samples);
+      },
+    };
+    const tracker = new SpeakerTracker(slow);
+    const pushes: Promise<SpeakerChange | undefined>[] = [];
+    for (let at = 0; at < speech.length; at += WINDOW)
+      pushes.push(tracker.push(speech.subarray(at, at + WINDOW), at));
+    const ended = tracker.endUtterance();
+    const changes = (await Promise.all(pushes)).filter((change) => change !== undefined);
+    expect([...changes, await ended]).toEqual(expected);
+  });
+
+  it("leaves out a block whose voiceprint failed, and goes on labelling", async () => {
+    let fail = false;
+    const flaky: SpeakerEngine = {
+      ...levelSpeakerEngine,
+      voiceprint: async (samples) => {
+        if (fail) throw new Error("the engine's process restarted");
+        return levelSpeakerEngine.voiceprint(samples);
+      },
+    };
+    const session = new Session(flaky);
+    expect(await session.utterance(voice(10, 2))).toBe("1");
+    fail = true;
+    expect(await session.utterance(voice(40, 2))).toBe("1");
+    fail = false;
+    expect(await session.utterance(voice(40, 2))).toBe("2");
   });
 });
 
@@ -266,7 +311,7 @@ describe.skipIf(SPEECH_MISSING)("SpeakerTracker (MFCC speaker engine, real speec
     const labelOf = new Map<string, string>();
     for (const turn of conversation.turns) {
       session.position = turn.startSample;
-      const label = session.utterance(
+      const label = await session.utterance(
         int16ToFloat32(conversation.pcm.subarray(turn.startSample, turn.endSample)),
       );
       if (!labelOf.has(turn.speaker)) labelOf.set(turn.speaker, label);
@@ -287,14 +332,14 @@ describe.skipIf(SPEECH_MISSING)("SpeakerTracker (MFCC speaker engine, real speec
     const session = new Session(engine);
     session.position = first.startSample;
     const boundary = first.endSample;
-    const changes = session.push(join(pcm(first), pcm(second)));
+    const changes = await session.push(join(pcm(first), pcm(second)));
     expect(changes).toHaveLength(1);
     expect(Math.abs(changes[0]!.atSample - boundary)).toBeLessThanOrEqual(1.5 * RATE);
     expect(changes[0]!.before).toBe("1");
     // speech settled as the first speaker's (final words) lies before the cut
     expect(session.settledBeforeChanges[0]).toBeLessThanOrEqual(changes[0]!.atSample);
     expect(session.settledBeforeChanges[0]).toBeGreaterThan(first.startSample);
-    expect(session.tracker.endUtterance().speaker).toBe("2");
+    expect((await session.tracker.endUtterance()).speaker).toBe("2");
     expect(session.tracker.count).toBe(2);
   });
 });

@@ -88,7 +88,7 @@ export function createMfccSpeakerEngine(): SpeakerEngine {
   return {
     info: { id: "mfcc-gaussian", version: "1" },
     capabilities: { sampleRate: MFCC_RATE, sameSpeakerBelow: 11, newSpeakerAbove: 14 },
-    voiceprint: (samples) => fromFrames(mfccFrames(samples)),
+    voiceprint: async (samples) => fromFrames(mfccFrames(samples)),
     merge: (a, b) => pooled(asGaussian(a), asGaussian(b)),
     distance(a, b) {
       const [x, y] = [asGaussian(a), asGaussian(b)];

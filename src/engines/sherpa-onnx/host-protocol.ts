@@ -53,3 +53,46 @@ export interface GenerateParams {
   /** sherpa-onnx's speed: 1 is the model's own pace, 2 twice as fast. */
   readonly speed: number;
 }
+
+/** A streaming transducer and, optionally, the punctuation model its finals go through. */
+export interface LoadRecognizerParams {
+  readonly name: string;
+  readonly files: {
+    readonly encoder: string;
+    readonly decoder: string;
+    readonly joiner: string;
+    readonly tokens: string;
+    readonly bpeVocab: string;
+  };
+  readonly punctuation?: { readonly model: string; readonly bpeVocab: string };
+  readonly threads: number;
+}
+
+export interface LoadedRecognizer {
+  readonly punctuation: boolean;
+}
+
+export interface OpenParams {
+  readonly model: string;
+  /** Phrases to favour (upper case, as the model's vocabulary spells them); none for plain recognition. */
+  readonly hotwords: readonly string[];
+}
+
+export interface StreamParams {
+  readonly stream: number;
+}
+
+export interface AcceptParams extends StreamParams {
+  /** 16 kHz mono samples in [-1, 1]. */
+  readonly samples: Float32Array;
+}
+
+/** What the recognizer has heard of an utterance so far. */
+export interface RecognitionResult {
+  readonly text: string;
+  /** BPE pieces ("▁" opens a word) and their times, seconds from the utterance's start. */
+  readonly tokens: readonly string[];
+  readonly timestamps: readonly number[];
+  /** The model's endpoint rules say the utterance has ended. */
+  readonly endpoint: boolean;
+}

@@ -4,7 +4,9 @@
  * onnxruntime. Here such a file is refused with a message that names the file and what is wrong.
  *
  * The keys are those sherpa-onnx reads without a default (sherpa-onnx/csrc at 634265c9, 2026-08-08:
- * `SHERPA_ONNX_READ_META_DATA` and `_STR` in offline-tts-vits-model.cc).
+ * `SHERPA_ONNX_READ_META_DATA` and `_STR` in offline-tts-vits-model.cc,
+ * online-zipformer2-transducer-model.cc, online-cnn-bilstm-model-meta-data.h and
+ * speaker-embedding-extractor-model.cc; each confirmed by loading a stand-in without the key).
  */
 import { readFile } from "node:fs/promises";
 import onnxProto from "onnx-proto";
@@ -12,10 +14,37 @@ import onnxProto from "onnx-proto";
 // onnx-proto is CommonJS: its namespace is a property of the default export.
 const { onnx } = onnxProto;
 
-export type ModelFileKind = "vits";
+export type ModelFileKind =
+  "vits" | "zipformer2-encoder" | "transducer-decoder" | "punctuation" | "speaker-embedding";
 
 const REQUIRED: Record<ModelFileKind, readonly string[]> = {
   vits: ["sample_rate", "n_speakers", "language", "comment"],
+  "zipformer2-encoder": [
+    "encoder_dims",
+    "query_head_dims",
+    "value_head_dims",
+    "num_heads",
+    "num_encoder_layers",
+    "cnn_module_kernels",
+    "left_context_len",
+    "T",
+    "decode_chunk_len",
+  ],
+  "transducer-decoder": ["vocab_size", "context_size"],
+  punctuation: ["COMMA", "PERIOD", "QUESTION", "UPPER", "CAP", "MIX_CASE"],
+  "speaker-embedding": ["framework", "output_dim", "sample_rate", "normalize_samples", "language"],
+};
+
+/**
+ * Values sherpa-onnx crashes on rather than refuses: an unknown speaker-model `framework` (a
+ * segmentation fault), a `feature_normalize_type` other than these (the process ends at the first
+ * embedding).
+ */
+const ALLOWED: Partial<Record<ModelFileKind, Record<string, readonly string[]>>> = {
+  "speaker-embedding": {
+    framework: ["3d-speaker", "wespeaker", "nemo"],
+    feature_normalize_type: ["", "global-mean"],
+  },
 };
 
 export class ModelFileError extends Error {
@@ -54,6 +83,14 @@ export async function checkModelFile(file: string, kind: ModelFileKind): Promise
     throw new ModelFileError(
       `${file} lacks the metadata sherpa-onnx requires of a ${kind} model: ${missing.join(", ")}`,
     );
+  }
+  for (const [key, values] of Object.entries(ALLOWED[kind] ?? {})) {
+    const value = metadata.get(key) ?? "";
+    if (!values.includes(value)) {
+      throw new ModelFileError(
+        `${file}: sherpa-onnx cannot use ${key} "${value}" (it takes ${values.filter(Boolean).join(", ")})`,
+      );
+    }
   }
   return metadata;
 }

@@ -48,18 +48,18 @@ export class SpeakerSplit {
   }
 
   /** A window of the utterance; returns the change of speaker it revealed, if any. */
-  track(window: TimedWindow): SpeakerChange | undefined {
+  async track(window: TimedWindow): Promise<SpeakerChange | undefined> {
     if (this.voices) this.unobserved.push(window);
     if (!this.tracker) return undefined;
     this.audio.push(window);
-    const change = this.tracker.push(int16ToFloat32(window.pcm), window.startSample);
+    const change = await this.tracker.push(int16ToFloat32(window.pcm), window.startSample);
     this.speaking = this.tracker.current.speaker;
     return change;
   }
 
   /** The utterance ended: its last run gets the tracker's final decision. */
-  endUtterance(): void {
-    if (this.tracker) this.speaking = this.tracker.endUtterance().speaker;
+  async endUtterance(): Promise<void> {
+    if (this.tracker) this.speaking = (await this.tracker.endUtterance()).speaker;
   }
 
   /** After a window's transcripts are out, so measuring the voice never delays them. */

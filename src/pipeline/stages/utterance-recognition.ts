@@ -61,7 +61,7 @@ export class UtteranceRecognition {
     }
     if (frame.kind === "flush") return this.finish(frame.tail);
     const { window, ending } = frame;
-    const change = speakers.track(window);
+    const change = await speakers.track(window);
     if (change) return this.split(change, window.pcm);
     if (ending) return this.finish(window.pcm);
     await this.utterance!.stream!.write(window.pcm);
@@ -94,7 +94,7 @@ export class UtteranceRecognition {
     this.endpointHeard = false;
     // The pre-roll of an onset is tracked now; the part after a split was tracked already.
     speakers.begin(onset ? [] : [...lead]);
-    if (onset) for (const window of lead) speakers.track(window);
+    if (onset) for (const window of lead) await speakers.track(window);
     this.next({ kind: "utterance-start", startSample, onset }, speakers.speaking);
     const onEvent = (event: RecognitionEvent) => {
       // Events of an utterance already finished (or split) are stale.
@@ -127,7 +127,7 @@ export class UtteranceRecognition {
     const utterance = this.utterance;
     if (utterance) {
       // The utterance's finals carry the tracker's decision for its last run.
-      speakers.endUtterance();
+      await speakers.endUtterance();
       const endedAt = performance.now();
       let hypothesis: Hypothesis;
       try {

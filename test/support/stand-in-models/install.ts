@@ -2,9 +2,11 @@
  * Puts stand-in models where `relay models pull` would: the catalogue's directory and file names
  * under a models directory, so the service finds and loads them as it would the real ones.
  */
-import { symlink, writeFile, mkdir } from "node:fs/promises";
+import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { findSherpaModel } from "../../../src/models/sherpa-catalogue.js";
+import { findSherpaModelOf } from "../../../src/models/sherpa-catalogue.js";
+import { writePunctuationStandIn } from "./punctuation.js";
+import { writeStreamingTransducerStandIn } from "./streaming-transducer.js";
 import { buildVitsStandIn, findEspeakNgData, piperTokensText, type VitsStandInOptions } from "./vits.js";
 
 /** A stand-in Piper voice as catalogue model `name` (e.g. "piper-en_US-libritts_r-medium"). */
@@ -13,8 +15,8 @@ export async function installStandInVoice(
   name: string,
   options: Omit<VitsStandInOptions, "dir"> = {},
 ): Promise<string> {
-  const entry = findSherpaModel(name);
-  if (entry?.tts?.kind !== "vits") throw new Error(`${name} is not a Piper voice of the catalogue`);
+  const entry = findSherpaModelOf("tts", name);
+  if (!entry) throw new Error(`${name} is not a Piper voice of the catalogue`);
   const dir = path.join(modelsDir, entry.dir);
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, entry.tts.model), buildVitsStandIn(options));
@@ -22,4 +24,34 @@ export async function installStandInVoice(
   // The real archives carry their own espeak-ng-data; Debian's serves the stand-in.
   await symlink(findEspeakNgData(), path.join(dir, "espeak-ng-data"));
   return dir;
+}
+
+/**
+ * The stand-in streaming recognizer as catalogue model "streaming-zipformer-en", and with
+ * `punctuation` the stand-in punctuation model as "punct-en".
+ */
+export async function installStandInRecognizer(
+  modelsDir: string,
+  options: { punctuation: boolean; size?: "small" | "real" },
+): Promise<void> {
+  const asr = findSherpaModelOf("streaming-asr", "streaming-zipformer-en")!;
+  const written = writeStreamingTransducerStandIn({
+    dir: path.join(modelsDir, ".stand-in-asr"),
+    size: options.size ?? "small",
+  });
+  const dir = path.join(modelsDir, asr.dir);
+  await mkdir(dir, { recursive: true });
+  await rename(written.encoder, path.join(dir, asr.asr.encoder));
+  await rename(written.decoder, path.join(dir, asr.asr.decoder));
+  await rename(written.joiner, path.join(dir, asr.asr.joiner));
+  await rename(written.tokens, path.join(dir, asr.asr.tokens));
+  await rename(written.bpeVocab, path.join(dir, asr.asr.bpeVocab));
+  await rm(path.join(modelsDir, ".stand-in-asr"), { recursive: true, force: true });
+  if (!options.punctuation) return;
+  const punct = findSherpaModelOf("punctuation", "punct-en")!;
+  const punctDir = path.join(modelsDir, punct.dir);
+  const model = writePunctuationStandIn({ dir: punctDir });
+  await rename(model.model, path.join(punctDir, punct.punctuation.model));
+  if (model.bpeVocab !== path.join(punctDir, punct.punctuation.bpeVocab))
+    await rename(model.bpeVocab, path.join(punctDir, punct.punctuation.bpeVocab));
 }

@@ -1,0 +1,55 @@
+/** The host process's speech synthesis (sherpa-onnx `OfflineTts`, Piper voices). */
+import { sherpa, type Handler, type HandlerRequest } from "./host-handlers.js";
+import type { GenerateParams, LoadedTts, LoadTtsParams } from "./host-protocol.js";
+
+interface OfflineTts {
+  readonly numSpeakers: number;
+  readonly sampleRate: number;
+  generateAsync(request: {
+    text: string;
+    sid: number;
+    speed: number;
+    onProgress?: (info: { samples: Float32Array; progress: number }) => number | boolean;
+  }): Promise<{ samples: Float32Array; sampleRate: number }>;
+}
+
+const { OfflineTts } = sherpa as { OfflineTts: { createAsync(config: unknown): Promise<OfflineTts> } };
+
+const models = new Map<string, OfflineTts>();
+
+async function loadTts({ name, files, threads }: LoadTtsParams): Promise<LoadedTts> {
+  const tts = await OfflineTts.createAsync({
+    model: {
+      vits: { model: files.model, tokens: files.tokens, dataDir: files.dataDir },
+      numThreads: threads,
+      provider: "cpu",
+      debug: 0,
+    },
+    // One sentence per callback: speech goes out sentence by sentence.
+    maxNumSentences: 1,
+  });
+  models.set(name, tts);
+  return { speakers: tts.numSpeakers, sampleRate: tts.sampleRate };
+}
+
+async function generate(
+  { name, text, speaker, speed }: GenerateParams,
+  request: HandlerRequest,
+): Promise<{ sampleRate: number }> {
+  const tts = models.get(name);
+  if (!tts) throw new Error(`no TTS model "${name}" loaded`);
+  const audio = await tts.generateAsync({
+    text,
+    sid: speaker,
+    speed,
+    onProgress: ({ samples }) => {
+      if (request.cancelled()) return 0;
+      // The callback's array is sherpa-onnx's own buffer: copy before it is reused.
+      request.chunk(Float32Array.from(samples));
+      return 1;
+    },
+  });
+  return { sampleRate: audio.sampleRate };
+}
+
+export const ttsHandlers: Record<string, Handler> = { loadTts, generate };

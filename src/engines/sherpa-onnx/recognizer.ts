@@ -1,0 +1,252 @@
+/**
+ * Streaming English recognition through sherpa-onnx (a streaming zipformer transducer), in the
+ * host process (host-asr.ts). Unlike whisper.cpp and PocketSphinx it is asked for nothing: every
+ * piece of audio is decoded as it arrives, partial results are pushed as the text grows, and the
+ * model's own endpoint rules (trailing silence after words) end an utterance. `finish` decodes the
+ * held-back tail at once and, with the punctuation model, gives the final its sentences.
+ */
+import { bulkhead, BulkheadRejectedError } from "cockatiel";
+import { int16ToFloat32 } from "../../audio/pcm.js";
+import { AsrStreamBase } from "../asr-stream.js";
+import type {
+  AsrEngine,
+  AsrStreamOptions,
+  Hypothesis,
+  RecognitionEvent,
+  RecognitionOptions,
+  RecognitionStream,
+  WordTiming,
+} from "../types.js";
+import { SherpaHost } from "./host.js";
+import type { LoadedRecognizer, LoadRecognizerParams, RecognitionResult } from "./host-protocol.js";
+import { hotwordsFromContext } from "./hotwords.js";
+import { checkModelFile } from "./model-check.js";
+
+export interface SherpaRecognizerOptions {
+  /** The catalogue name (names the engine's version). */
+  readonly name: string;
+  readonly files: LoadRecognizerParams["files"];
+  readonly punctuation?: LoadRecognizerParams["punctuation"];
+  /** onnxruntime threads per decode. Default 1. */
+  readonly threads?: number;
+  /** Utterances open at once; beyond it a new one fails (the session reports it). Default 64. */
+  readonly maxStreams?: number;
+}
+
+const SAMPLE_RATE = 16_000;
+/**
+ * Audio is sent to the host in pieces of at least this many samples (160 ms): the model decodes in
+ * chunks of about 320 ms, so smaller pieces only add messages.
+ */
+const SEND_SAMPLES = 2_560;
+
+export async function createSherpaRecognizer(options: SherpaRecognizerOptions): Promise<AsrEngine> {
+  await checkModelFile(options.files.encoder, "zipformer2-encoder");
+  await checkModelFile(options.files.decoder, "transducer-decoder");
+  if (options.punctuation) await checkModelFile(options.punctuation.model, "punctuation");
+  const host = new SherpaHost("sherpa-onnx recognizer");
+  try {
+    const version = (await host.request("version", null)) as string;
+    const params: LoadRecognizerParams = {
+      name: options.name,
+      files: options.files,
+      ...(options.punctuation ? { punctuation: options.punctuation } : {}),
+      threads: options.threads ?? 1,
+    };
+    const loaded = (await host.setUp("loadRecognizer", params)) as LoadedRecognizer;
+    const maxStreams = options.maxStreams ?? 64;
+    // Opening costs a model load when a session's hotwords are new: one at a time, the rest wait.
+    const opening = bulkhead(1, maxStreams);
+    let open = 0;
+
+    const openStream = async (streamOptions: AsrStreamOptions): Promise<SherpaStream> => {
+      if (streamOptions.language !== "en") {
+        throw new Error(`the streaming recognizer hears English only, not "${streamOptions.language}"`);
+      }
+      if (open >= maxStreams)
+        throw new Error(`the streaming recognizer is busy (${maxStreams} utterances open)`);
+      const hotwords = hotwordsFromContext(streamOptions.context);
+      let id: number;
+      try {
+        id = (await opening.execute(() => host.request("open", { model: options.name, hotwords }))) as number;
+      } catch (error) {
+        if (error instanceof BulkheadRejectedError) {
+          throw new Error(`the streaming recognizer is busy (${maxStreams} utterances opening)`, {
+            cause: error,
+          });
+        }
+        throw error;
+      }
+      open++;
+      return new SherpaStream(host, id, loaded.punctuation, () => open--);
+    };
+
+    return {
+      info: {
+        id: "sherpa-onnx",
+        version: `${version}+${options.name}${loaded.punctuation ? "+punctuation" : ""}`,
+        detail: `streaming ${options.name}${loaded.punctuation ? ", with punctuation" : ""}`,
+      },
+      capabilities: {
+        languages: ["en"],
+        sampleRate: SAMPLE_RATE,
+        partialResults: true,
+        wordTimings: true,
+        punctuation: loaded.punctuation,
+      },
+      createStream: openStream,
+      async openRecognition(recognition: RecognitionOptions): Promise<RecognitionStream> {
+        return new PushedRecognition(await openStream(recognition), recognition.onEvent);
+      },
+      close: () => host.close(),
+    };
+  } catch (error) {
+    await host.close();
+    throw error;
+  }
+}
+
+/** One utterance on the host: audio goes out in pieces, each answered with what is heard so far. */
+class SherpaStream extends AsrStreamBase {
+  private unsent: Int16Array[] = [];
+  private unsentSamples = 0;
+  private heard: RecognitionResult = { text: "", tokens: [], timestamps: [], endpoint: false };
+  /** Samples the host has heard (the rest wait in `unsent`). */
+  private sent = 0;
+  private released = false;
+
+  constructor(
+    private readonly host: SherpaHost,
+    private readonly id: number,
+    private readonly punctuate: boolean,
+    private readonly onRelease: () => void,
+  ) {
+    super("sherpa-onnx");
+  }
+
+  /** What was heard up to the last piece sent (whether the model saw an endpoint). */
+  get latest(): RecognitionResult {
+    return this.heard;
+  }
+
+  /** How much audio `latest` covers. */
+  get latestMs(): number {
+    return this.sent / (SAMPLE_RATE / 1000);
+  }
+
+  protected async accept(pcm: Int16Array): Promise<void> {
+    this.unsent.push(pcm);
+    this.unsentSamples += pcm.length;
+    if (this.unsentSamples >= SEND_SAMPLES) await this.send();
+  }
+
+  protected async currentHypothesis(): Promise<Hypothesis> {
+    await this.send();
+    return toHypothesis(this.heard, this.sent);
+  }
+
+  protected async conclude(): Promise<Hypothesis> {
+    await this.send();
+    const final = (await this.host.request("finish", {
+      stream: this.id,
+      punctuate: this.punctuate,
+    })) as RecognitionResult;
+    this.release(false);
+    return toHypothesis(final, this.sent);
+  }
+
+  protected aborted(): void {
+    this.release(true);
+  }
+
+  private async send(): Promise<void> {
+    if (this.unsentSamples === 0) return;
+    const pieces = this.unsent.splice(0);
+    this.unsentSamples = 0;
+    const pcm = new Int16Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
+    let offset = 0;
+    for (const piece of pieces) {
+      pcm.set(piece, offset);
+      offset += piece.length;
+    }
+    this.heard = (await this.host.request("accept", {
+      stream: this.id,
+      samples: int16ToFloat32(pcm),
+    })) as RecognitionResult;
+    this.sent += pcm.length;
+  }
+
+  private release(tellHost: boolean): void {
+    if (this.released) return;
+    this.released = true;
+    this.onRelease();
+    if (tellHost) this.host.request("close", { stream: this.id }).catch(() => undefined);
+  }
+}
+
+/** The push interface over a stream: a partial each time the text grows, the model's endpoint once. */
+class PushedRecognition implements RecognitionStream {
+  private lastText = "";
+  private endpointSent = false;
+  private open = true;
+
+  constructor(
+    private readonly stream: SherpaStream,
+    private readonly onEvent: (event: RecognitionEvent) => void,
+  ) {}
+
+  async write(pcm: Int16Array): Promise<void> {
+    const before = this.stream.latest;
+    await this.stream.write(pcm);
+    const heard = this.stream.latest;
+    if (!this.open || heard === before) return;
+    if (heard.text !== this.lastText) {
+      this.lastText = heard.text;
+      const audioMs = this.stream.latestMs;
+      this.onEvent({
+        type: "partial",
+        hypothesis: toHypothesis(heard, audioMs * (SAMPLE_RATE / 1000)),
+        audioMs,
+      });
+    }
+    // The model's endpoint rules also fire on long silence with no words: only words end an utterance.
+    if (heard.endpoint && heard.text !== "" && !this.endpointSent) {
+      this.endpointSent = true;
+      this.onEvent({ type: "endpoint" });
+    }
+  }
+
+  async finish(lastAudio?: Int16Array): Promise<Hypothesis> {
+    if (lastAudio && lastAudio.length > 0) await this.stream.write(lastAudio);
+    this.open = false;
+    return this.stream.finish();
+  }
+
+  abort(): void {
+    this.open = false;
+    this.stream.abort();
+  }
+}
+
+/**
+ * The host's result as a hypothesis: the English model writes upper case, given sentence case by
+ * the punctuation model when there is one and lower case otherwise (as PocketSphinx writes);
+ * words are the BPE pieces joined ("▁" opens a word), each ending where the next begins.
+ */
+function toHypothesis(result: RecognitionResult, samplesHeard: number): Hypothesis {
+  const text = /\p{Ll}/u.test(result.text) ? result.text.trim() : result.text.toLowerCase().trim();
+  const starts: { word: string; startMs: number }[] = [];
+  result.tokens.forEach((token, i) => {
+    const ms = Math.round((result.timestamps[i] ?? 0) * 1000);
+    if (token.startsWith("▁") || starts.length === 0)
+      starts.push({ word: token.replace(/^▁/u, ""), startMs: ms });
+    else starts[starts.length - 1]!.word += token;
+  });
+  const endOfAudio = Math.round(samplesHeard / (SAMPLE_RATE / 1000));
+  const words: WordTiming[] = starts.map((word, i) => ({
+    word: word.word.toLowerCase(),
+    startMs: word.startMs,
+    endMs: starts[i + 1]?.startMs ?? Math.max(word.startMs + 1, endOfAudio),
+  }));
+  return { text, words };
+}
