@@ -15,28 +15,32 @@ import onnxProto from "onnx-proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSherpaTtsEngine } from "../../src/engines/sherpa-onnx/tts.js";
 import { neuralVoiceModels } from "../../src/models/sherpa-models.js";
-import { defaultVoice, VOICES } from "../../src/voices/library.js";
+import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
+import { defaultVoice, findVoice, VOICES } from "../../src/voices/library.js";
 import { measureVoice } from "../../src/voices/voice-features.js";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { dubMedia } from "../../src/dubbing/index.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { installStandInVoice } from "../support/stand-in-models/install.js";
 import { vitsStandInPitch } from "../support/stand-in-models/vits.js";
-import { startServer, type TestServer } from "../support/server.js";
+import { buildConversation } from "../support/conversations.js";
+import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { joinFrames, openTtsSession, speakLine } from "../support/tts-session.js";
 
 const execFileAsync = promisify(execFile);
 const ENGLISH = "piper-en_US-libritts_r-medium";
 const GO_FORWARD = "data/speech/librivox-pocketsphinx/goforward.wav";
+const CONVERSATION_MISSING =
+  sharedMissing("data/speech/ljspeech/wavs") || sharedMissing("data/speech/librivox-pocketsphinx");
 const SPANISH = "piper-es_ES-sharvard-medium";
 let modelsDir: string;
 let server: TestServer;
 
 beforeAll(async () => {
   modelsDir = await mkdtemp(path.join(tmpdir(), "relay-neural-voices-"));
-  // Eight English speakers (pitches 110–390 Hz: two men, six women), two Spanish men.
+  // Eight English speakers (pitches 110–390 Hz: two men, six women); four Spanish (two men, two women).
   await installStandInVoice(modelsDir, ENGLISH, { speakers: 8, voice: "en-us" });
-  await installStandInVoice(modelsDir, SPANISH, { speakers: 2, voice: "es", language: "Spanish" });
+  await installStandInVoice(modelsDir, SPANISH, { speakers: 4, voice: "es", language: "Spanish" });
   server = await startServer({ MODELS_DIR: modelsDir }, { ownEngines: true });
 }, 60_000);
 afterAll(async () => {
@@ -143,9 +147,55 @@ describe("neural voices (sherpa-onnx, stand-in Piper models)", () => {
       await speakLine(socket, { text: "Buenos días a todos.", voiceId: String(defaultVoice("male").id) }),
     );
     socket.close();
-    // The Spanish stand-in's speakers: 110 and 150 Hz.
+    // The Spanish stand-in's men: 110 and 150 Hz.
     const pitch = pitchOf(audio, 24_000);
     expect([vitsStandInPitch(0), vitsStandInPitch(1)].some((hz) => Math.abs(pitch - hz) < 10)).toBe(true);
+  });
+});
+
+describe.skipIf(CONVERSATION_MISSING)("voiceId=auto with neural voices", () => {
+  // voiceId=auto measures the library as the neural engine speaks it and matches each person's
+  // voice to it. The stand-in's speakers are tones without a vocal tract, so the formant spacing
+  // that decides gender for real voices means nothing here: what this proves is the flow (each
+  // person matched to a voice of their own, spoken by a neural speaker), not which gender is chosen.
+  it("gives each speaker of a conversation a library voice of their own, spoken by a neural speaker", async () => {
+    // A woman and a man, two turns each (test/support/conversations.ts).
+    const conversation = await buildConversation("lj", "librivox", { seed: 1, maxTurns: 2 });
+    const session = await createSession(server.baseUrl, API_KEY, {
+      modelName: "relay-2",
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      voiceId: "auto",
+      finalizeMode: "sentence",
+    });
+    const socket = await RealtimeSocket.connect(session.ws_url);
+    await socket.waitFor((m) => m.type === "ready");
+    await socket.stream(conversation.pcm, { chunkMs: 20, speed: 3 });
+    socket.finalize();
+    const lastEnd = conversation.turns.at(-1)!.endSample / 16;
+    const last = await socket.waitFor(
+      (m) => m.type === "original_transcript" && m.is_final === true && (m.end_ms as number) > lastEnd - 4000,
+      60_000,
+    );
+    await socket.waitFor(
+      (m) =>
+        m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
+      60_000,
+    );
+    socket.close();
+    const voiced = socket.messages.filter(
+      (m) => m.type === "translated_transcript" && m.voiceId !== undefined,
+    );
+    // Voices follow the speaker labels (a line at a turn's edge may carry the previous label); a
+    // label's voice may still change until it is locked, so its last one counts.
+    const lastVoice = new Map(voiced.map((m) => [m.speaker as string, m.voiceId as string]));
+    expect(lastVoice.size).toBe(2);
+    const [first, second] = [...lastVoice.values()];
+    expect(first).not.toBe(second);
+    for (const message of voiced) expect(findVoice(Number(message.voiceId))).toBeDefined();
+    // The translation is spoken, by the Spanish stand-in (its speakers' pitches).
+    const audio = joinFrames(socket.received.flatMap((r) => (r.audio ? [r.audio] : [])));
+    expect(audio.length).toBeGreaterThan(24_000);
   });
 });
 
