@@ -146,13 +146,19 @@ class SherpaStream extends AsrStreamBase {
   }
 
   protected async conclude(): Promise<Hypothesis> {
-    await this.send();
-    const final = (await this.host.request("finish", {
-      stream: this.id,
-      punctuate: this.punctuate,
-    })) as RecognitionResult;
-    this.release(false);
-    return toHypothesis(final, this.sent);
+    // The host drops the stream as soon as it is asked to finish it, whatever happens next.
+    let finishing = false;
+    try {
+      await this.send();
+      finishing = true;
+      const final = (await this.host.request("finish", {
+        stream: this.id,
+        punctuate: this.punctuate,
+      })) as RecognitionResult;
+      return toHypothesis(final, this.sent);
+    } finally {
+      this.release(!finishing);
+    }
   }
 
   protected aborted(): void {
