@@ -1,5 +1,5 @@
 /**
- * The sherpa-onnx models relay can pull: neural voices (Piper VITS), the streaming English
+ * The sherpa-onnx models relay can pull: neural voices (Kokoro, Piper VITS), the streaming English
  * recognizer and its punctuation model, and a speaker-embedding model, as k2-fsa/sherpa-onnx
  * publishes them on its GitHub releases (tags `tts-models`, `asr-models`, `punctuation-models`,
  * `speaker-recongition-models` [sic]).
@@ -15,19 +15,34 @@
 import type { LanguageCode } from "../engines/types.js";
 
 const RELEASES = "https://github.com/k2-fsa/sherpa-onnx/releases/download";
+const KOKORO = "kokoro-multi-lang-v1_0";
 const ZIPFORMER_EN = "sherpa-onnx-streaming-zipformer-en-2023-06-26";
 const PUNCT_EN = "sherpa-onnx-online-punct-en-2024-08-06";
 const CAMPPLUS_EN = "3dspeaker_speech_campplus_sv_en_voxceleb_16k";
 
 /** What a TTS model needs from its directory (paths relative to it). */
-export interface TtsLayout {
-  /** Piper's VITS export; Kokoro joins when its engine path is tested (test/support/stand-in-models/kokoro.ts). */
-  readonly kind: "vits";
-  readonly model: string;
-  readonly tokens: string;
-  /** Speaker genders by speaker id, where published (single-speaker voices); others are measured. */
-  readonly genders?: readonly ("female" | "male")[];
-}
+export type TtsLayout =
+  | {
+      /** Piper's VITS export. */
+      readonly kind: "vits";
+      readonly model: string;
+      readonly tokens: string;
+      /** Speaker genders by speaker id, where published (single-speaker voices); others are measured. */
+      readonly genders?: readonly ("female" | "male")[];
+    }
+  | {
+      /**
+       * Kokoro v1.0: its speakers' names say their language and gender ("af_bella": American English,
+       * female), read from the model's `speaker_names`.
+       */
+      readonly kind: "kokoro";
+      readonly model: string;
+      readonly tokens: string;
+      /** The style vectors of its speakers. */
+      readonly voices: string;
+      /** Lexicons (Chinese words; English goes through eSpeak NG). */
+      readonly lexicons: readonly string[];
+    };
 
 /** A streaming transducer's files (paths relative to its directory). */
 export interface StreamingAsrLayout {
@@ -74,7 +89,7 @@ function piper(
   voice: string,
   options: {
     language: LanguageCode;
-    genders?: TtsLayout["genders"];
+    genders?: readonly ("female" | "male")[];
     approxMiB?: number;
     default?: boolean;
     description: string;
@@ -142,6 +157,26 @@ export const SHERPA_CATALOGUE: readonly SherpaModelEntry[] = [
     default: true,
     description: "Speaker embeddings (3D-Speaker CAM++, VoxCeleb; 7 M parameters, VoxCeleb-O EER 0.73 %)",
     speaker: { model: `${CAMPPLUS_EN}.onnx` },
+  },
+  // Before the Piper voices: where it is pulled, its languages are spoken by it first.
+  {
+    name: "kokoro-multi-lang",
+    kind: "tts",
+    file: `${KOKORO}.tar.bz2`,
+    url: `${RELEASES}/tts-models/${KOKORO}.tar.bz2`,
+    dir: KOKORO,
+    languages: ["en", "zh"],
+    approxMiB: 330,
+    default: false,
+    description:
+      "Kokoro v1.0: English and Chinese, 53 voices; more natural than Piper, several times its cost",
+    tts: {
+      kind: "kokoro",
+      model: "model.onnx",
+      tokens: "tokens.txt",
+      voices: "voices.bin",
+      lexicons: ["lexicon-us-en.txt", "lexicon-zh.txt"],
+    },
   },
   piper("en_US-libritts_r-medium", {
     language: "en",

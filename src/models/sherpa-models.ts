@@ -26,7 +26,9 @@ export function requiredFiles(entry: SherpaModelEntry, modelsDir: string): strin
   const relative = (() => {
     switch (entry.kind) {
       case "tts":
-        return [entry.tts.model, entry.tts.tokens];
+        return entry.tts.kind === "vits"
+          ? [entry.tts.model, entry.tts.tokens]
+          : [entry.tts.model, entry.tts.tokens, entry.tts.voices, ...entry.tts.lexicons];
       case "streaming-asr":
         return [entry.asr.encoder, entry.asr.decoder, entry.asr.joiner, entry.asr.tokens, entry.asr.bpeVocab];
       case "punctuation":
@@ -90,13 +92,24 @@ export function neuralVoiceModels(
     const dir = sherpaModelDir(entry, modelsDir);
     const layout = entry.tts;
     const file = (name: string) => path.join(dir, name);
-    // Piper archives carry the eSpeak NG data their phonemizer was built against.
+    // The archives carry the eSpeak NG data their phonemizer was built against.
     const dataDir = file("espeak-ng-data");
+    const files: NeuralVoiceModel["files"] =
+      layout.kind === "vits"
+        ? { kind: "vits", model: file(layout.model), tokens: file(layout.tokens), dataDir }
+        : {
+            kind: "kokoro",
+            model: file(layout.model),
+            tokens: file(layout.tokens),
+            voices: file(layout.voices),
+            dataDir,
+            lexicon: layout.lexicons.map(file).join(","),
+          };
     return {
       name: entry.name,
       languages: entry.languages,
-      ...(layout.genders ? { genders: layout.genders } : {}),
-      files: { kind: "vits", model: file(layout.model), tokens: file(layout.tokens), dataDir },
+      ...(layout.kind === "vits" && layout.genders ? { genders: layout.genders } : {}),
+      files,
     };
   });
 }

@@ -12,7 +12,12 @@ import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/p
 import path from "node:path";
 import { promisify } from "node:util";
 import { z } from "zod";
-import { checkModelFile, ModelFileError, type ModelFileKind } from "../engines/sherpa-onnx/model-check.js";
+import {
+  checkKokoroVoices,
+  checkModelFile,
+  ModelFileError,
+  type ModelFileKind,
+} from "../engines/sherpa-onnx/model-check.js";
 import { downloadModel, formatMiB, ModelError, type DownloadOptions } from "./download.js";
 import type { SherpaModelEntry } from "./sherpa-catalogue.js";
 import { isPulled, requiredFiles, sherpaModelDir } from "./sherpa-models.js";
@@ -106,7 +111,9 @@ async function problemWith(entry: SherpaModelEntry, modelsDir: string): Promise<
   if (missing.length > 0) return `missing ${missing.map((file) => path.basename(file)).join(", ")}`;
   for (const { file, kind } of checkedModels(entry, modelsDir)) {
     try {
-      await checkModelFile(file, kind);
+      const metadata = await checkModelFile(file, kind);
+      if (entry.kind === "tts" && entry.tts.kind === "kokoro")
+        await checkKokoroVoices(path.join(sherpaModelDir(entry, modelsDir), entry.tts.voices), metadata);
     } catch (error) {
       if (error instanceof ModelFileError) return error.message;
       throw error;

@@ -22,17 +22,22 @@ export type HostReply =
   | { readonly id: number; readonly result: unknown }
   | { readonly id: number; readonly error: string };
 
-/** A Piper (VITS) voice, as sherpa-onnx's `OfflineTts` takes it. */
-export interface TtsModelFiles {
-  readonly kind: "vits";
-  readonly model: string;
-  readonly tokens: string;
-  /**
-   * eSpeak NG's data directory (the phonemizer inside sherpa-onnx reads it). sherpa-onnx sets its
-   * phonemizer up once per process: the first voice's directory serves every later one.
-   */
-  readonly dataDir: string;
-}
+/**
+ * A voice model as sherpa-onnx's `OfflineTts` takes it. `dataDir` is eSpeak NG's data directory (the
+ * phonemizer inside sherpa-onnx reads it); sherpa-onnx sets its phonemizer up once per process, so
+ * the first model's directory serves every later one.
+ */
+export type TtsModelFiles =
+  | { readonly kind: "vits"; readonly model: string; readonly tokens: string; readonly dataDir: string }
+  | {
+      readonly kind: "kokoro";
+      readonly model: string;
+      readonly tokens: string;
+      readonly voices: string;
+      readonly dataDir: string;
+      /** Comma-separated, as sherpa-onnx takes them. */
+      readonly lexicon: string;
+    };
 
 export interface LoadTtsParams {
   /** The name replies and later requests use for this model. */
@@ -52,6 +57,8 @@ export interface GenerateParams {
   readonly speaker: number;
   /** sherpa-onnx's speed: 1 is the model's own pace, 2 twice as fast. */
   readonly speed: number;
+  /** Kokoro: the eSpeak NG voice its non-Chinese text is phonemized with ("en-us"). */
+  readonly lang?: string;
 }
 
 /** A streaming transducer and, optionally, the punctuation model its finals go through. */

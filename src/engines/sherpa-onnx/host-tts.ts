@@ -1,4 +1,4 @@
-/** The host process's speech synthesis (sherpa-onnx `OfflineTts`, Piper voices). */
+/** The host process's speech synthesis (sherpa-onnx `OfflineTts`: Piper and Kokoro voices). */
 import { sherpa, type Handler, type HandlerRequest } from "./host-handlers.js";
 import type { GenerateParams, LoadedTts, LoadTtsParams } from "./host-protocol.js";
 
@@ -7,8 +7,9 @@ interface OfflineTts {
   readonly sampleRate: number;
   generateAsync(request: {
     text: string;
-    sid: number;
-    speed: number;
+    sid?: number;
+    speed?: number;
+    generationConfig?: { sid: number; speed: number; extra: Record<string, string> };
     onProgress?: (info: { samples: Float32Array; progress: number }) => number | boolean;
   }): Promise<{ samples: Float32Array; sampleRate: number }>;
 }
@@ -18,9 +19,10 @@ const { OfflineTts } = sherpa as { OfflineTts: { createAsync(config: unknown): P
 const models = new Map<string, OfflineTts>();
 
 async function loadTts({ name, files, threads }: LoadTtsParams): Promise<LoadedTts> {
+  const { kind, ...paths } = files;
   const tts = await OfflineTts.createAsync({
     model: {
-      vits: { model: files.model, tokens: files.tokens, dataDir: files.dataDir },
+      [kind]: paths,
       numThreads: threads,
       provider: "cpu",
       debug: 0,
@@ -33,15 +35,15 @@ async function loadTts({ name, files, threads }: LoadTtsParams): Promise<LoadedT
 }
 
 async function generate(
-  { name, text, speaker, speed }: GenerateParams,
+  { name, text, speaker, speed, lang }: GenerateParams,
   request: HandlerRequest,
 ): Promise<{ sampleRate: number }> {
   const tts = models.get(name);
   if (!tts) throw new Error(`no TTS model "${name}" loaded`);
   const audio = await tts.generateAsync({
     text,
-    sid: speaker,
-    speed,
+    // Kokoro takes its language per request, in the generation config's extras.
+    ...(lang ? { generationConfig: { sid: speaker, speed, extra: { lang } } } : { sid: speaker, speed }),
     onProgress: ({ samples }) => {
       if (request.cancelled()) return 0;
       // The callback's array is sherpa-onnx's own buffer: copy before it is reused.

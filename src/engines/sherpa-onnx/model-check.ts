@@ -8,17 +8,18 @@
  * online-zipformer2-transducer-model.cc, online-cnn-bilstm-model-meta-data.h and
  * speaker-embedding-extractor-model.cc; each confirmed by loading a stand-in without the key).
  */
-import { readFile } from "node:fs/promises";
+import { readFile, stat } from "node:fs/promises";
 import onnxProto from "onnx-proto";
 
 // onnx-proto is CommonJS: its namespace is a property of the default export.
 const { onnx } = onnxProto;
 
 export type ModelFileKind =
-  "vits" | "zipformer2-encoder" | "transducer-decoder" | "punctuation" | "speaker-embedding";
+  "vits" | "kokoro" | "zipformer2-encoder" | "transducer-decoder" | "punctuation" | "speaker-embedding";
 
 const REQUIRED: Record<ModelFileKind, readonly string[]> = {
   vits: ["sample_rate", "n_speakers", "language", "comment"],
+  kokoro: ["sample_rate", "n_speakers", "has_espeak", "style_dim", "speaker_names"],
   "zipformer2-encoder": [
     "encoder_dims",
     "query_head_dims",
@@ -93,4 +94,24 @@ export async function checkModelFile(file: string, kind: ModelFileKind): Promise
     }
   }
   return metadata;
+}
+
+/**
+ * Kokoro's voices.bin must hold exactly one style matrix (`style_dim`) per speaker: sherpa-onnx ends
+ * its process over any other size.
+ */
+export async function checkKokoroVoices(file: string, metadata: ReadonlyMap<string, string>): Promise<void> {
+  const dims = (metadata.get("style_dim") ?? "").split(",").map(Number);
+  const speakers = Number(metadata.get("n_speakers"));
+  const expected = dims.reduce((product, dim) => product * dim, 1) * speakers * 4;
+  const size = await stat(file).then(
+    (info) => info.size,
+    () => undefined,
+  );
+  if (size === undefined) throw new ModelFileError(`cannot read Kokoro voices ${file}`);
+  if (!(dims.length === 3 && expected > 0 && size === expected)) {
+    throw new ModelFileError(
+      `${file} holds ${size} bytes where the model's style_dim ${metadata.get("style_dim")} and ${speakers} speakers need ${expected}; pull it again with \`relay models pull\``,
+    );
+  }
 }

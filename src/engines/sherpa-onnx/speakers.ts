@@ -5,7 +5,8 @@
  * a gender spread evenly over that gender's speakers, so as many voices sound distinct as the models
  * allow, and the first voice of each gender (the default) gets the first model's first speaker.
  *
- * A speaker's gender comes from the catalogue when it is published (single-speaker voices) and is
+ * A speaker's gender comes from the catalogue when it is published (single-speaker voices), from its
+ * name where the model names its speakers (Kokoro, which also says each speaker's language), and is
  * otherwise measured: the model reads a reference sentence and its median F0 decides (read speech
  * of a TTS voice stays near its habitual pitch, unlike the live talkers voice-clone.ts matches). The
  * measurements are kept in `profileDir` so each model is measured once. Large models are measured on
@@ -23,6 +24,16 @@ export interface NeuralSpeaker {
   readonly model: string;
   readonly id: number;
   readonly gender: Voice["gender"];
+  /** Kokoro: the eSpeak NG voice for the speaker's non-Chinese text. */
+  readonly lang?: string;
+}
+
+/** A speaker a model names (Kokoro): its language, gender and phonemizer voice, by speaker id. */
+export interface NamedSpeaker {
+  readonly id: number;
+  readonly language: LanguageCode;
+  readonly gender: Voice["gender"];
+  readonly lang: string;
 }
 
 export interface ModelSpeakers {
@@ -30,6 +41,28 @@ export interface ModelSpeakers {
   readonly languages: readonly LanguageCode[];
   readonly speakers: number;
   readonly genders?: readonly Voice["gender"][];
+  /** Speakers that serve one language each (a multi-language model's); others serve all of them. */
+  readonly named?: readonly NamedSpeaker[];
+}
+
+/**
+ * Kokoro's speakers from its `speaker_names` ("af_bella,am_adam,zf_xiaobei,…"): the first letter is
+ * the language (a American English, b British English, z Mandarin, and others the model speaks
+ * less well here), the second the gender. Names of other shapes are left out.
+ */
+export function kokoroSpeakers(names: string): NamedSpeaker[] {
+  const languages: Record<string, { language: LanguageCode; lang: string }> = {
+    a: { language: "en", lang: "en-us" },
+    b: { language: "en", lang: "en-gb" },
+    // Chinese text goes through the lexicon; what is not Chinese in it is read as American English.
+    z: { language: "zh", lang: "en-us" },
+  };
+  return names.split(",").flatMap((name, id) => {
+    const match = /^([a-z])([fm])_/u.exec(name.trim());
+    const language = match && languages[match[1]!];
+    if (!match || !language) return [];
+    return [{ id, ...language, gender: match[2] === "f" ? "female" : "male" } satisfies NamedSpeaker];
+  });
 }
 
 export interface SpeakerMap {
@@ -67,6 +100,13 @@ export interface SpeakerMapOptions {
 export async function speakerMap(options: SpeakerMapOptions): Promise<SpeakerMap> {
   const all: (NeuralSpeaker & { languages: readonly LanguageCode[] })[] = [];
   for (const model of options.models) {
+    if (model.named) {
+      for (const { id, language, gender, lang } of model.named) {
+        if (model.languages.includes(language))
+          all.push({ model: model.name, id, gender, lang, languages: [language] });
+      }
+      continue;
+    }
     const genders = model.genders ? knownGenders(model) : await measuredGenders(model, options);
     for (const [id, gender] of genders)
       all.push({ model: model.name, id, gender, languages: model.languages });
@@ -91,8 +131,8 @@ export async function speakerMap(options: SpeakerMapOptions): Promise<SpeakerMap
         pool.length >= library.length
           ? Math.floor((rank * pool.length) / Math.max(1, library.length))
           : rank % pool.length;
-      const { model, id, gender } = pool[index]!;
-      return { model, id, gender };
+      const { model, id, gender, lang } = pool[index]!;
+      return { model, id, gender, ...(lang ? { lang } : {}) };
     },
   };
 }

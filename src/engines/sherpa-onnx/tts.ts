@@ -1,5 +1,5 @@
 /**
- * Neural speech through sherpa-onnx's `OfflineTts` (Piper VITS voices), run in a host
+ * Neural speech through sherpa-onnx's `OfflineTts` (Kokoro and Piper VITS voices), run in a host
  * process (host-main.ts). Speech comes sentence by sentence: the host sends each sentence's audio as
  * soon as the model has made it, so a long answer starts playing after its first sentence.
  *
@@ -13,8 +13,14 @@ import type { EngineInfo, LanguageCode, SynthesisRequest, SynthesizedAudio, TtsE
 import { levelSpeech } from "../../voices/loudness.js";
 import { SherpaHost } from "./host.js";
 import type { GenerateParams, LoadedTts, LoadTtsParams, TtsModelFiles } from "./host-protocol.js";
-import { checkModelFile } from "./model-check.js";
-import { speakerMap, type NeuralSpeaker, type SpeakerMap } from "./speakers.js";
+import { checkKokoroVoices, checkModelFile } from "./model-check.js";
+import {
+  kokoroSpeakers,
+  speakerMap,
+  type NamedSpeaker,
+  type NeuralSpeaker,
+  type SpeakerMap,
+} from "./speakers.js";
 
 export interface NeuralVoiceModel {
   /** The catalogue name (`relay models list`). */
@@ -46,7 +52,13 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
   if (options.models.length === 0) throw new Error("sherpa-onnx TTS: no voice model given");
   const threads = options.threads ?? 1;
   // Refused here with a clear message, before sherpa-onnx could end its process over the file.
-  await Promise.all(options.models.map((model) => checkModelFile(model.files.model, model.files.kind)));
+  const named = new Map<string, readonly NamedSpeaker[]>();
+  for (const model of options.models) {
+    const metadata = await checkModelFile(model.files.model, model.files.kind);
+    if (model.files.kind !== "kokoro") continue;
+    await checkKokoroVoices(model.files.voices, metadata);
+    named.set(model.name, kokoroSpeakers(metadata.get("speaker_names")!));
+  }
 
   const host = new SherpaHost("sherpa-onnx TTS");
   try {
@@ -83,7 +95,10 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
     };
 
     const speakers: SpeakerMap = await speakerMap({
-      models: options.models.map((model) => ({ ...model, ...loaded.get(model.name)! })),
+      models: options.models.map((model) => {
+        const speakers = named.get(model.name);
+        return { ...model, ...loaded.get(model.name)!, ...(speakers ? { named: speakers } : {}) };
+      }),
       profileDir: options.profileDir,
       sample: async (model, speaker, text) => {
         const parts: Float32Array[] = [];
@@ -113,7 +128,13 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
       let finished = false;
       let failure: unknown;
       generate(
-        { name: speaker.model, text, speaker: speaker.id, speed },
+        {
+          name: speaker.model,
+          text,
+          speaker: speaker.id,
+          speed,
+          ...(speaker.lang ? { lang: speaker.lang } : {}),
+        },
         (chunk) => {
           ready.push(chunk);
           wake?.();

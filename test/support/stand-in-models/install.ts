@@ -5,6 +5,7 @@
 import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { findSherpaModelOf } from "../../../src/models/sherpa-catalogue.js";
+import { writeKokoroStandIn } from "./kokoro.js";
 import { writePunctuationStandIn } from "./punctuation.js";
 import { writeStreamingTransducerStandIn } from "./streaming-transducer.js";
 import { buildVitsStandIn, findEspeakNgData, piperTokensText, type VitsStandInOptions } from "./vits.js";
@@ -54,4 +55,26 @@ export async function installStandInRecognizer(
   await rename(model.model, path.join(punctDir, punct.punctuation.model));
   if (model.bpeVocab !== path.join(punctDir, punct.punctuation.bpeVocab))
     await rename(model.bpeVocab, path.join(punctDir, punct.punctuation.bpeVocab));
+}
+
+/**
+ * Kokoro's stand-in as catalogue model "kokoro-multi-lang", its speakers named as the real ones are
+ * (`speakerNames`, e.g. "am_adam"), with small lexicons in Kokoro's phonemes.
+ */
+export async function installStandInKokoro(
+  modelsDir: string,
+  speakerNames: readonly string[],
+): Promise<string> {
+  const entry = findSherpaModelOf("tts", "kokoro-multi-lang");
+  if (entry?.tts.kind !== "kokoro") throw new Error("the catalogue has no Kokoro model");
+  const dir = path.join(modelsDir, entry.dir);
+  const written = await writeKokoroStandIn({ dir, speakerNames });
+  await rename(written.model, path.join(dir, entry.tts.model));
+  await rename(written.voices, path.join(dir, entry.tts.voices));
+  await rename(written.tokens, path.join(dir, entry.tts.tokens));
+  const [english, chinese] = entry.tts.lexicons;
+  await writeFile(path.join(dir, english!), "hello h ə l o\nworld w ɜ l d\n");
+  await writeFile(path.join(dir, chinese!), "你好 n i h a o\n谢谢 ɕ j e ɕ j e\n今天 ʨ i n t j ɛ n\n");
+  await symlink(findEspeakNgData(), path.join(dir, "espeak-ng-data"));
+  return dir;
 }

@@ -17,6 +17,11 @@ import { addHarmonicVoice, findEspeakNgData } from "./vits.js";
 export interface KokoroStandInOptions {
   readonly dir: string;
   readonly speakers?: number;
+  /**
+   * The model's `speaker_names`, as the real one names its voices ("af_bella": American English,
+   * female); `stand_in_<id>` by default. Their number sets `speakers`.
+   */
+  readonly speakerNames?: readonly string[];
   /** The eSpeak NG voice for text that is not Chinese, passed as the config's `lang` ("en-us"). */
   readonly lang?: string;
 }
@@ -179,7 +184,8 @@ export function kokoroTokensText(): string {
 }
 
 export function buildKokoroStandIn(options: Omit<KokoroStandInOptions, "dir"> = {}): Uint8Array {
-  const { speakers = 3, lang = "en-us" } = options;
+  const { lang = "en-us" } = options;
+  const speakers = options.speakerNames?.length ?? options.speakers ?? 3;
   const graph = new GraphBuilder();
   const symbols = new Map(Object.entries(KOKORO_VOCABULARY).map(([symbol, id]) => [id, symbol]));
   const durationTable = Array.from({ length: KOKORO_VOCABULARY_SIZE }, (_, id) =>
@@ -210,7 +216,8 @@ export function buildKokoroStandIn(options: Omit<KokoroStandInOptions, "dir"> = 
   const wave = addHarmonicVoice(graph, sampleIndex, pitch, KOKORO_SAMPLE_RATE);
   graph.nodes.push(node("Identity", [wave], ["audio"]));
 
-  const speakerNames = Array.from({ length: speakers }, (_, sid) => `stand_in_${sid}`);
+  const speakerNames =
+    options.speakerNames ?? Array.from({ length: speakers }, (_, sid) => `stand_in_${sid}`);
   return encodeModel({
     name: "kokoro-stand-in",
     inputs: [
@@ -253,7 +260,8 @@ export function kokoroVoicesBin(speakers: number): Uint8Array {
 
 /** Writes model.onnx, voices.bin and tokens.txt to `dir`; `dataDir` is the system's espeak-ng-data. */
 export async function writeKokoroStandIn(options: KokoroStandInOptions): Promise<KokoroStandInFiles> {
-  const { dir, speakers = 3, lang = "en-us" } = options;
+  const { dir, lang = "en-us" } = options;
+  const speakers = options.speakerNames?.length ?? options.speakers ?? 3;
   await mkdir(dir, { recursive: true });
   const files = {
     model: path.join(dir, "model.onnx"),
@@ -262,7 +270,7 @@ export async function writeKokoroStandIn(options: KokoroStandInOptions): Promise
     dataDir: findEspeakNgData(),
     lang,
   };
-  await writeFile(files.model, buildKokoroStandIn({ speakers, lang }));
+  await writeFile(files.model, buildKokoroStandIn({ ...options, speakers, lang }));
   await writeFile(files.voices, kokoroVoicesBin(speakers));
   await writeFile(files.tokens, kokoroTokensText());
   return files;
