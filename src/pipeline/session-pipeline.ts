@@ -8,7 +8,6 @@ import {
   type Translator,
   type VoiceChoice,
 } from "../speech-plan.js";
-import { SpeakerTracker } from "../speakers/tracker.js";
 import { fixedVoice, genderDefault, MatchedVoices, type VoiceChooser } from "../speakers/voices.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { renderSpeech } from "./speech-output.js";
@@ -130,7 +129,7 @@ export function createLivePipeline(
           },
     finalizeMode: options.finalizeMode,
     context: options.context,
-    ...(options.labelSpeakers ? { speakers: new SpeakerTracker(registry.speakers) } : {}),
+    ...(options.labelSpeakers ? { speakers: registry.speakers } : {}),
     ...(voices ? { voices } : {}),
     ...(options.observer ? { observer: options.observer } : {}),
     engineIds: {

@@ -1,5 +1,5 @@
-import type { AsrEngine, LanguageCode, VadEngine } from "../engines/types.js";
-import type { SpeakerTracker } from "../speakers/tracker.js";
+import type { AsrEngine, LanguageCode, SpeakerEngine, VadEngine } from "../engines/types.js";
+import { SpeakerTracker } from "../speakers/tracker.js";
 import type { VoiceChooser } from "../speakers/voices.js";
 import type {
   LineFrame,
@@ -93,9 +93,10 @@ export interface PipelineOptions {
   readonly stabilizerHoldBackMs?: number;
   /**
    * Tells the speakers apart (relay-2): transcripts carry their speaker's label, and an utterance
-   * is split where the voice changes inside it.
+   * is split where the voice changes inside it. The pipeline's own tracker uses it, so closing the
+   * pipeline also cancels the voiceprints still waiting.
    */
-  readonly speakers?: SpeakerTracker;
+  readonly speakers?: SpeakerEngine;
   /** Chooses each line's voice, from the speech of its speaker where it follows the speaker. */
   readonly voices?: VoiceChooser;
   readonly observer?: PipelineObserver;
@@ -141,7 +142,8 @@ export class TranslationPipeline {
     });
     const translations = new BoundedQueue<TranslationJob>(TRANSLATION_QUEUE_JOBS);
     const speech = options.speak ? new BoundedQueue<LineFrame>(SPEECH_QUEUE_FRAMES) : undefined;
-    const speakers = new SpeakerSplit(options.speakers, options.voices);
+    const tracker = options.speakers && new SpeakerTracker(options.speakers, signal);
+    const speakers = new SpeakerSplit(tracker, options.voices);
     const segments = new SegmentBuilder(
       {
         finalizeMode: options.finalizeMode,

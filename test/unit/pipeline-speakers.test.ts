@@ -5,7 +5,6 @@ import {
   type PipelineEvent,
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
-import { SpeakerTracker } from "../../src/speakers/tracker.js";
 import { levelSpeakerEngine } from "../support/speaker-engine-double.js";
 import type { VoiceChooser } from "../../src/speakers/voices.js";
 import { defaultVoice, VOICES } from "../../src/voices/library.js";
@@ -124,7 +123,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
   it("labels every transcript with its speaker when it tells speakers apart, and none when it does not", async () => {
     const conversation = [voice(VOICE_A, 2000), silence(800), voice(VOICE_B, 2500), silence(800)];
     const labelled = await run(
-      pipelineWith({ asr: levelAsr(true), speakers: new SpeakerTracker(levelSpeakerEngine) }),
+      pipelineWith({ asr: levelAsr(true), speakers: levelSpeakerEngine }),
       ...conversation,
     );
     const plain = await run(pipelineWith({ asr: levelAsr(true) }), ...conversation);
@@ -160,10 +159,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
   ])("a change of voice inside an utterance splits it ($name)", ({ timings }) => {
     it("into two segments, the first labelled with the first speaker and the second with the second", async () => {
       const asr = levelAsr(timings);
-      const events = await run(
-        pipelineWith({ asr, speakers: new SpeakerTracker(levelSpeakerEngine) }),
-        ...A_THEN_B,
-      );
+      const events = await run(pipelineWith({ asr, speakers: levelSpeakerEngine }), ...A_THEN_B);
       const [first, second, ...more] = segmentsOf(events);
       expect(more).toEqual([]);
       for (const type of ["original", "translated"] as const) {
@@ -208,10 +204,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
 
     it("with each part's words in its own segment (a recognizer without partial results)", async () => {
       const asr = levelAsr(timings, false);
-      const events = await run(
-        pipelineWith({ asr, speakers: new SpeakerTracker(levelSpeakerEngine) }),
-        ...A_THEN_B,
-      );
+      const events = await run(pipelineWith({ asr, speakers: levelSpeakerEngine }), ...A_THEN_B);
       const [first, second] = segmentsOf(events);
       const text = (id: string | undefined) =>
         finals(events, "original").findLast((e) => e.segmentId === id)?.text;
@@ -226,7 +219,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
     it("and labels each part with its own speaker when a known speaker answers a new one", async () => {
       const asr = levelAsr(timings, false);
       const events = await run(
-        pipelineWith({ asr, speakers: new SpeakerTracker(levelSpeakerEngine) }),
+        pipelineWith({ asr, speakers: levelSpeakerEngine }),
         voice(VOICE_B, 2000),
         silence(800),
         ...A_THEN_B,
@@ -256,7 +249,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
   // the next speaker's: they must not end the earlier segment (nor be spoken twice).
   it("no word after the change ends up in the earlier speaker's segment", async () => {
     const events = await run(
-      pipelineWith({ asr: levelAsr(true), speakers: new SpeakerTracker(levelSpeakerEngine) }),
+      pipelineWith({ asr: levelAsr(true), speakers: levelSpeakerEngine }),
       ...A_THEN_B,
     );
     const [first, second] = segmentsOf(events);
@@ -279,7 +272,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
     const events = await run(
       pipelineWith({
         asr: levelAsr(true),
-        speakers: new SpeakerTracker(levelSpeakerEngine),
+        speakers: levelSpeakerEngine,
         stabilizerHoldBackMs: 0,
       }),
       voice(VOICE_A, 2000),
@@ -306,7 +299,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
       const events = await run(
         pipelineWith({
           asr: levelAsr(timings),
-          speakers: new SpeakerTracker(levelSpeakerEngine),
+          speakers: levelSpeakerEngine,
           stabilizerHoldBackMs: 0,
         }),
         ...A_THEN_B,
@@ -349,7 +342,7 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
     const spoken: { text: string; voice: Voice | undefined }[] = [];
     const pipeline = pipelineWith({
       asr: levelAsr(true),
-      speakers: new SpeakerTracker(levelSpeakerEngine),
+      speakers: levelSpeakerEngine,
       voices,
       speak: async function* (text, _language, voice) {
         spoken.push({ text, voice });

@@ -274,6 +274,26 @@ describe("SpeakerTracker (speaker engine double)", () => {
     expect([...changes, await ended]).toEqual(expected);
   });
 
+  it("passes its signal to the engine: once it aborts, waiting voiceprints end with it", async () => {
+    const controller = new AbortController();
+    const seen: (AbortSignal | undefined)[] = [];
+    const waiting: SpeakerEngine = {
+      ...levelSpeakerEngine,
+      // An engine in another process: a voiceprint waits until answered, or until cancelled.
+      voiceprint: (_samples, signal) =>
+        new Promise((_resolve, reject) => {
+          seen.push(signal);
+          signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+        }),
+    };
+    const tracker = new SpeakerTracker(waiting, controller.signal);
+    const pushed = tracker.push(voice(10, 1), 0);
+    await expect.poll(() => seen.length).toBe(1);
+    controller.abort(new Error("session closed"));
+    await expect(pushed).rejects.toThrow("session closed");
+    expect(seen[0]).toBe(controller.signal);
+  });
+
   it("leaves out a block whose voiceprint failed, and goes on labelling", async () => {
     let fail = false;
     const flaky: SpeakerEngine = {
