@@ -1,4 +1,5 @@
 import { readdir, stat } from "node:fs/promises";
+import path from "node:path";
 import { Command } from "commander";
 import { CATALOGUE, findModel, formatPublishedSize, type ModelEntry } from "../models/catalogue.js";
 import {
@@ -13,7 +14,7 @@ import {
 } from "../models/download.js";
 import { SHERPA_CATALOGUE, findSherpaModel, type SherpaModelEntry } from "../models/sherpa-catalogue.js";
 import { isPulled } from "../models/sherpa-models.js";
-import { pullSherpaModel, verifySherpaModel } from "../models/sherpa-pull.js";
+import { pullSherpaModel, readManifest, verifySherpaModel } from "../models/sherpa-pull.js";
 import { CliError, printTable } from "./common.js";
 import { ProgressLine } from "./progress.js";
 
@@ -64,9 +65,11 @@ export async function listModels(dir: string): Promise<number> {
     (file) => file.endsWith(".bin") && !known.has(file),
   );
   if (others.length > 0) console.log(`other model files there: ${others.sort().join(", ")}`);
-  console.log("\nNeural models (sherpa-onnx; DEFAULT: pulled by `npm run setup`):\n");
+  console.log(
+    "\nNeural models (sherpa-onnx; DEFAULT: pulled by `npm run setup`; LICENCE: as the pulled model's card states it):\n",
+  );
   printTable(
-    ["NAME", "KIND", "LANGUAGES", "SIZE", "DEFAULT", "PULLED", "DESCRIPTION"],
+    ["NAME", "KIND", "LANGUAGES", "SIZE", "DEFAULT", "PULLED", "LICENCE", "DESCRIPTION"],
     await Promise.all(
       SHERPA_CATALOGUE.map(async (entry) => {
         const partial = await fileSize(
@@ -84,6 +87,7 @@ export async function listModels(dir: string): Promise<number> {
           `~${entry.approxMiB} MiB`,
           entry.default ? "yes" : "",
           state,
+          (await readManifest(path.join(dir, entry.dir)))?.licence ?? "-",
           entry.description,
         ];
       }),
@@ -186,6 +190,11 @@ async function pullNeural(
     const resumed = result.resumedFrom > 0 ? `, resumed from ${formatMiB(result.resumedFrom)}` : "";
     console.log(
       `pulled ${entry.name}: ${result.dir} (${formatMiB(result.bytes)}${resumed}; no published checksum, SHA-256 ${result.archiveSha256} recorded)`,
+    );
+    console.log(
+      result.licence
+        ? `licence, as its model card states it: ${result.licence}`
+        : "its archive states no licence: check the voice's source before offering it",
     );
     return 0;
   } catch (error) {

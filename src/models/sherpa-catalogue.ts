@@ -9,8 +9,8 @@
  * no checksum for these files, and none could be fetched from this network: entries carry no
  * SHA-256, so a pull records the archive's and `verify` checks the files against that record and
  * against the metadata sherpa-onnx needs. Sizes are approximate model sizes (for the table, never a
- * check). Licences differ per voice (each archive's MODEL_CARD states its own): read it before
- * offering a voice commercially.
+ * check). Licences differ per voice: a pull reads the one the archive's model card states and
+ * `relay models list` shows it (src/models/sherpa-pull.ts).
  */
 import type { LanguageCode } from "../engines/types.js";
 

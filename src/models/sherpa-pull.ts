@@ -31,7 +31,29 @@ const manifestSchema = z.object({
   url: z.string(),
   archiveSha256: z.string(),
   files: z.record(z.string(), z.string()),
+  /** What the model's own card says of its licence, when it says (the catalogue cannot: it varies per voice). */
+  licence: z.string().optional(),
 });
+
+/** Where a model archive states its licence: the model card first, then a README. */
+const CARDS = ["MODEL_CARD", "MODEL_CARD.md", "README.md"];
+
+/** The licence line of the model's card ("License: CC BY 4.0" → "CC BY 4.0"), if it has one. */
+async function statedLicence(dir: string): Promise<string | undefined> {
+  for (const card of CARDS) {
+    const text = await readFile(path.join(dir, card), "utf8").catch(() => undefined);
+    const line = text && /^\W*licen[cs]e\W*[:=]\s*(.+?)\s*$/imu.exec(text);
+    if (line) return line[1]!.slice(0, 120);
+  }
+  return undefined;
+}
+
+/** The record `pull` leaves in a model's directory, if it is there and whole. */
+export async function readManifest(dir: string): Promise<z.infer<typeof manifestSchema> | undefined> {
+  return readFile(path.join(dir, MANIFEST), "utf8")
+    .then((text) => manifestSchema.parse(JSON.parse(text)))
+    .catch(() => undefined);
+}
 
 async function sha256File(file: string): Promise<string> {
   const hash = createHash("sha256");
@@ -59,6 +81,8 @@ function checkedModels(entry: SherpaModelEntry, modelsDir: string): { file: stri
 
 export interface SherpaPullResult {
   readonly dir: string;
+  /** The licence the model's card states, if it states one. */
+  readonly licence: string | undefined;
   readonly bytes: number;
   readonly archiveSha256: string;
   readonly resumedFrom: number;
@@ -99,10 +123,23 @@ export async function pullSherpaModel(
   const files: Record<string, string> = {};
   for (const file of requiredFiles(entry, modelsDir))
     files[path.relative(target, file)] = await sha256File(file);
-  const manifest = { name: entry.name, url: entry.url, archiveSha256: result.sha256, files };
+  const licence = await statedLicence(target);
+  const manifest = {
+    name: entry.name,
+    url: entry.url,
+    archiveSha256: result.sha256,
+    files,
+    ...(licence ? { licence } : {}),
+  };
   await mkdir(target, { recursive: true });
   await writeFile(path.join(target, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
-  return { dir: target, bytes: result.bytes, archiveSha256: result.sha256, resumedFrom: result.resumedFrom };
+  return {
+    dir: target,
+    licence,
+    bytes: result.bytes,
+    archiveSha256: result.sha256,
+    resumedFrom: result.resumedFrom,
+  };
 }
 
 /** What keeps the pulled files from loading, if anything (missing files, missing metadata). */
@@ -136,9 +173,7 @@ export async function verifySherpaModel(
   if (!isPulled(entry, modelsDir)) {
     return { ok: false, message: `not pulled (run \`relay models pull ${entry.name}\`)` };
   }
-  const manifest = await readFile(path.join(dir, MANIFEST), "utf8")
-    .then((text) => manifestSchema.parse(JSON.parse(text)))
-    .catch(() => undefined);
+  const manifest = await readManifest(dir);
   if (!manifest) {
     return {
       ok: false,

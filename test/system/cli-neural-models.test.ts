@@ -31,6 +31,11 @@ async function archiveOf(name: string, edit?: (model: Buffer) => Uint8Array): Pr
   const entry = findSherpaModelOf("tts", name)!;
   const root = await mkdtemp(path.join(tmp, "archive-"));
   const dir = await installStandInVoice(root, name, { speakers: 2 });
+  // As Piper's model cards state a voice's licence.
+  await writeFile(
+    path.join(dir, "MODEL_CARD"),
+    "# Model card\n\n## Dataset\n\n* URL: https://example.org/\n* License: CC BY 4.0\n",
+  );
   if (edit) {
     const model = path.join(dir, entry.tts.model);
     await writeFile(model, edit(await readFile(model)));
@@ -96,6 +101,7 @@ describe("relay models pull and verify: neural voices", () => {
     expect(pulled.stdout).toMatch(
       /pulled piper-en_US-libritts_r-medium: .* resumed from .*SHA-256 [0-9a-f]{64} recorded/,
     );
+    expect(pulled.stdout).toContain("licence, as its model card states it: CC BY 4.0");
     expect(existsSync(path.join(dir, ENGLISH.dir, ENGLISH.tts.model))).toBe(true);
     expect(existsSync(path.join(dir, ENGLISH.file))).toBe(false);
 
@@ -103,7 +109,9 @@ describe("relay models pull and verify: neural voices", () => {
     expect(verified.code, verified.stderr).toBe(0);
     expect(verified.stdout).toMatch(/piper-en_US-libritts_r-medium\s+ok \(/);
     const listed = await relay(["list"], dir);
-    expect(listed.stdout).toMatch(/piper-en_US-libritts_r-medium\s+tts\s+en\s+~75 MiB\s+yes\s+yes/);
+    expect(listed.stdout).toMatch(
+      /piper-en_US-libritts_r-medium\s+tts\s+en\s+~75 MiB\s+yes\s+yes\s+CC BY 4.0/,
+    );
 
     // A file changed after the pull fails verification.
     await writeFile(path.join(dir, ENGLISH.dir, ENGLISH.tts.tokens), "_ 0\n");
