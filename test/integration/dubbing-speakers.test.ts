@@ -10,7 +10,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodeWav } from "../../src/audio/wav.js";
 import { defaultVoice, findVoice } from "../../src/voices/library.js";
-import { buildConversation, SPEAKERS, type Conversation } from "../support/conversations.js";
+import { buildConversation, speakerOf, SPEAKERS, type Conversation } from "../support/conversations.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
@@ -47,15 +47,8 @@ interface Segment {
 }
 
 /** The person speaking most of a segment, from the conversation's truth. */
-function personOf(segment: Segment): string {
-  let best = { speaker: "", overlap: 0 };
-  for (const turn of conversation.turns) {
-    const overlap =
-      Math.min(segment.end * 16_000, turn.endSample) - Math.max(segment.start * 16_000, turn.startSample);
-    if (overlap > best.overlap) best = { speaker: turn.speaker, overlap };
-  }
-  return best.speaker;
-}
+const personOf = (segment: Segment): string =>
+  speakerOf(conversation, segment.start * 16_000, segment.end * 16_000) ?? "";
 
 async function dub(body: Record<string, unknown>): Promise<Record<string, unknown>> {
   const client = dubbingClient(server.baseUrl, API_KEY);

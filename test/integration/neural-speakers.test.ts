@@ -11,11 +11,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import onnxProto from "onnx-proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
+import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { createSherpaSpeakerEngine } from "../../src/engines/sherpa-onnx/speaker.js";
 import { findSherpaModelOf } from "../../src/models/sherpa-catalogue.js";
 import { sherpaModelDir } from "../../src/models/sherpa-models.js";
-import { buildConversation, type Conversation } from "../support/conversations.js";
+import { buildConversation, speakerOf, type Conversation } from "../support/conversations.js";
 import { injectApp } from "../support/app.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
@@ -121,7 +121,10 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels through a pulled speaker
     // finals, each one person's, one per person.
     const labelled = socket.messages
       .filter((m) => m.type === "original_transcript" && m.is_final === true && (m.text as string) !== "")
-      .map((m) => ({ label: m.speaker as string, person: personOf(conversation, m) }));
+      .map((m) => ({
+        label: m.speaker as string,
+        person: speakerOf(conversation, (m.start_ms as number) * 16, (m.end_ms as number) * 16),
+      }));
     expect(new Set(labelled.map((l) => l.label)).size).toBe(2);
     const labelOf = new Map<string, string>();
     for (const { label, person } of labelled) {
@@ -162,14 +165,3 @@ describe("a speaker model sherpa-onnx would crash on", () => {
     }
   });
 });
-
-/** The person speaking most of a transcript's span, from the conversation's truth. */
-function personOf(conversation: Conversation, message: ServerMessage): string | undefined {
-  const [start, end] = [(message.start_ms as number) * 16, (message.end_ms as number) * 16];
-  let best: { speaker: string; overlap: number } | undefined;
-  for (const turn of conversation.turns) {
-    const overlap = Math.min(end, turn.endSample) - Math.max(start, turn.startSample);
-    if (overlap > 0 && (!best || overlap > best.overlap)) best = { speaker: turn.speaker, overlap };
-  }
-  return best?.speaker;
-}

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { findVoice } from "../../src/voices/library.js";
 import { voiceClonerFor } from "../../src/voices/voice-clone.js";
-import { buildConversation, SPEAKERS, type Conversation } from "../support/conversations.js";
+import { buildConversation, speakerOf, SPEAKERS, type Conversation } from "../support/conversations.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
 
@@ -58,15 +58,8 @@ async function play(socket: RealtimeSocket, pcm: Int16Array): Promise<void> {
 }
 
 /** The person speaking most of a transcript's span, from the conversation's truth. */
-function personOf(message: ServerMessage): string | undefined {
-  const [start, end] = [(message.start_ms as number) * 16, (message.end_ms as number) * 16];
-  let best: { speaker: string; overlap: number } | undefined;
-  for (const turn of conversation.turns) {
-    const overlap = Math.min(end, turn.endSample) - Math.max(start, turn.startSample);
-    if (overlap > 0 && (!best || overlap > best.overlap)) best = { speaker: turn.speaker, overlap };
-  }
-  return best?.speaker;
-}
+const personOf = (message: ServerMessage): string | undefined =>
+  speakerOf(conversation, (message.start_ms as number) * 16, (message.end_ms as number) * 16);
 
 describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
   it("labels every transcript, one label per person, the same person keeping theirs", async () => {

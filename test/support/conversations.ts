@@ -29,6 +29,20 @@ export interface Conversation {
   readonly turns: readonly Turn[];
 }
 
+/** The person speaking most of the span from `startSample` to `endSample` (16 kHz), from the truth. */
+export function speakerOf(
+  conversation: Conversation,
+  startSample: number,
+  endSample: number,
+): string | undefined {
+  let best: { speaker: string; overlap: number } | undefined;
+  for (const turn of conversation.turns) {
+    const overlap = Math.min(endSample, turn.endSample) - Math.max(startSample, turn.startSample);
+    if (overlap > 0 && (!best || overlap > best.overlap)) best = { speaker: turn.speaker, overlap };
+  }
+  return best?.speaker;
+}
+
 export type SpeakerName = "lj" | "ls1995" | "librivox" | "jfk";
 
 export const SPEAKERS: Readonly<Record<SpeakerName, { gender: "female" | "male"; title: string }>> = {
