@@ -10,6 +10,7 @@ import {
   ModelError,
   partialPath,
   verifyModel,
+  type DownloadOptions,
   type DownloadProgress,
 } from "../models/download.js";
 import { SHERPA_CATALOGUE, findSherpaModel, type SherpaModelEntry } from "../models/sherpa-catalogue.js";
@@ -117,6 +118,35 @@ function downloadProgress(stream: NodeJS.WriteStream): {
   };
 }
 
+const INTERRUPTED = Symbol("interrupted");
+
+/**
+ * Runs a download with its progress line; Ctrl-C stops it (the partial file stays for a resume) and
+ * gives INTERRUPTED. Failures phrased for the user become the CLI's errors.
+ */
+async function interruptible<T>(
+  baseUrl: string | undefined,
+  download: (options: DownloadOptions) => Promise<T>,
+): Promise<T | typeof INTERRUPTED> {
+  const bar = downloadProgress(process.stderr);
+  const controller = new AbortController();
+  const onInterrupt = () => controller.abort();
+  process.once("SIGINT", onInterrupt);
+  try {
+    return await download({
+      ...(baseUrl ? { baseUrl } : {}),
+      signal: controller.signal,
+      onProgress: (progress) => bar.update(progress),
+    });
+  } catch (error) {
+    if (controller.signal.aborted) return INTERRUPTED;
+    throw error instanceof ModelError ? new CliError(error.message) : error;
+  } finally {
+    bar.end();
+    process.off("SIGINT", onInterrupt);
+  }
+}
+
 /** `relay models pull <name>`: download (or resume) a model and check it. */
 export async function pullModel(name: string, dir: string, baseUrl: string | undefined): Promise<number> {
   const neural = findSherpaModel(name);
@@ -139,30 +169,14 @@ export async function pullModel(name: string, dir: string, baseUrl: string | und
       ? `resuming ${entry.file} from ${formatMiB(kept)}\n`
       : `downloading ${entry.file} (${formatPublishedSize(entry) ?? "size not published"}) into ${dir}\n`,
   );
-  const bar = downloadProgress(process.stderr);
-  const controller = new AbortController();
-  const onInterrupt = () => controller.abort();
-  process.once("SIGINT", onInterrupt);
-  try {
-    const result = await downloadModel(entry, dir, {
-      ...(baseUrl ? { baseUrl } : {}),
-      signal: controller.signal,
-      onProgress: (progress) => bar.update(progress),
-    });
-    bar.end();
-    const check = result.checksumVerified ? "SHA-1 ok" : `no published checksum; SHA-1 ${result.sha1}`;
-    console.log(`pulled ${entry.name}: ${result.path} (${formatMiB(result.bytes)}, ${check})`);
-    return 0;
-  } catch (error) {
-    bar.end();
-    if (controller.signal.aborted) {
-      process.stderr.write(`relay: interrupted; kept ${partialPath(entry, dir)}: pull again to resume\n`);
-      return 130;
-    }
-    throw error instanceof ModelError ? new CliError(error.message) : error;
-  } finally {
-    process.off("SIGINT", onInterrupt);
+  const result = await interruptible(baseUrl, (options) => downloadModel(entry, dir, options));
+  if (result === INTERRUPTED) {
+    process.stderr.write(`relay: interrupted; kept ${partialPath(entry, dir)}: pull again to resume\n`);
+    return 130;
   }
+  const check = result.checksumVerified ? "SHA-1 ok" : `no published checksum; SHA-1 ${result.sha1}`;
+  console.log(`pulled ${entry.name}: ${result.path} (${formatMiB(result.bytes)}, ${check})`);
+  return 0;
 }
 
 /** A sherpa-onnx model: download (or resume), unpack, check, record checksums. */
@@ -176,37 +190,21 @@ async function pullNeural(
     return 0;
   }
   process.stderr.write(`downloading ${entry.file} (about ${entry.approxMiB} MiB) into ${dir}\n`);
-  const bar = downloadProgress(process.stderr);
-  const controller = new AbortController();
-  const onInterrupt = () => controller.abort();
-  process.once("SIGINT", onInterrupt);
-  try {
-    const result = await pullSherpaModel(entry, dir, {
-      ...(baseUrl ? { baseUrl } : {}),
-      signal: controller.signal,
-      onProgress: (progress) => bar.update(progress),
-    });
-    bar.end();
-    const resumed = result.resumedFrom > 0 ? `, resumed from ${formatMiB(result.resumedFrom)}` : "";
-    console.log(
-      `pulled ${entry.name}: ${result.dir} (${formatMiB(result.bytes)}${resumed}; no published checksum, SHA-256 ${result.archiveSha256} recorded)`,
-    );
-    console.log(
-      result.licence
-        ? `licence, as its model card states it: ${result.licence}`
-        : "its archive states no licence: check the voice's source before offering it",
-    );
-    return 0;
-  } catch (error) {
-    bar.end();
-    if (controller.signal.aborted) {
-      process.stderr.write("relay: interrupted; pull again to resume\n");
-      return 130;
-    }
-    throw error instanceof ModelError ? new CliError(error.message) : error;
-  } finally {
-    process.off("SIGINT", onInterrupt);
+  const result = await interruptible(baseUrl, (options) => pullSherpaModel(entry, dir, options));
+  if (result === INTERRUPTED) {
+    process.stderr.write("relay: interrupted; pull again to resume\n");
+    return 130;
   }
+  const resumed = result.resumedFrom > 0 ? `, resumed from ${formatMiB(result.resumedFrom)}` : "";
+  console.log(
+    `pulled ${entry.name}: ${result.dir} (${formatMiB(result.bytes)}${resumed}; no published checksum, SHA-256 ${result.archiveSha256} recorded)`,
+  );
+  console.log(
+    result.licence
+      ? `licence, as its model card states it: ${result.licence}`
+      : "its archive states no licence: check the voice's source before offering it",
+  );
+  return 0;
 }
 
 /** `relay models verify [name]`: one model, or every pulled catalogue model in the directory. */

@@ -207,16 +207,18 @@ export const ENGINE_DESCRIPTORS = [
         maxQueued: z.number().int().min(0).max(1024).optional(),
       }),
       async (spec, c): Promise<TtsEngine> => {
-        const [{ createSherpaTtsEngine }, { neuralVoiceModels }] = await Promise.all([
-          import("./sherpa-onnx/tts.js"),
-          import("../models/sherpa-models.js"),
-        ]);
+        const [{ createSherpaTtsEngine }, { neuralVoiceModels }, { voiceMeasurementStore }] =
+          await Promise.all([
+            import("./sherpa-onnx/tts.js"),
+            import("../models/sherpa-models.js"),
+            import("../voices/measurement-store.js"),
+          ]);
         return createSherpaTtsEngine({
           models: neuralVoiceModels(spec.voices, c.modelsDir),
           threads: spec.threads,
           maxConcurrent: spec.maxConcurrent,
           maxQueued: spec.maxQueued,
-          profileDir: c.voiceMeasurementsDir,
+          measurements: voiceMeasurementStore(c.voiceMeasurementsDir),
         });
       },
     ),

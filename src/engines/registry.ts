@@ -1,7 +1,6 @@
 import { idOf, recognizersToBuild, type EngineSettings } from "../engine-config.js";
 import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
 import { createMfccSpeakerEngine } from "./mfcc-speaker/index.js";
-import { createSherpaSpeakerEngine } from "./sherpa-onnx/speaker.js";
 import { createSileroVadEngine } from "./silero-vad/index.js";
 import { nativeBuildLoads } from "./whisper-cpp/binding.js";
 import { abortError } from "./cancellation.js";
@@ -313,6 +312,8 @@ async function buildSpeakerEngine(
 ): Promise<SpeakerEngine> {
   if (config.speakerModel === undefined) return createMfccSpeakerEngine();
   try {
+    // Loaded only when configured, as every other engine (src/engines/descriptors.ts).
+    const { createSherpaSpeakerEngine } = await import("./sherpa-onnx/speaker.js");
     return await createSherpaSpeakerEngine({ model: config.speakerModel, ...config.speakerThresholds });
   } catch (error) {
     unavailable.push({ id: "sherpa-onnx-speaker", reason: (error as Error).message });

@@ -136,8 +136,9 @@ async function hashPrefix(hashes: readonly Hash[], file: string, bytes: number):
     for (const hash of hashes) hash.update(chunk as Buffer);
 }
 
-export async function sha1File(file: string): Promise<string> {
-  const hash = createHash("sha1");
+/** The file's digest (lower-case hex): SHA-1 as whisper.cpp publishes them, SHA-256 for what relay records. */
+export async function fileDigest(file: string, algorithm: "sha1" | "sha256"): Promise<string> {
+  const hash = createHash(algorithm);
   for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
   return hash.digest("hex");
 }
@@ -351,7 +352,7 @@ export async function verifyModel(entry: ModelEntry, dir: string): Promise<Verif
       `(truncated or another file; run \`relay models pull ${entry.name}\` to replace it)`;
     return { ...base, status: "size-mismatch", ok: false, bytes, message };
   }
-  const sha1 = await sha1File(file);
+  const sha1 = await fileDigest(file, "sha1");
   if (entry.sha1 === undefined) {
     const message = `no published checksum (${formatMiB(bytes)}, SHA-1 ${sha1})`;
     return { ...base, status: "no-checksum", ok: true, bytes, sha1, message };

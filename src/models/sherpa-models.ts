@@ -125,14 +125,7 @@ export function recognizerFiles(
 ): Pick<SherpaRecognizerOptions, "name" | "files" | "punctuation"> {
   const [entry] = pulledModels("streaming-asr", model === undefined ? undefined : [model], modelsDir);
   const file = (dir: string, name: string) => path.join(modelsDir, dir, name);
-  const punct =
-    punctuation === false
-      ? undefined
-      : punctuation === undefined
-        ? anyPulled("punctuation", modelsDir)
-          ? pulledModels("punctuation", undefined, modelsDir)[0]
-          : undefined
-        : pulledModels("punctuation", [punctuation], modelsDir)[0];
+  const punct = punctuationModel(punctuation, modelsDir);
   return {
     name: entry!.name,
     files: {
@@ -151,4 +144,16 @@ export function recognizerFiles(
         }
       : {}),
   };
+}
+
+/** The punctuation model to use: the named one, else the pulled one if any; none when `false`. */
+function punctuationModel(
+  punctuation: string | false | undefined,
+  modelsDir: string,
+): SherpaEntryOf<"punctuation"> | undefined {
+  if (punctuation === false) return undefined;
+  if (punctuation !== undefined) return pulledModels("punctuation", [punctuation], modelsDir)[0];
+  return anyPulled("punctuation", modelsDir)
+    ? pulledModels("punctuation", undefined, modelsDir)[0]
+    : undefined;
 }

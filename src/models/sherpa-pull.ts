@@ -6,8 +6,7 @@
  * sherpa-onnx needs (a file without it would end the process that loads it).
  */
 import { execFile } from "node:child_process";
-import { createHash } from "node:crypto";
-import { createReadStream, existsSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -18,7 +17,7 @@ import {
   ModelFileError,
   type ModelFileKind,
 } from "../engines/sherpa-onnx/model-check.js";
-import { downloadModel, formatMiB, ModelError, type DownloadOptions } from "./download.js";
+import { downloadModel, fileDigest, formatMiB, ModelError, type DownloadOptions } from "./download.js";
 import type { SherpaModelEntry } from "./sherpa-catalogue.js";
 import { isPulled, requiredFiles, sherpaModelDir } from "./sherpa-models.js";
 
@@ -53,12 +52,6 @@ export async function readManifest(dir: string): Promise<z.infer<typeof manifest
   return readFile(path.join(dir, MANIFEST), "utf8")
     .then((text) => manifestSchema.parse(JSON.parse(text)))
     .catch(() => undefined);
-}
-
-async function sha256File(file: string): Promise<string> {
-  const hash = createHash("sha256");
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
-  return hash.digest("hex");
 }
 
 /** The ONNX files of an entry and what sherpa-onnx requires of each (model-check.ts). */
@@ -122,7 +115,7 @@ export async function pullSherpaModel(
   }
   const files: Record<string, string> = {};
   for (const file of requiredFiles(entry, modelsDir))
-    files[path.relative(target, file)] = await sha256File(file);
+    files[path.relative(target, file)] = await fileDigest(file, "sha256");
   const licence = await statedLicence(target);
   const manifest = {
     name: entry.name,
@@ -184,7 +177,7 @@ export async function verifySherpaModel(
   for (const [relative, expected] of Object.entries(manifest.files)) {
     const file = path.join(dir, relative);
     bytes += (await stat(file).catch(() => undefined))?.size ?? 0;
-    const actual = await sha256File(file).catch(() => "missing");
+    const actual = await fileDigest(file, "sha256").catch(() => "missing");
     if (actual !== expected) {
       return {
         ok: false,

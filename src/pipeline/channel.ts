@@ -1,7 +1,8 @@
 /**
  * A single-consumer async queue without a bound: producers `push`, one consumer iterates with
  * `for await`. For streams whose consumer bounds them itself: the pipeline's output events (the
- * client connection's slow-reader policy) and rooms' audio clips. Links between the pipeline's
+ * client connection's slow-reader policy), rooms' audio clips, and the sentences of one neural
+ * synthesis (as many as the request's text has). Links between the pipeline's
  * stages are `BoundedQueue`s (queue.ts), each with its own drop rule.
  */
 export class Channel<T> implements AsyncIterable<T> {

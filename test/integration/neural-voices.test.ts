@@ -7,7 +7,7 @@
  * which speaker spoke, in what order and how much, never how it sounds.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, truncate, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -229,6 +229,58 @@ describe.skipIf(sharedMissing(GO_FORWARD))("dubbing with neural voices", () => {
       const pitch = pitchOf(samples, 16_000);
       expect([vitsStandInPitch(0), vitsStandInPitch(1)].some((hz) => Math.abs(pitch - hz) < 10)).toBe(true);
     } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the host process", () => {
+  /** The sherpa-onnx host processes this test process started (children running host-main). */
+  async function hostPids(): Promise<number[]> {
+    const pids: number[] = [];
+    for (const pid of await readdir("/proc")) {
+      if (!/^\d+$/u.test(pid)) continue;
+      const stat = await readFile(`/proc/${pid}/stat`, "utf8").catch(() => "");
+      const parent = Number(stat.split(") ")[1]?.split(" ")[1]);
+      const cmdline = await readFile(`/proc/${pid}/cmdline`, "utf8").catch(() => "");
+      if (parent === process.pid && cmdline.includes("host-main")) pids.push(Number(pid));
+    }
+    return pids;
+  }
+
+  it("a host that dies fails the syntheses in flight with why; the next starts a new host with the same voices", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "relay-host-death-"));
+    const before = new Set(await hostPids());
+    const engine = await createSherpaTtsEngine({
+      models: (await installStandInVoice(dir, ENGLISH, { speakers: 1 }), neuralVoiceModels([ENGLISH], dir)),
+    });
+    try {
+      const [host] = (await hostPids()).filter((pid) => !before.has(pid));
+      expect(host).toBeDefined();
+      const long = Array.from({ length: 200 }, (_, i) => `Sentence number ${i} is here.`).join(" ");
+      const chunks: number[] = [];
+      const inFlight = (async () => {
+        for await (const chunk of engine.synthesizeStream!({
+          text: long,
+          language: "en",
+          voice: defaultVoice("male"),
+        })) {
+          chunks.push(chunk.samples.length);
+          if (chunks.length === 1) process.kill(host!, "SIGKILL");
+        }
+      })();
+      await expect(inFlight).rejects.toThrow(/sherpa-onnx TTS stopped \(SIGKILL\)/u);
+      const after = await engine.synthesize({
+        text: "Still here.",
+        language: "en",
+        voice: defaultVoice("male"),
+      });
+      expect(after.samples.length).toBeGreaterThan(0);
+      const [replacement] = (await hostPids()).filter((pid) => !before.has(pid));
+      expect(replacement).toBeDefined();
+      expect(replacement).not.toBe(host);
+    } finally {
+      await engine.close();
       await rm(dir, { recursive: true, force: true });
     }
   });

@@ -141,7 +141,8 @@ function accept({ stream: id, samples }: AcceptParams): RecognitionResult {
   return result(recognizer, stream);
 }
 
-function finish({ stream: id, punctuate }: StreamParams & { punctuate: boolean }): RecognitionResult {
+/** The utterance's final result: its held-back tail decoded, punctuated when the model has punctuation. */
+function finish({ stream: id }: StreamParams): RecognitionResult {
   const { recognizer, stream, model } = streamOf(id);
   streams.delete(id);
   stream.acceptWaveform({ samples: TAIL, sampleRate: SAMPLE_RATE });
@@ -149,9 +150,7 @@ function finish({ stream: id, punctuate }: StreamParams & { punctuate: boolean }
   while (recognizer.isReady(stream)) recognizer.decode(stream);
   const heard = result(recognizer, stream);
   const text =
-    punctuate && model.punctuation && heard.text
-      ? model.punctuation.addPunct(heard.text.toLowerCase())
-      : heard.text;
+    model.punctuation && heard.text ? model.punctuation.addPunct(heard.text.toLowerCase()) : heard.text;
   return { ...heard, text };
 }
 

@@ -103,3 +103,19 @@ export interface RecognitionResult {
   /** The model's endpoint rules say the utterance has ended. */
   readonly endpoint: boolean;
 }
+
+/** A speaker-embedding model (CAM++, WeSpeaker). */
+export interface LoadSpeakerParams {
+  readonly model: string;
+  readonly threads: number;
+}
+
+export interface LoadedSpeaker {
+  /** Embedding size (192 for CAM++). */
+  readonly dim: number;
+}
+
+export interface EmbedParams {
+  readonly samples: Float32Array;
+  readonly sampleRate: number;
+}

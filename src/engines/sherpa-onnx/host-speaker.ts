@@ -1,20 +1,6 @@
 /** The host process's speaker embeddings (sherpa-onnx `SpeakerEmbeddingExtractor`, e.g. CAM++). */
 import { sherpa, type Handler, type HandlerRequest } from "./host-handlers.js";
-
-export interface LoadSpeakerParams {
-  readonly model: string;
-  readonly threads: number;
-}
-
-export interface LoadedSpeaker {
-  /** Embedding size (192 for CAM++). */
-  readonly dim: number;
-}
-
-export interface EmbedParams {
-  readonly samples: Float32Array;
-  readonly sampleRate: number;
-}
+import type { EmbedParams, LoadedSpeaker, LoadSpeakerParams } from "./host-protocol.js";
 
 interface EmbeddingStream {
   acceptWaveform(audio: { samples: Float32Array; sampleRate: number }): void;

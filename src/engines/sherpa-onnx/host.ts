@@ -13,6 +13,8 @@ export class SherpaHostError extends Error {
 }
 
 interface Pending {
+  /** The process asked: only its own end fails the request. */
+  readonly child: ChildProcess;
   readonly method: string;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: Error) => void;
@@ -39,6 +41,8 @@ export class SherpaHost {
   private readonly pending = new Map<number, Pending>();
   /** Requests that set the process up (model loads), sent again to a new process. */
   private readonly setup: { method: string; params: unknown }[] = [];
+  /** Settles once the current process has set up again what the previous one had (see `start`). */
+  private setUpAgain: Promise<unknown> = Promise.resolve();
   private closed = false;
 
   /** `label` names the host in errors ("sherpa-onnx TTS"). */
@@ -55,7 +59,8 @@ export class SherpaHost {
     if (this.closed) return Promise.reject(new SherpaHostError(`${this.label} is closed`));
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
-    const child = this.child ?? this.start();
+    // A process whose channel has closed is ending: the request goes to a new one.
+    const child = this.child?.connected ? this.child : this.start();
     const id = this.nextId++;
     return new Promise<unknown>((resolve, reject) => {
       const onAbort = () => {
@@ -66,6 +71,7 @@ export class SherpaHost {
       signal?.addEventListener("abort", onAbort, { once: true });
       const done = () => signal?.removeEventListener("abort", onAbort);
       this.pending.set(id, {
+        child,
         method,
         onChunk: options.onChunk,
         resolve: (value) => {
@@ -77,7 +83,11 @@ export class SherpaHost {
           reject(error);
         },
       });
-      child.send({ id, method, params } satisfies HostRequest);
+      // A restarted process serves nothing before its models are loaded again; a request cancelled
+      // meanwhile is not sent at all.
+      void this.setUpAgain.then(() => {
+        if (this.pending.has(id) && child.connected) child.send({ id, method, params } satisfies HostRequest);
+      });
     });
   }
 
@@ -85,7 +95,7 @@ export class SherpaHost {
     this.closed = true;
     const child = this.child;
     this.child = undefined;
-    this.failPending(new SherpaHostError(`${this.label} is closed`));
+    this.failPending(new SherpaHostError(`${this.label} is closed`), () => true);
     if (!child || child.exitCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     child.disconnect();
@@ -106,6 +116,8 @@ export class SherpaHost {
       stderr = (stderr + text).slice(-2000);
     });
     child.on("message", (reply: HostReply) => this.receive(reply));
+    // A message sent as the process dies fails here; its request fails with the process's exit.
+    child.on("error", () => undefined);
     child.on("exit", (code, signal) => {
       if (this.child === child) this.child = undefined;
       const last = stderr.trim().split("\n").slice(-3).join(" | ");
@@ -113,15 +125,21 @@ export class SherpaHost {
         new SherpaHostError(
           `${this.label} stopped (${signal ?? `exit code ${code}`})${last ? `: ${last}` : ""}`,
         ),
+        (request) => request.child === child,
       );
     });
     this.child = child;
     // A new process loads what the previous one had loaded, before anything else it is asked.
-    for (const { method, params } of this.setup) {
-      const id = this.nextId++;
-      this.pending.set(id, { method, onChunk: undefined, resolve: () => undefined, reject: () => undefined });
-      child.send({ id, method, params } satisfies HostRequest);
-    }
+    this.setUpAgain = Promise.allSettled(
+      this.setup.map(
+        ({ method, params }) =>
+          new Promise((resolve, reject) => {
+            const id = this.nextId++;
+            this.pending.set(id, { child, method, onChunk: undefined, resolve, reject });
+            child.send({ id, method, params } satisfies HostRequest);
+          }),
+      ),
+    );
     return child;
   }
 
@@ -138,9 +156,11 @@ export class SherpaHost {
     else pending.resolve(reply.result);
   }
 
-  private failPending(error: Error): void {
-    const pending = [...this.pending.values()];
-    this.pending.clear();
-    for (const request of pending) request.reject(error);
+  private failPending(error: Error, which: (request: Pending) => boolean): void {
+    for (const [id, request] of this.pending) {
+      if (!which(request)) continue;
+      this.pending.delete(id);
+      request.reject(error);
+    }
   }
 }

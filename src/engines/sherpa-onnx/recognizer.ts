@@ -7,7 +7,7 @@
  */
 import { bulkhead, BulkheadRejectedError } from "cockatiel";
 import { int16ToFloat32 } from "../../audio/pcm.js";
-import { AsrStreamBase } from "../asr-stream.js";
+import { AsrStreamBase, concatPcm } from "../asr-stream.js";
 import type {
   AsrEngine,
   AsrStreamOptions,
@@ -78,7 +78,7 @@ export async function createSherpaRecognizer(options: SherpaRecognizerOptions): 
         throw error;
       }
       open++;
-      return new SherpaStream(host, id, loaded.punctuation, () => open--);
+      return new SherpaStream(host, id, () => open--);
     };
 
     return {
@@ -118,7 +118,6 @@ class SherpaStream extends AsrStreamBase {
   constructor(
     private readonly host: SherpaHost,
     private readonly id: number,
-    private readonly punctuate: boolean,
     private readonly onRelease: () => void,
   ) {
     super("sherpa-onnx");
@@ -151,10 +150,7 @@ class SherpaStream extends AsrStreamBase {
     try {
       await this.send();
       finishing = true;
-      const final = (await this.host.request("finish", {
-        stream: this.id,
-        punctuate: this.punctuate,
-      })) as RecognitionResult;
+      const final = (await this.host.request("finish", { stream: this.id })) as RecognitionResult;
       return toHypothesis(final, this.sent);
     } finally {
       this.release(!finishing);
@@ -167,14 +163,8 @@ class SherpaStream extends AsrStreamBase {
 
   private async send(): Promise<void> {
     if (this.unsentSamples === 0) return;
-    const pieces = this.unsent.splice(0);
+    const pcm = concatPcm(this.unsent.splice(0));
     this.unsentSamples = 0;
-    const pcm = new Int16Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
-    let offset = 0;
-    for (const piece of pieces) {
-      pcm.set(piece, offset);
-      offset += piece.length;
-    }
     this.heard = (await this.host.request("accept", {
       stream: this.id,
       samples: int16ToFloat32(pcm),

@@ -22,7 +22,7 @@
 import { bulkhead, BulkheadRejectedError, TaskCancelledError } from "cockatiel";
 import type { SpeakerEngine, Voiceprint } from "../types.js";
 import { SherpaHost } from "./host.js";
-import type { EmbedParams, LoadedSpeaker, LoadSpeakerParams } from "./host-speaker.js";
+import type { EmbedParams, LoadedSpeaker, LoadSpeakerParams } from "./host-protocol.js";
 import { checkModelFile } from "./model-check.js";
 
 export interface SherpaSpeakerOptions {

@@ -9,15 +9,14 @@
  * name where the model names its speakers (Kokoro, which also says each speaker's language), and is
  * otherwise measured: the model reads a reference sentence and its median F0 decides (read speech
  * of a TTS voice stays near its habitual pitch, unlike the live talkers voice-clone.ts matches). The
- * measurements are kept in `profileDir` so each model is measured once. Large models are measured on
+ * measurements are kept in the voice measurement store (src/voices/measurement-store.ts), so each
+ * model is measured once. Large models are measured on
  * an even sample of their speakers (`MAX_PROFILED`), which bounds the cost to a few seconds.
  */
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
-import path from "node:path";
-import { z } from "zod";
-import type { LanguageCode, Voice } from "../types.js";
+import type { EngineInfo, LanguageCode, Voice } from "../types.js";
 import { VOICES } from "../../voices/library.js";
 import { REFERENCE_SENTENCES } from "../../voices/reference-sentences.js";
+import type { StoredMeasurement, VoiceMeasurementStore } from "../../voices/measurement-store.js";
 import { measureVoice } from "../../voices/voice-features.js";
 
 export interface NeuralSpeaker {
@@ -40,6 +39,8 @@ export interface ModelSpeakers {
   readonly name: string;
   readonly languages: readonly LanguageCode[];
   readonly speakers: number;
+  /** What identifies the model's build (its measurements are made again when it changes). */
+  readonly version: string;
   readonly genders?: readonly Voice["gender"][];
   /** Speakers that serve one language each (a multi-language model's); others serve all of them. */
   readonly named?: readonly NamedSpeaker[];
@@ -77,18 +78,10 @@ export const MAX_PROFILED = 32;
  * (165–255 Hz) speaking pitch.
  */
 const MALE_BELOW_HZ = 160;
-/** Raised when the measurement or its file format changes, so old files are measured again. */
-const FORMAT = 1;
-
-const profileSchema = z.object({
-  format: z.literal(FORMAT),
-  speakers: z.number(),
-  genders: z.record(z.string(), z.enum(["female", "male"])),
-});
-
 export interface SpeakerMapOptions {
   readonly models: readonly ModelSpeakers[];
-  readonly profileDir: string | undefined;
+  /** Where measured speakers are kept between processes; without one they are measured per process. */
+  readonly store: VoiceMeasurementStore | undefined;
   /** Speech of one speaker of one model, for measuring. */
   readonly sample: (
     model: string,
@@ -151,31 +144,26 @@ async function measuredGenders(
   model: ModelSpeakers,
   options: SpeakerMapOptions,
 ): Promise<Map<number, Voice["gender"]>> {
-  const file = options.profileDir && path.join(options.profileDir, `${model.name}.speakers.json`);
-  if (file) {
-    const stored = await readFile(file, "utf8")
-      .then((text) => profileSchema.parse(JSON.parse(text)))
-      .catch(() => undefined);
-    if (stored && stored.speakers === model.speakers) {
-      return new Map(Object.entries(stored.genders).map(([id, gender]) => [Number(id), gender]));
-    }
-  }
+  // One store entry per model: its speakers' measurements, by speaker id.
+  const identity: EngineInfo = { id: `sherpa-onnx-speakers-${model.name}`, version: model.version };
+  // An unreadable store only means measuring again.
+  const stored =
+    (await options.store?.read(identity).catch(() => undefined)) ?? new Map<string, StoredMeasurement>();
+  const fresh = new Map<string, StoredMeasurement>();
   const text = REFERENCE_SENTENCES[model.languages[0]!] ?? REFERENCE_SENTENCES.en!;
   const genders = new Map<number, Voice["gender"]>();
   for (const id of profiledSpeakers(model.speakers)) {
-    const { samples, sampleRate } = await options.sample(model.name, id, text);
-    const f0 = measureVoice(samples, sampleRate)?.medianF0Hz;
+    let features = stored.get(String(id));
+    if (features === undefined) {
+      const { samples, sampleRate } = await options.sample(model.name, id, text);
+      features = measureVoice(samples, sampleRate) ?? null;
+      fresh.set(String(id), features);
+    }
     // A speaker with nothing measurable is left out rather than guessed.
-    if (f0 !== undefined) genders.set(id, f0 < MALE_BELOW_HZ ? "male" : "female");
+    if (features) genders.set(id, features.medianF0Hz < MALE_BELOW_HZ ? "male" : "female");
   }
   if (genders.size === 0) throw new Error(`sherpa-onnx TTS: ${model.name} produced no measurable speech`);
-  if (file) {
-    const body = { format: FORMAT, speakers: model.speakers, genders: Object.fromEntries(genders) };
-    // Written aside and renamed, so no process reads a torn file; failing only means measuring again.
-    await mkdir(options.profileDir!, { recursive: true })
-      .then(() => writeFile(`${file}.${process.pid}`, JSON.stringify(body)))
-      .then(() => rename(`${file}.${process.pid}`, file))
-      .catch(() => undefined);
-  }
+  // Nor does a failed write cost more than measuring again in the next process.
+  if (fresh.size > 0) await options.store?.write(identity, fresh).catch(() => undefined);
   return genders;
 }

@@ -8,9 +8,12 @@
  * over as many distinct speakers as the models have). The voice's rate becomes the model's speed;
  * its pitch settings have no neural counterpart and are left out.
  */
+import { stat } from "node:fs/promises";
 import { bulkhead, BulkheadRejectedError, TaskCancelledError } from "cockatiel";
 import type { EngineInfo, LanguageCode, SynthesisRequest, SynthesizedAudio, TtsEngine } from "../types.js";
+import { Channel } from "../../pipeline/channel.js";
 import { levelSpeech } from "../../voices/loudness.js";
+import type { VoiceMeasurementStore } from "../../voices/measurement-store.js";
 import { SherpaHost } from "./host.js";
 import type { GenerateParams, LoadedTts, LoadTtsParams, TtsModelFiles } from "./host-protocol.js";
 import { checkKokoroVoices, checkModelFile } from "./model-check.js";
@@ -39,8 +42,8 @@ export interface SherpaTtsOptions {
   readonly maxConcurrent?: number;
   /** Syntheses waiting; beyond it a request fails at once (the pipeline drops or reports it). Default 32. */
   readonly maxQueued?: number;
-  /** Where measured speaker genders are kept between processes (a directory; default: not kept). */
-  readonly profileDir?: string;
+  /** Where measured speaker genders are kept between processes (default: measured per process). */
+  readonly measurements?: VoiceMeasurementStore;
 }
 
 /** Control characters would reach the phonemizer as text; they are spaces to a listener anyway. */
@@ -53,8 +56,11 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
   const threads = options.threads ?? 1;
   // Refused here with a clear message, before sherpa-onnx could end its process over the file.
   const named = new Map<string, readonly NamedSpeaker[]>();
+  /** Each model's build, as far as its speakers' measurements go: a new file is measured again. */
+  const versions = new Map<string, string>();
   for (const model of options.models) {
     const metadata = await checkModelFile(model.files.model, model.files.kind);
+    versions.set(model.name, `${(await stat(model.files.model)).size} bytes`);
     if (model.files.kind !== "kokoro") continue;
     await checkKokoroVoices(model.files.voices, metadata);
     named.set(model.name, kokoroSpeakers(metadata.get("speaker_names")!));
@@ -97,9 +103,14 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
     const speakers: SpeakerMap = await speakerMap({
       models: options.models.map((model) => {
         const speakers = named.get(model.name);
-        return { ...model, ...loaded.get(model.name)!, ...(speakers ? { named: speakers } : {}) };
+        return {
+          ...model,
+          ...loaded.get(model.name)!,
+          version: versions.get(model.name)!,
+          ...(speakers ? { named: speakers } : {}),
+        };
       }),
-      profileDir: options.profileDir,
+      store: options.measurements,
       sample: async (model, speaker, text) => {
         const parts: Float32Array[] = [];
         const sampleRate = await generate({ name: model, text, speaker, speed: 1 }, (c) => parts.push(c));
@@ -122,12 +133,12 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
       const { sampleRate } = loaded.get(speaker.model)!;
       if (text.trim() === "") return;
       const speed = Math.min(SPEED_RANGE.max, Math.max(SPEED_RANGE.min, request.voice.timbre.rate));
-      // Sentences arrive while the model works; they are handed on as they come.
-      const ready: Float32Array[] = [];
-      let wake: (() => void) | undefined;
-      let finished = false;
+      // Sentences arrive while the model works and are handed on as they come; a consumer that
+      // stops listening stops the model too.
+      const sentences = new Channel<Float32Array>();
+      const stopped = new AbortController();
       let failure: unknown;
-      generate(
+      const generating = generate(
         {
           name: speaker.model,
           text,
@@ -135,32 +146,17 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
           speed,
           ...(speaker.lang ? { lang: speaker.lang } : {}),
         },
-        (chunk) => {
-          ready.push(chunk);
-          wake?.();
-        },
-        signal,
-      ).then(
-        () => {
-          finished = true;
-          wake?.();
-        },
-        (error: unknown) => {
-          failure = error;
-          finished = true;
-          wake?.();
-        },
-      );
-      for (;;) {
-        const chunk = ready.shift();
-        if (chunk) {
-          yield { samples: levelSpeech(chunk), sampleRate };
-          continue;
-        }
-        if (finished) break;
-        await new Promise<void>((resolve) => (wake = resolve));
-        wake = undefined;
+        (chunk) => sentences.push(chunk),
+        signal ? AbortSignal.any([signal, stopped.signal]) : stopped.signal,
+      )
+        .catch((error: unknown) => (failure = error))
+        .finally(() => sentences.close());
+      try {
+        for await (const chunk of sentences) yield { samples: levelSpeech(chunk), sampleRate };
+      } finally {
+        stopped.abort(new Error("synthesis no longer wanted"));
       }
+      await generating;
       if (failure !== undefined) throw failure;
     }
 
