@@ -10,7 +10,8 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { sherpa, type Handler } from "./host-handlers.js";
+import type { Handler } from "../model-host/serve.js";
+import { sherpa } from "./host-handlers.js";
 import type {
   AcceptParams,
   LoadRecognizerParams,

@@ -1,6 +1,5 @@
 /**
- * What the host process's method handlers share (host-main.ts dispatches to them): the sherpa-onnx
- * module, loaded here once, and the shape of a handler.
+ * The sherpa-onnx module, loaded once in the host process (host-main.ts) for its method handlers.
  */
 import { createRequire } from "node:module";
 
@@ -10,14 +9,3 @@ const require = createRequire(import.meta.url);
  * service. It ships no types: each handler module declares the part it uses.
  */
 export const sherpa: unknown = require("sherpa-onnx-node");
-
-/** The request a handler serves. */
-export interface HandlerRequest {
-  readonly id: number;
-  /** Sends part of the result ahead of it (streamed speech). */
-  chunk(value: unknown): void;
-  /** Whether the service has asked this request to stop. */
-  cancelled(): boolean;
-}
-
-export type Handler = (params: never, request: HandlerRequest) => unknown;

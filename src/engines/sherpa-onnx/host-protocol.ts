@@ -1,26 +1,8 @@
 /**
- * Messages between the service and its sherpa-onnx host process (host.ts ↔ host-main.ts). Typed
- * arrays cross as they are (the channel uses Node's "advanced" serialization).
+ * The parameters and results of the sherpa-onnx host's methods (the service's engines ↔
+ * host-main.ts, over src/engines/model-host/). Typed arrays cross as they are (the channel uses
+ * Node's "advanced" serialization).
  */
-
-/** A request; `id` is unique per host process. */
-export interface HostRequest {
-  readonly id: number;
-  readonly method: string;
-  readonly params: unknown;
-}
-
-/** A request's cancellation (its reply still comes: an error or what was done before it stopped). */
-export interface HostCancel {
-  readonly id: number;
-  readonly cancel: true;
-}
-
-export type HostReply =
-  /** Part of the result, for methods that stream (speech, chunk by chunk). */
-  | { readonly id: number; readonly chunk: unknown }
-  | { readonly id: number; readonly result: unknown }
-  | { readonly id: number; readonly error: string };
 
 /**
  * A voice model as sherpa-onnx's `OfflineTts` takes it. `dataDir` is eSpeak NG's data directory (the

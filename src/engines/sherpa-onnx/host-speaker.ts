@@ -1,5 +1,6 @@
 /** The host process's speaker embeddings (sherpa-onnx `SpeakerEmbeddingExtractor`, e.g. CAM++). */
-import { sherpa, type Handler, type HandlerRequest } from "./host-handlers.js";
+import type { Handler, HandlerRequest } from "../model-host/serve.js";
+import { sherpa } from "./host-handlers.js";
 import type { EmbedParams, LoadedSpeaker, LoadSpeakerParams } from "./host-protocol.js";
 
 interface EmbeddingStream {

@@ -1,5 +1,6 @@
 /** The host process's speech synthesis (sherpa-onnx `OfflineTts`: Piper and Kokoro voices). */
-import { sherpa, type Handler, type HandlerRequest } from "./host-handlers.js";
+import type { Handler, HandlerRequest } from "../model-host/serve.js";
+import { sherpa } from "./host-handlers.js";
 import type { GenerateParams, LoadedTts, LoadTtsParams } from "./host-protocol.js";
 
 interface OfflineTts {

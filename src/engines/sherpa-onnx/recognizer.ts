@@ -17,7 +17,8 @@ import type {
   RecognitionStream,
   WordTiming,
 } from "../types.js";
-import { SherpaHost } from "./host.js";
+import { ModelHost } from "../model-host/host.js";
+import { SHERPA_HOST } from "./host-entry.js";
 import type { LoadedRecognizer, LoadRecognizerParams, RecognitionResult } from "./host-protocol.js";
 import { hotwordsFromContext } from "./hotwords.js";
 import { checkModelFile } from "./model-check.js";
@@ -44,7 +45,7 @@ export async function createSherpaRecognizer(options: SherpaRecognizerOptions): 
   await checkModelFile(options.files.encoder, "zipformer2-encoder");
   await checkModelFile(options.files.decoder, "transducer-decoder");
   if (options.punctuation) await checkModelFile(options.punctuation.model, "punctuation");
-  const host = new SherpaHost("sherpa-onnx recognizer");
+  const host = new ModelHost("sherpa-onnx recognizer", SHERPA_HOST);
   try {
     const version = (await host.request("version", null)) as string;
     const params: LoadRecognizerParams = {
@@ -116,7 +117,7 @@ class SherpaStream extends AsrStreamBase {
   private released = false;
 
   constructor(
-    private readonly host: SherpaHost,
+    private readonly host: ModelHost,
     private readonly id: number,
     private readonly onRelease: () => void,
   ) {

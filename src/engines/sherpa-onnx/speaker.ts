@@ -21,7 +21,8 @@
  */
 import { bulkhead, BulkheadRejectedError, TaskCancelledError } from "cockatiel";
 import type { SpeakerEngine, Voiceprint } from "../types.js";
-import { SherpaHost } from "./host.js";
+import { ModelHost } from "../model-host/host.js";
+import { SHERPA_HOST } from "./host-entry.js";
 import type { EmbedParams, LoadedSpeaker, LoadSpeakerParams } from "./host-protocol.js";
 import { checkModelFile } from "./model-check.js";
 
@@ -93,7 +94,7 @@ export async function createSherpaSpeakerEngine(options: SherpaSpeakerOptions): 
   const metadata = await checkModelFile(options.model, "speaker-embedding");
   const maxQueued = options.maxQueued ?? 64;
 
-  const host = new SherpaHost("sherpa-onnx speakers");
+  const host = new ModelHost("sherpa-onnx speakers", SHERPA_HOST);
   try {
     const version = (await host.request("version", null)) as string;
     const params: LoadSpeakerParams = { model: options.model, threads: options.threads ?? 1 };

@@ -14,7 +14,8 @@ import type { EngineInfo, LanguageCode, SynthesisRequest, SynthesizedAudio, TtsE
 import { Channel } from "../../pipeline/channel.js";
 import { levelSpeech } from "../../voices/loudness.js";
 import type { VoiceMeasurementStore } from "../../voices/measurement-store.js";
-import { SherpaHost } from "./host.js";
+import { ModelHost } from "../model-host/host.js";
+import { SHERPA_HOST } from "./host-entry.js";
 import type { GenerateParams, LoadedTts, LoadTtsParams, TtsModelFiles } from "./host-protocol.js";
 import { checkKokoroVoices, checkModelFile } from "./model-check.js";
 import {
@@ -66,7 +67,7 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
     named.set(model.name, kokoroSpeakers(metadata.get("speaker_names")!));
   }
 
-  const host = new SherpaHost("sherpa-onnx TTS");
+  const host = new ModelHost("sherpa-onnx TTS", SHERPA_HOST);
   try {
     const version = (await host.request("version", null)) as string;
     const loaded = new Map<string, LoadedTts>();

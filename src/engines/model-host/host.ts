@@ -1,15 +1,18 @@
 /**
- * The service's side of a sherpa-onnx host process (host-main.ts says why sherpa-onnx runs in a
- * process of its own). Requests go out over IPC and their replies come back by id. When the process
- * ends (a model that sherpa-onnx could not read, a crash), every pending request fails with the
- * reason, and the next request starts a new process that loads the same models again.
+ * The service's side of a model host: a child process that loads models and runs inference for an
+ * engine (its entry point serves requests with `serveRequests`, serve.ts). Engines run models there
+ * when the library ends the process over a bad file, blocks the thread it is called on, or bundles
+ * code this project runs only as a separate program (src/engines/sherpa-onnx/host-main.ts,
+ * src/engines/transformers-js/host-main.ts). Requests go out over IPC and their replies come back
+ * by id. When the process ends (a model the library could not read, a crash), every pending request
+ * fails with the reason, and the next request starts a new process that loads the same models again.
  */
 import { fork, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { HostCancel, HostReply, HostRequest } from "./host-protocol.js";
+import type { HostCancel, HostReply, HostRequest } from "./protocol.js";
 
-export class SherpaHostError extends Error {
-  override readonly name = "SherpaHostError";
+export class ModelHostError extends Error {
+  override readonly name = "ModelHostError";
 }
 
 interface Pending {
@@ -28,14 +31,17 @@ export interface RequestOptions {
   readonly signal?: AbortSignal;
 }
 
-/** The host's entry: the built JavaScript, or the TypeScript source when the service runs from it (tests, `npm run dev`). */
-function hostEntry(): { file: string; execArgv: string[] } {
+/**
+ * How to start a host's entry point (`main`, the URL of its built JavaScript module): the built
+ * JavaScript, or the TypeScript source when the service runs from it (tests, `npm run dev`).
+ */
+function entryOf(main: URL): { file: string; execArgv: string[] } {
   const fromSource = import.meta.url.endsWith(".ts");
-  const file = fileURLToPath(new URL(fromSource ? "./host-main.ts" : "./host-main.js", import.meta.url));
+  const file = fileURLToPath(fromSource ? new URL(main.href.replace(/\.js$/u, ".ts")) : main);
   return { file, execArgv: fromSource ? ["--import", "tsx"] : [] };
 }
 
-export class SherpaHost {
+export class ModelHost {
   private child: ChildProcess | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, Pending>();
@@ -45,8 +51,15 @@ export class SherpaHost {
   private setUpAgain: Promise<unknown> = Promise.resolve();
   private closed = false;
 
-  /** `label` names the host in errors ("sherpa-onnx TTS"). */
-  constructor(private readonly label: string) {}
+  /**
+   * `label` names the host in errors ("sherpa-onnx TTS"); `main` is its entry point's URL, as built
+   * (`new URL("./host-main.js", import.meta.url)`); `env` adds to the process's environment.
+   */
+  constructor(
+    private readonly label: string,
+    private readonly main: URL,
+    private readonly env: Readonly<Record<string, string>> = {},
+  ) {}
 
   /** Runs `method` now and again in every later process (model loads). */
   async setUp(method: string, params: unknown): Promise<unknown> {
@@ -56,7 +69,7 @@ export class SherpaHost {
   }
 
   request(method: string, params: unknown, options: RequestOptions = {}): Promise<unknown> {
-    if (this.closed) return Promise.reject(new SherpaHostError(`${this.label} is closed`));
+    if (this.closed) return Promise.reject(new ModelHostError(`${this.label} is closed`));
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(signal.reason);
     // A process whose channel has closed is ending: the request goes to a new one.
@@ -95,7 +108,7 @@ export class SherpaHost {
     this.closed = true;
     const child = this.child;
     this.child = undefined;
-    this.failPending(new SherpaHostError(`${this.label} is closed`), () => true);
+    this.failPending(new ModelHostError(`${this.label} is closed`), () => true);
     if (!child || child.exitCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     child.disconnect();
@@ -103,9 +116,10 @@ export class SherpaHost {
   }
 
   private start(): ChildProcess {
-    const { file, execArgv } = hostEntry();
+    const { file, execArgv } = entryOf(this.main);
     const child = fork(file, [], {
       execArgv,
+      env: { ...process.env, ...this.env },
       serialization: "advanced",
       stdio: ["ignore", "ignore", "pipe", "ipc"],
     });
@@ -122,7 +136,7 @@ export class SherpaHost {
       if (this.child === child) this.child = undefined;
       const last = stderr.trim().split("\n").slice(-3).join(" | ");
       this.failPending(
-        new SherpaHostError(
+        new ModelHostError(
           `${this.label} stopped (${signal ?? `exit code ${code}`})${last ? `: ${last}` : ""}`,
         ),
         (request) => request.child === child,
@@ -152,7 +166,7 @@ export class SherpaHost {
     }
     this.pending.delete(reply.id);
     if ("error" in reply)
-      pending.reject(new SherpaHostError(`${this.label}: ${pending.method}: ${reply.error}`));
+      pending.reject(new ModelHostError(`${this.label}: ${pending.method}: ${reply.error}`));
     else pending.resolve(reply.result);
   }
 

@@ -1,0 +1,51 @@
+/**
+ * The host process's side (host.ts starts it): serves the service's requests over the IPC channel
+ * with the entry point's handlers, one per method, and ends when the service goes away.
+ */
+import type { HostCancel, HostReply, HostRequest } from "./protocol.js";
+
+/** The request a handler serves. */
+export interface HandlerRequest {
+  readonly id: number;
+  /** Sends part of the result ahead of it (streamed speech). */
+  chunk(value: unknown): void;
+  /** Whether the service has asked this request to stop. */
+  cancelled(): boolean;
+}
+
+export type Handler = (params: never, request: HandlerRequest) => unknown;
+
+export function serveRequests(handlers: Readonly<Record<string, Handler>>): void {
+  /** Requests being served, and whether each was asked to stop. */
+  const running = new Map<number, { cancelled: boolean }>();
+  const send = (reply: HostReply) => process.send!(reply);
+
+  async function handle({ id, method, params }: HostRequest): Promise<unknown> {
+    const handler = handlers[method];
+    if (!handler) throw new Error(`unknown method ${method}`);
+    return (handler as (params: unknown, request: HandlerRequest) => unknown)(params, {
+      id,
+      chunk: (value) => send({ id, chunk: value }),
+      cancelled: () => running.get(id)?.cancelled ?? true,
+    });
+  }
+
+  process.on("message", (message: HostRequest | HostCancel) => {
+    if ("cancel" in message) {
+      const request = running.get(message.id);
+      if (request) request.cancelled = true;
+      return;
+    }
+    running.set(message.id, { cancelled: false });
+    Promise.resolve()
+      .then(() => handle(message))
+      .then(
+        (result) => send({ id: message.id, result }),
+        (error: unknown) =>
+          send({ id: message.id, error: error instanceof Error ? error.message : String(error) }),
+      )
+      .finally(() => running.delete(message.id));
+  });
+  // The service went away: nothing left to serve.
+  process.on("disconnect", () => process.exit(0));
+}
