@@ -7,11 +7,14 @@ import { fileURLToPath } from "node:url";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
 import { findModel } from "./models/catalogue.js";
+import { anyMtPulled } from "./models/mt-models.js";
 import { anyPulled, pulledModels, sherpaModelDir } from "./models/sherpa-models.js";
 import {
   defaultEngines,
+  DEFAULT_PIVOT_LANGUAGES,
   DEFAULT_WHISPER_MODEL,
   EngineConfigError,
+  pivotLanguagesOf,
   readEnginesFile,
   selectEngines,
   type AsrSpec,
@@ -350,16 +353,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     modelPresent,
     nativeBuild: true,
     neuralVoices: anyPulled("tts", modelsDir),
+    neuralTranslation: anyMtPulled(modelsDir),
     streamingEnglish: anyPulled("streaming-asr", modelsDir),
   });
-  let engineLists: { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[]; pivot?: string; asrDefaulted: boolean };
+  let engineLists: {
+    asr: AsrSpec[];
+    mt: MtSpec[];
+    tts: TtsSpec[];
+    pivot: string[] | undefined;
+    asrDefaulted: boolean;
+  };
   try {
     const file = e.ENGINES_FILE ? readEnginesFile(e.ENGINES_FILE, env) : undefined;
     engineLists = {
       asr: selectEngines("asr", file, e.ASR_ENGINES, defaults),
       mt: selectEngines("mt", file, e.MT_ENGINES, defaults),
       tts: selectEngines("tts", file, e.TTS_ENGINES, defaults),
-      pivot: file?.pivotLanguage,
+      pivot: pivotLanguagesOf(e.TRANSLATION_PIVOT_LANGUAGE ?? file?.pivotLanguage),
       asrDefaulted: e.ASR_ENGINES === undefined && (file?.asr.length ?? 0) === 0,
     };
   } catch (error) {
@@ -475,7 +485,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pocketsphinxMaxDecoders: e.POCKETSPHINX_MAX_DECODERS ?? Math.min(e.MAX_SESSIONS, 16),
       pocketsphinxSettings: e.POCKETSPHINX_SETTINGS,
       apertiumModesDir: e.APERTIUM_MODES_DIR,
-      pivotLanguage: e.TRANSLATION_PIVOT_LANGUAGE ?? engineLists.pivot ?? "es",
+      pivotLanguages: engineLists.pivot ?? DEFAULT_PIVOT_LANGUAGES,
       espeakBinary: e.ESPEAK_NG_BIN,
       svoxPicoDir: existsSync(e.SVOX_PICO_DIR) ? e.SVOX_PICO_DIR : undefined,
       voiceMeasurementsDir: path.resolve(

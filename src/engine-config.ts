@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { z } from "zod";
 import { namedOnly, schemasOf, type EngineDefaults } from "./engines/descriptors.js";
+import { isLanguageCode } from "./language-tags.js";
 
 /**
  * Which engines serve recognition, translation and speech, in order of preference: one validated
@@ -23,7 +24,8 @@ const enginesFile = z.strictObject({
   asr: z.array(asrSpec).default([]),
   mt: z.array(mtSpec).default([]),
   tts: z.array(ttsSpec).default([]),
-  pivotLanguage: z.string().optional(),
+  /** One language, or several in order of preference ("en" or ["en", "es"]). */
+  pivotLanguage: z.union([z.string(), z.array(z.string()).min(1)]).optional(),
 });
 
 export type AsrSpec = z.infer<typeof asrSpec>;
@@ -53,7 +55,8 @@ export interface EngineSettings extends EngineDefaults {
   readonly speakerModel?: string | undefined;
   /** Overrides of the sherpa-onnx speaker engine's thresholds (SPEAKER_SAME_BELOW, SPEAKER_NEW_ABOVE). */
   readonly speakerThresholds?: { readonly sameSpeakerBelow?: number; readonly newSpeakerAbove?: number };
-  readonly pivotLanguage: string;
+  /** Languages a pair without a direct engine is translated through, in order of preference. */
+  readonly pivotLanguages: readonly string[];
 }
 
 /** The embedded engines, used when neither the file nor the environment names any. */
@@ -62,6 +65,24 @@ export const DEFAULT_ENGINES: EngineLists = {
   mt: [{ engine: "apertium" }],
   tts: [{ engine: "espeak-ng" }],
 };
+
+/** English first (neural models pivot through it), then Spanish (Apertium's pairs all include it). */
+export const DEFAULT_PIVOT_LANGUAGES: readonly string[] = ["en", "es"];
+
+/**
+ * The pivot languages a setting names: "en", "en,es" or ["en", "es"]; undefined when it names none.
+ * Each must be a language code.
+ */
+export function pivotLanguagesOf(setting: string | readonly string[] | undefined): string[] | undefined {
+  if (setting === undefined) return undefined;
+  const languages = (typeof setting === "string" ? setting.split(",") : [...setting]).map((l) => l.trim());
+  const wrong = languages.filter((language) => !isLanguageCode(language));
+  if (wrong.length > 0 || languages.length === 0)
+    throw new EngineConfigError(
+      `pivot language(s) ${JSON.stringify(setting)}: use ISO 639-1 codes such as "en" or "en,es"`,
+    );
+  return languages;
+}
 
 /** The multilingual model `npm run setup` pulls when the network allows (`relay models pull base`). */
 export const DEFAULT_WHISPER_MODEL = "base";
@@ -76,6 +97,8 @@ export interface InstalledModels {
   readonly neuralVoices?: boolean;
   /** The streaming English recognizer is pulled (`relay models pull streaming-zipformer-en`). */
   readonly streamingEnglish?: boolean;
+  /** At least one translation model is pulled (`relay models pull opus-mt-en-es`). */
+  readonly neuralTranslation?: boolean;
 }
 
 /**
@@ -85,19 +108,22 @@ export interface InstalledModels {
  * PocketSphinx keeps English and whisper.cpp serves the other languages. The streaming English
  * recognizer, once pulled, hears English before both (whisper.cpp keeps `auto` and two-way
  * sessions: it identifies languages). Pulled neural voices speak their languages, and eSpeak NG
- * every other one.
+ * every other one. Pulled translation models translate before Apertium, which stays the fallback.
  */
 export function defaultEngines(installed: InstalledModels): EngineLists {
   const tts: TtsSpec[] = installed.neuralVoices
     ? [{ engine: "sherpa-onnx" }, ...DEFAULT_ENGINES.tts]
     : DEFAULT_ENGINES.tts;
   const streaming: AsrSpec[] = installed.streamingEnglish ? [{ engine: "sherpa-onnx" }] : [];
+  const mt: MtSpec[] = installed.neuralTranslation
+    ? [{ engine: "transformers-js" }, ...DEFAULT_ENGINES.mt]
+    : DEFAULT_ENGINES.mt;
   const pocketsphinx: AsrSpec = { engine: "pocketsphinx" };
-  if (!installed.modelPresent) return { ...DEFAULT_ENGINES, asr: [...streaming, pocketsphinx], tts };
+  if (!installed.modelPresent) return { asr: [...streaming, pocketsphinx], mt, tts };
   const whisperCpp: AsrSpec = { engine: "whisper-cpp", model: DEFAULT_WHISPER_MODEL };
   return {
-    ...DEFAULT_ENGINES,
     asr: [...streaming, ...(installed.nativeBuild ? [whisperCpp, pocketsphinx] : [pocketsphinx, whisperCpp])],
+    mt,
     tts,
   };
 }

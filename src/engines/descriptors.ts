@@ -150,6 +150,34 @@ export const ENGINE_DESCRIPTORS = [
     ),
   },
   {
+    id: "transformers-js",
+    mt: role(
+      z.strictObject({
+        engine: z.literal("transformers-js"),
+        ...base,
+        /** Catalogue names of pulled translation models, in order of preference (default: every pulled one). */
+        models: z.array(z.string().min(1)).min(1).optional(),
+        threads: z.number().int().min(1).max(16).optional(),
+        maxBatch: z.number().int().min(1).max(64).optional(),
+        maxQueued: z.number().int().min(1).max(4096).optional(),
+        maxLoaded: z.number().int().min(1).max(64).optional(),
+      }),
+      async (spec, c): Promise<MtEngine> => {
+        const [{ createTransformersEngine }, { translationModels }] = await Promise.all([
+          import("./transformers-js/index.js"),
+          import("../models/mt-models.js"),
+        ]);
+        return createTransformersEngine({
+          models: translationModels(spec.models, c.modelsDir),
+          threads: spec.threads,
+          maxBatch: spec.maxBatch,
+          maxQueued: spec.maxQueued,
+          maxLoaded: spec.maxLoaded,
+        });
+      },
+    ),
+  },
+  {
     id: "espeak-ng",
     tts: role(
       z.strictObject({ engine: z.literal("espeak-ng"), ...base, binary: z.string().optional() }),

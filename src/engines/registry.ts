@@ -1,4 +1,4 @@
-import { idOf, recognizersToBuild, type EngineSettings } from "../engine-config.js";
+import { DEFAULT_PIVOT_LANGUAGES, idOf, recognizersToBuild, type EngineSettings } from "../engine-config.js";
 import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
 import { createMfccSpeakerEngine } from "./mfcc-speaker/index.js";
 import { createSileroVadEngine } from "./silero-vad/index.js";
@@ -55,7 +55,8 @@ export class EngineRegistry {
     private readonly asr: readonly AsrEngine[],
     private readonly mt: readonly MtEngine[],
     private readonly tts: readonly TtsEngine[],
-    private readonly pivotLanguage: LanguageCode,
+    /** Languages a pair without a direct engine may be translated through, in order of preference. */
+    private readonly pivotLanguages: readonly LanguageCode[],
     /** Engines that were configured but failed to load, with the reason (shown on /healthz). */
     readonly unavailable: readonly { id: string; reason: string }[],
     /** Where the voices' measurements persist (src/voices/measurement-store.ts); undefined: in memory. */
@@ -99,7 +100,7 @@ export class EngineRegistry {
       asr,
       mt,
       tts,
-      config.pivotLanguage,
+      config.pivotLanguages,
       unavailable,
       voiceMeasurementStore(config.voiceMeasurementsDir),
     );
@@ -112,7 +113,7 @@ export class EngineRegistry {
     asr: AsrEngine[];
     mt: MtEngine[];
     tts: TtsEngine[];
-    pivotLanguage?: LanguageCode;
+    pivotLanguages?: readonly LanguageCode[];
     voiceMeasurementsDir?: string;
   }): EngineRegistry {
     return new EngineRegistry(
@@ -121,7 +122,7 @@ export class EngineRegistry {
       engines.asr,
       engines.mt,
       engines.tts,
-      engines.pivotLanguage ?? "es",
+      engines.pivotLanguages ?? DEFAULT_PIVOT_LANGUAGES,
       [],
       engines.voiceMeasurementsDir === undefined
         ? undefined
@@ -177,33 +178,42 @@ export class EngineRegistry {
     });
   }
 
-  /** The preferred route: direct when an engine has the pair, otherwise through the pivot language. */
+  /** The preferred route (see `translationRoutes`). */
   translationRoute(from: LanguageCode, to: LanguageCode): TranslationRoute | undefined {
     return this.translationRoutes(from, to)[0];
   }
 
   /**
-   * Every route for a pair, best first: each engine with the pair directly (in configured order),
-   * then two hops through the pivot language. The same language needs no route.
+   * Every route for a pair, best first: each engine with the pair directly, and two hops through
+   * each pivot language (English, then Spanish, by default). A route is as preferred as its least
+   * preferred engine (the configured order), so a neural engine through English comes before a
+   * rule-based engine direct; among equals, fewer hops first, then the pivots in order. The same
+   * language needs no route.
    */
   translationRoutes(from: LanguageCode, to: LanguageCode): TranslationRoute[] {
     if (from === to) return [{ from, to, hops: [] }];
-    const direct = this.directEngines(from, to).map((engine) => ({ from, to, hops: [{ engine, from, to }] }));
-    const pivot = this.pivotLanguage;
-    const first = this.directEngines(from, pivot)[0];
-    const second = this.directEngines(pivot, to)[0];
-    if (!first || !second || from === pivot || to === pivot) return direct;
-    return [
-      ...direct,
-      {
-        from,
-        to,
-        hops: [
-          { engine: first, from, to: pivot },
-          { engine: second, from: pivot, to },
-        ],
-      },
-    ];
+    const routes: TranslationRoute[] = this.directEngines(from, to).map((engine) => ({
+      from,
+      to,
+      hops: [{ engine, from, to }],
+    }));
+    for (const pivot of this.pivotLanguages) {
+      if (pivot === from || pivot === to) continue;
+      for (const first of this.directEngines(from, pivot))
+        for (const second of this.directEngines(pivot, to))
+          routes.push({
+            from,
+            to,
+            hops: [
+              { engine: first, from, to: pivot },
+              { engine: second, from: pivot, to },
+            ],
+          });
+    }
+    const rank = (route: TranslationRoute) =>
+      Math.max(...route.hops.map((hop) => this.mt.indexOf(hop.engine)));
+    // Array.prototype.sort is stable: equal routes keep direct-first, pivot order.
+    return routes.sort((a, b) => rank(a) - rank(b) || a.hops.length - b.hops.length);
   }
 
   recognitionLanguages(): LanguageCode[] {

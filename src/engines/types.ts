@@ -170,6 +170,11 @@ export interface TranslateRequest {
   readonly toLabel?: string;
   /** The session's most recent sentences and their translations, oldest first, for coherence. */
   readonly previous?: readonly { readonly source: string; readonly translation: string }[];
+  /**
+   * An interim's translation: a busy engine may refuse it (`EngineBusyError`), a later interim or
+   * the final replaces it.
+   */
+  readonly interim?: boolean;
 }
 
 export interface MtEngine extends Engine {

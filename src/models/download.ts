@@ -14,7 +14,10 @@ import { findModel, formatPublishedSize, type ModelEntry } from "./catalogue.js"
  */
 
 /** What a download needs to know of a model: a catalogue entry, whisper's or sherpa-onnx's. */
-export type DownloadTarget = Pick<ModelEntry, "name" | "file" | "url" | "bytes" | "sha1" | "sizeMiB">;
+export type DownloadTarget = Pick<ModelEntry, "name" | "file" | "url" | "bytes" | "sha1" | "sizeMiB"> & {
+  /** SHA-256 the file must have (lower-case hex), when the source states one. */
+  readonly sha256?: string;
+};
 
 /** A failure phrased for the user (the CLI prints the message as is). */
 export class ModelError extends Error {
@@ -271,7 +274,8 @@ export async function downloadModel(
         );
       }
       const sha1 = hash.digest("hex");
-      const problem = mismatch(entry, received, sha1);
+      const sha256 = hash256.digest("hex");
+      const problem = mismatch(entry, received, sha1, sha256);
       if (problem) {
         await rm(partial, { force: true });
         throw new ModelError(`${problem}; the download was deleted (${url})`);
@@ -281,8 +285,8 @@ export async function downloadModel(
         path: final,
         bytes: received,
         sha1,
-        sha256: hash256.digest("hex"),
-        checksumVerified: entry.sha1 !== undefined,
+        sha256,
+        checksumVerified: entry.sha1 !== undefined || entry.sha256 !== undefined,
         resumedFrom: offset,
       };
     } finally {
@@ -292,13 +296,16 @@ export async function downloadModel(
   }
 }
 
-/** Why a complete file of `bytes` bytes hashing to `sha1` is not `entry`, if it is not. */
-function mismatch(entry: DownloadTarget, bytes: number, sha1: string): string | undefined {
+/** Why a complete file of `bytes` bytes with these digests is not `entry`, if it is not. */
+function mismatch(entry: DownloadTarget, bytes: number, sha1: string, sha256: string): string | undefined {
   if (entry.bytes !== undefined && bytes !== entry.bytes) {
     return `size mismatch for ${entry.file}: expected ${entry.bytes} bytes, got ${bytes}`;
   }
   if (entry.sha1 !== undefined && sha1 !== entry.sha1.toLowerCase()) {
     return `checksum mismatch for ${entry.file}: expected SHA-1 ${entry.sha1}, got ${sha1}`;
+  }
+  if (entry.sha256 !== undefined && sha256 !== entry.sha256.toLowerCase()) {
+    return `checksum mismatch for ${entry.file}: expected SHA-256 ${entry.sha256}, got ${sha256}`;
   }
   return undefined;
 }

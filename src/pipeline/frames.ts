@@ -17,6 +17,8 @@ export interface TranslationCall {
   readonly context: string;
   /** The session's last few final sentences and their translations, oldest first. */
   readonly previous: readonly { readonly source: string; readonly translation: string }[];
+  /** An interim's translation (a busy engine may refuse it: a later one replaces it). */
+  readonly interim?: boolean;
 }
 /** A translation the pipeline asks for: into `to`, the language `targetFor` chose for the utterance. */
 export interface TargetedCall extends TranslationCall {

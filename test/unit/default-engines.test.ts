@@ -66,6 +66,16 @@ describe("default engines", () => {
     ]);
   });
 
+  it("translate with pulled translation models first, Apertium behind them", () => {
+    for (const modelPresent of [false, true]) {
+      expect(defaultEngines({ modelPresent, nativeBuild: true, neuralTranslation: true }).mt).toEqual([
+        { engine: "transformers-js" },
+        { engine: "apertium" },
+      ]);
+    }
+    expect(defaultEngines({ modelPresent: true, nativeBuild: true }).mt).toEqual([{ engine: "apertium" }]);
+  });
+
   it("give way to anything configured", () => {
     const defaults = defaultEngines({ modelPresent: true, nativeBuild: true });
     expect(

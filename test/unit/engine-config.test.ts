@@ -37,7 +37,7 @@ describe("engine configuration", () => {
     expect(engines.asr).toEqual([{ engine: "pocketsphinx" }]);
     expect(engines.mt).toEqual([{ engine: "apertium" }]);
     expect(engines.tts).toEqual([{ engine: "espeak-ng" }]);
-    expect(engines.pivotLanguage).toBe("es");
+    expect(engines.pivotLanguages).toEqual(["en", "es"]);
     expect(engines.modelsDir).toBe(path.join(dir, "models"));
   });
 
@@ -69,11 +69,12 @@ describe("engine configuration", () => {
       concurrency: 4,
     });
     expect(engines.tts).toEqual([{ engine: "espeak-ng" }]);
-    expect(engines.pivotLanguage).toBe("en");
+    expect(engines.pivotLanguages).toEqual(["en"]);
     // the environment wins over the file
     expect(
-      load({ ENGINES_FILE: file, LLM_KEY: "k", TRANSLATION_PIVOT_LANGUAGE: "fr" }).engines.pivotLanguage,
-    ).toBe("fr");
+      load({ ENGINES_FILE: file, LLM_KEY: "k", TRANSLATION_PIVOT_LANGUAGE: "fr,es" }).engines.pivotLanguages,
+    ).toEqual(["fr", "es"]);
+    expect(() => load({ TRANSLATION_PIVOT_LANGUAGE: "english" })).toThrow(/ISO 639-1/u);
   });
 
   it("lets ASR_ENGINES / MT_ENGINES / TTS_ENGINES pick and order entries by id", () => {
@@ -87,7 +88,7 @@ describe("engine configuration", () => {
       { engine: "espeak-ng" },
     ]);
     expect(problem({ ENGINES_FILE: file, MT_ENGINES: "deepl" })).toMatch(
-      /MT_ENGINES: unknown engine "deepl" \(known: llm, apertium;/,
+      /MT_ENGINES: unknown engine "deepl" \(known: llm, apertium, transformers-js;/,
     );
   });
 

@@ -1,3 +1,4 @@
+import { EngineBusyError } from "../../engines/busy.js";
 import type { LanguageCode } from "../../engines/types.js";
 import type { SpeakerVoice, VoiceChooser } from "../../speakers/voices.js";
 import { TranslationHistory } from "../../speech-plan.js";
@@ -102,8 +103,9 @@ export class TranslationStage {
         reportCall(true);
       } catch (error) {
         await line?.cancel();
-        // A call cancelled by the pipeline did not fail.
-        if (signal.aborted) return;
+        // A call cancelled by the pipeline did not fail, and an interim a busy engine refused is
+        // simply not shown (the pipeline's drop rule for interims).
+        if (signal.aborted || (job.kind === "interim" && error instanceof EngineBusyError)) return;
         reportCall(false);
         // The segment is named so the client can tell which line lost (part of) its translation.
         reportError(`translation failed: ${(error as Error).message}`, segment.id);
@@ -157,6 +159,7 @@ export class TranslationStage {
       text: job.sourceText,
       context: this.options.context(),
       previous: this.history.recent,
+      interim: job.kind === "interim",
     };
     const stream = this.options.translateStream;
     const { signal } = this.options;

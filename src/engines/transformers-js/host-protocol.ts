@@ -1,0 +1,38 @@
+/**
+ * The parameters and results of the transformers.js host's methods (index.ts ↔ host-main.ts, over
+ * src/engines/model-host/).
+ */
+import type { LanguageCode } from "../types.js";
+
+/** A pulled translation model, as the host loads it. */
+export interface TranslationModelFiles {
+  /** The catalogue name (`opus-mt-en-es`), which names it in the host's table of loaded models. */
+  readonly name: string;
+  /** Its directory: config.json, tokenizer.json, onnx/… as Hugging Face publishes them. */
+  readonly dir: string;
+  /** Marian (Opus-MT: one direction) or M2M100 (many-to-many: told the languages per call). */
+  readonly family: "marian" | "m2m100";
+}
+
+/** One batch: sentences in the same direction through one model. */
+export interface TranslateBatchParams {
+  readonly model: TranslationModelFiles;
+  readonly from: LanguageCode;
+  readonly to: LanguageCode;
+  readonly texts: readonly string[];
+}
+
+export interface TranslateBatchResult {
+  /** One per text, in order. */
+  readonly translations: readonly string[];
+  /** The host's resident memory after the batch, bytes. */
+  readonly rss: number;
+  /** Whether the model was loaded for this batch (and how long that took). */
+  readonly loadedMs?: number;
+}
+
+export interface HostStats {
+  /** Loaded models, least recently used first. */
+  readonly loaded: readonly string[];
+  readonly rss: number;
+}

@@ -1,0 +1,164 @@
+/**
+ * Neural machine translation in the service's process tree: Marian (Opus-MT, one model per
+ * direction) and M2M100 (many-to-many) models as Hugging Face publishes them in ONNX, run by
+ * transformers.js on onnxruntime-node in a host process of their own (host-main.ts says why).
+ *
+ * A text is cut into sentences, and each sentence waits for the host with the other sessions'
+ * (batches.ts): sentences that arrive together are translated in one batch. Every model is loaded
+ * once in the host and shared by every session; the least recently used is released beyond
+ * `maxLoaded`. The models are sentence-level: the session's history and context are not used.
+ */
+import { ModelHost } from "../model-host/host.js";
+import { SentenceSplitter } from "../../pipeline/sentence-splitter.js";
+import type { EngineInfo, LanguageCode, MtEngine, TranslateRequest, TranslationPair } from "../types.js";
+import { SentenceBatcher } from "./batches.js";
+import type {
+  HostStats,
+  TranslateBatchParams,
+  TranslateBatchResult,
+  TranslationModelFiles,
+} from "./host-protocol.js";
+
+/** A pulled model and the directions it serves. */
+export interface TranslationModel extends TranslationModelFiles {
+  /**
+   * With `targetToken` where a model translating into several languages is told which by a token
+   * leading the text (`>>pt<<`).
+   */
+  readonly directions: readonly (TranslationPair & { readonly targetToken?: string })[];
+}
+
+export interface TransformersEngineOptions {
+  /** In order of preference: a direction two models serve goes to the first. */
+  readonly models: readonly TranslationModel[];
+  /** onnxruntime threads of each forward pass (default 2). */
+  readonly threads?: number;
+  /** Sentences per batch (default 8). */
+  readonly maxBatch?: number;
+  /** Sentences waiting per model (default 64; interims from half of it are refused). */
+  readonly maxQueued?: number;
+  /** Models loaded at once; the least recently used is released beyond it (default 4). */
+  readonly maxLoaded?: number;
+}
+
+export interface TransformersEngine extends MtEngine {
+  /** What the host has loaded and its memory, and the batches sent (for tests and benchmarks). */
+  stats(): Promise<{
+    host: HostStats;
+    waiting: Record<string, number>;
+    batches: number;
+    sentences: number;
+  }>;
+}
+
+/** Languages written without spaces between sentences. */
+const UNSPACED = new Set<LanguageCode>(["ja", "zh"]);
+
+const HOST_MAIN = new URL("./host-main.js", import.meta.url);
+
+export async function createTransformersEngine(
+  options: TransformersEngineOptions,
+): Promise<TransformersEngine> {
+  if (options.models.length === 0) throw new Error("no translation model is pulled (relay models list)");
+  const maxLoaded = options.maxLoaded ?? 4;
+  const host = new ModelHost("transformers.js translation", HOST_MAIN, {
+    RELAY_MT_THREADS: String(options.threads ?? 2),
+    RELAY_MT_MAX_LOADED: String(maxLoaded),
+  });
+  let version: string;
+  try {
+    version = (await host.request("version", null)) as string;
+  } catch (error) {
+    await host.close();
+    throw error;
+  }
+  const byName = new Map(options.models.map((model) => [model.name, model]));
+  const modelFor = (from: LanguageCode, to: LanguageCode): TranslationModel | undefined =>
+    options.models.find((model) => model.directions.some((d) => d.from === from && d.to === to));
+  const batcher = new SentenceBatcher(
+    async ({ model, from, to, texts }, signal) => {
+      const { dir, family, name, directions } = byName.get(model)!;
+      const token = directions.find((d) => d.from === from && d.to === to)?.targetToken;
+      const params: TranslateBatchParams = {
+        model: { name, dir, family },
+        from,
+        to,
+        texts: token ? texts.map((text) => `${token} ${text}`) : texts,
+      };
+      const result = (await host.request("translate", params, { signal })) as TranslateBatchResult;
+      return result.translations;
+    },
+    { maxBatch: options.maxBatch ?? 8, maxQueued: options.maxQueued ?? 64 },
+  );
+
+  /** Each sentence's translation as a promise, in order; a failure cancels the others. */
+  function translateSentences(request: TranslateRequest, signal?: AbortSignal): Promise<string>[] {
+    const model = modelFor(request.from, request.to);
+    if (!model) throw new Error(`no translation model for ${request.from} to ${request.to}`);
+    const failed = new AbortController();
+    const both = signal ? AbortSignal.any([signal, failed.signal]) : failed.signal;
+    return sentencesOf(request.text).map((sentence) => {
+      const translation = batcher.translate(model.name, request.from, request.to, sentence, {
+        interim: request.interim,
+        signal: both,
+      });
+      translation.catch((error: unknown) => failed.abort(error));
+      return translation;
+    });
+  }
+  const joiner = (to: LanguageCode) => (UNSPACED.has(to) ? "" : " ");
+
+  const pairs = unique(
+    options.models.flatMap((model) => model.directions.map(({ from, to }) => ({ from, to }))),
+  );
+  const info: EngineInfo = {
+    id: "transformers-js",
+    version: `${version}+${options.models.map((model) => model.name).join("+")}`,
+    detail: `Opus-MT / M2M100 through transformers.js ${version} (${options.models.length} models, at most ${maxLoaded} loaded)`,
+  };
+  return {
+    info,
+    capabilities: { pairs, usesContext: false, streaming: true },
+    async translate(request, signal) {
+      const translations = await Promise.all(translateSentences(request, signal));
+      return translations.filter(Boolean).join(joiner(request.to));
+    },
+    async *translateStream(request, signal) {
+      const done: string[] = [];
+      for (const translation of translateSentences(request, signal)) {
+        const text = await translation;
+        if (text) done.push(text);
+        yield done.join(joiner(request.to));
+      }
+    },
+    async warmUp() {
+      // The first models (as many as stay loaded) are loaded before the first session needs them.
+      for (const { name, dir, family } of options.models.slice(0, maxLoaded))
+        await host.request("load", { name, dir, family } satisfies TranslationModelFiles);
+    },
+    async stats() {
+      return { host: (await host.request("stats", null)) as HostStats, ...batcher.stats() };
+    },
+    async close() {
+      batcher.close(new Error("the translator is closed"));
+      await host.close();
+    },
+  };
+}
+
+/** The sentences of a text (one when it has no sentence end). */
+function sentencesOf(text: string): string[] {
+  const splitter = new SentenceSplitter();
+  const sentences = [...splitter.push(text), ...splitter.flush()];
+  return sentences.length > 0 ? sentences : [text.trim()].filter(Boolean);
+}
+
+function unique(pairs: readonly TranslationPair[]): TranslationPair[] {
+  const seen = new Set<string>();
+  return pairs.filter((pair) => {
+    const key = `${pair.from}>${pair.to}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}

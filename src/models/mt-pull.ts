@@ -1,0 +1,183 @@
+/**
+ * Pulling and verifying translation models from Hugging Face (or a mirror with its layout:
+ * `<base>/<repo>/resolve/main/<file>`). Each file downloads resumably (download.ts) into a staging
+ * directory that survives an interruption; the model's directory appears only once every file is
+ * there and checked, so `<models>/mt/<name>` is never half-pulled.
+ *
+ * Checksums: Hugging Face states the SHA-256 of every large (LFS) file in the `X-Linked-Etag` header
+ * of its `resolve` answer (the redirect to the file's storage). A file that does not match is
+ * refused and deleted. Small files (JSON) have no such statement; the manifest records every
+ * file's SHA-256 as pulled, and `verify` checks the files against it and checks that the model has
+ * what transformers.js needs (model-check.ts).
+ */
+import { existsSync } from "node:fs";
+import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+import { problemWithTranslationModel } from "../engines/transformers-js/model-check.js";
+import { downloadModel, fileDigest, formatMiB, ModelError, type DownloadOptions } from "./download.js";
+import type { MtModelEntry } from "./mt-catalogue.js";
+import { isMtPulled, mtModelDir } from "./mt-models.js";
+
+export const HUGGING_FACE = "https://huggingface.co";
+const MANIFEST = ".relay-model.json";
+/** Files a repository may lack (transformers.js falls back to the model's config). */
+const OPTIONAL = new Set(["generation_config.json"]);
+
+const manifestSchema = z.object({
+  name: z.string(),
+  repo: z.string(),
+  licence: z.string(),
+  /** SHA-256 of each file, as pulled. */
+  files: z.record(z.string(), z.string()),
+  /** The files whose SHA-256 Hugging Face stated, and which matched it. */
+  checkedAgainstSource: z.array(z.string()),
+});
+export type MtManifest = z.infer<typeof manifestSchema>;
+
+export async function readMtManifest(dir: string): Promise<MtManifest | undefined> {
+  return readFile(path.join(dir, MANIFEST), "utf8")
+    .then((text) => manifestSchema.parse(JSON.parse(text)))
+    .catch(() => undefined);
+}
+
+/** What the source says of a file before it is downloaded. */
+interface Statement {
+  readonly exists: boolean;
+  readonly sha256?: string;
+  readonly bytes?: number;
+}
+
+/** Asks for the file without following the redirect: Hugging Face's answer states an LFS file's SHA-256 and size. */
+async function statementOf(url: string, options: DownloadOptions): Promise<Statement> {
+  const fetchImpl = options.fetchImpl ?? fetch;
+  let response: Response;
+  try {
+    response = await fetchImpl(url, { method: "HEAD", redirect: "manual", signal: options.signal ?? null });
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
+    throw new ModelError(`cannot reach ${new URL(url).host} (${cause}). Is this machine offline?`);
+  }
+  if (response.status === 404) return { exists: false };
+  if (response.status >= 400) throw new ModelError(`HTTP ${response.status} for ${url}`);
+  const etag = response.headers.get("x-linked-etag")?.replace(/^W\//u, "").replaceAll('"', "");
+  const size = Number(response.headers.get("x-linked-size") ?? NaN);
+  return {
+    exists: true,
+    ...(etag && /^[0-9a-f]{64}$/u.test(etag) ? { sha256: etag } : {}),
+    ...(Number.isFinite(size) ? { bytes: size } : {}),
+  };
+}
+
+export interface MtPullResult {
+  readonly dir: string;
+  readonly bytes: number;
+  /** Bytes kept from an earlier, interrupted pull. */
+  readonly resumedFrom: number;
+  /** Files whose SHA-256 the source stated (and matched), of all files. */
+  readonly checked: number;
+  readonly files: number;
+}
+
+/** Downloads (or resumes) `entry`'s files, checks them, and moves the model into place. */
+export async function pullMtModel(
+  entry: MtModelEntry,
+  modelsDir: string,
+  options: DownloadOptions = {},
+): Promise<MtPullResult> {
+  const target = mtModelDir(entry, modelsDir);
+  const staging = path.join(modelsDir, "mt", `.pull-${entry.name}`);
+  const base = (options.baseUrl ?? HUGGING_FACE).replace(/\/+$/u, "");
+  const digests: Record<string, string> = {};
+  const checked: string[] = [];
+  let bytes = 0;
+  let resumedFrom = 0;
+  for (const file of entry.files) {
+    const url = `${base}/${entry.repo}/resolve/main/${file}`;
+    const statement = await statementOf(url, options);
+    if (!statement.exists) {
+      if (OPTIONAL.has(file)) continue;
+      throw new ModelError(`${entry.repo} has no ${file} (${url})`);
+    }
+    const dir = path.join(staging, path.dirname(file));
+    const local = path.join(staging, file);
+    // A file completed by an interrupted pull is kept when it still matches.
+    const done = existsSync(local) ? await fileDigest(local, "sha256") : undefined;
+    if (done !== undefined && (statement.sha256 === undefined || done === statement.sha256)) {
+      digests[file] = done;
+      if (statement.sha256) checked.push(file);
+      bytes += (await stat(local)).size;
+      continue;
+    }
+    await rm(local, { force: true });
+    const result = await downloadModel(
+      {
+        name: `${entry.name}: ${file}`,
+        file: path.basename(file),
+        url,
+        ...(statement.sha256 ? { sha256: statement.sha256 } : {}),
+        ...(statement.bytes !== undefined ? { bytes: statement.bytes } : {}),
+      },
+      dir,
+      { ...options, baseUrl: undefined },
+    );
+    digests[file] = result.sha256;
+    if (statement.sha256) checked.push(file);
+    bytes += result.bytes;
+    resumedFrom += result.resumedFrom;
+  }
+  const problem = await problemWithTranslationModel(staging, entry.family);
+  if (problem) {
+    await rm(staging, { recursive: true, force: true });
+    throw new ModelError(`${entry.name}: ${problem}; the download was deleted`);
+  }
+  const manifest: MtManifest = {
+    name: entry.name,
+    repo: entry.repo,
+    licence: entry.licence,
+    files: digests,
+    checkedAgainstSource: checked,
+  };
+  await writeFile(path.join(staging, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+  await mkdir(path.dirname(target), { recursive: true });
+  await rm(target, { recursive: true, force: true });
+  await rename(staging, target);
+  return { dir: target, bytes, resumedFrom, checked: checked.length, files: Object.keys(digests).length };
+}
+
+export interface MtVerifyResult {
+  readonly ok: boolean;
+  readonly message: string;
+}
+
+/** Checks a pulled model's files against its manifest and what transformers.js needs. */
+export async function verifyMtModel(entry: MtModelEntry, modelsDir: string): Promise<MtVerifyResult> {
+  const dir = mtModelDir(entry, modelsDir);
+  if (!isMtPulled(entry, modelsDir))
+    return { ok: false, message: `not pulled (run \`relay models pull ${entry.name}\`)` };
+  const manifest = await readMtManifest(dir);
+  if (!manifest) {
+    return {
+      ok: false,
+      message: `no checksum record in ${dir} (run \`relay models pull ${entry.name}\` to replace it)`,
+    };
+  }
+  let bytes = 0;
+  for (const [file, expected] of Object.entries(manifest.files)) {
+    const local = path.join(dir, file);
+    bytes += (await stat(local).catch(() => undefined))?.size ?? 0;
+    if ((await fileDigest(local, "sha256").catch(() => "missing")) !== expected) {
+      return {
+        ok: false,
+        message: `checksum mismatch: ${file} has changed since it was pulled (run \`relay models pull ${entry.name}\`)`,
+      };
+    }
+  }
+  const problem = await problemWithTranslationModel(dir, entry.family);
+  if (problem) return { ok: false, message: problem };
+  const files = Object.keys(manifest.files).length;
+  return {
+    ok: true,
+    message: `ok (${formatMiB(bytes)}; ${files} files match the SHA-256 recorded at pull, ${manifest.checkedAgainstSource.length} of them stated by Hugging Face)`,
+  };
+}
