@@ -66,4 +66,22 @@ else
   done
   [ -z "$pulled" ] || echo "setup: neural models ready:$pulled"
 fi
+# The default translation models (Opus-MT through transformers.js, about 650 MiB): en<->es, en<->fr
+# and en<->de, and every pair between those four through English; Apertium stays the fallback.
+# Offline, the first failed pull says why in one line.
+MT_MODELS=$(node -e 'import("./dist/models/mt-catalogue.js").then((m) => console.log(m.MT_CATALOGUE.filter((e) => e.default).map((e) => e.name).join(" ")))')
+if [ -n "${RELAY_SKIP_MODELS:-}" ]; then
+  echo "setup: RELAY_SKIP_MODELS is set: no translation model pulled; Apertium translates"
+else
+  pulled=""
+  for model in $MT_MODELS; do
+    if node dist/cli/main.js models pull "$model" >/tmp/relay-setup-mt.err 2>&1; then
+      pulled="$pulled $model"
+    else
+      echo "setup: translation model $model not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-mt.err | cut -c8- | sed "s/\. .*//")); Apertium translates instead; \`npx relay models pull $model\` adds it later"
+      break
+    fi
+  done
+  [ -z "$pulled" ] || echo "setup: translation models ready:$pulled"
+fi
 echo "setup: done"

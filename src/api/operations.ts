@@ -99,6 +99,16 @@ export async function operationsRoutes(app: FastifyInstance, options: Operations
             }),
             rooms: z.object({ open: z.number().int(), backend: z.string() }),
             engines: z.array(z.looseObject({ kind: z.string(), id: z.string() })),
+            translation_pairs: z
+              .array(
+                z.object({
+                  from: z.string(),
+                  to: z.string(),
+                  engines: z.array(z.string()),
+                  via: z.string().nullable(),
+                }),
+              )
+              .describe("Every translation direction served, by which engines, and through which pivot"),
             unavailable_engines: z.array(z.looseObject({ id: z.string(), reason: z.string() })),
           }),
         },
@@ -112,6 +122,7 @@ export async function operationsRoutes(app: FastifyInstance, options: Operations
       fleet: { processes: fleet.size, session_room: fleet.hasRoom() },
       rooms: { open: rooms.count, backend: rooms.backend.kind },
       engines: registry.engines(),
+      translation_pairs: registry.report().translation,
       unavailable_engines: registry.unavailable,
     }),
   );

@@ -13,6 +13,9 @@ import {
   type DownloadOptions,
   type DownloadProgress,
 } from "../models/download.js";
+import { findMtModel, MT_CATALOGUE, type MtModelEntry, type MtQuality } from "../models/mt-catalogue.js";
+import { isMtPulled, mtModelDir } from "../models/mt-models.js";
+import { pullMtModel, readMtManifest, verifyMtModel } from "../models/mt-pull.js";
 import { SHERPA_CATALOGUE, findSherpaModel, type SherpaModelEntry } from "../models/sherpa-catalogue.js";
 import { isPulled } from "../models/sherpa-models.js";
 import { pullSherpaModel, readManifest, verifySherpaModel } from "../models/sherpa-pull.js";
@@ -20,11 +23,17 @@ import { CliError, printTable } from "./common.js";
 import { ProgressLine } from "./progress.js";
 
 /**
- * `relay models list | pull <name> | verify [name]`: the whisper.cpp models and the sherpa-onnx
- * models (voices, streaming recognition, punctuation, speaker embeddings) on this machine.
+ * `relay models list | pull <name> | verify [name]`: the whisper.cpp models, the sherpa-onnx
+ * models (voices, streaming recognition, punctuation, speaker embeddings) and the translation
+ * models (transformers.js) on this machine. `relay models pull mt de-en` pulls the model of a
+ * translation direction.
  */
 
-/** Download from a mirror (or a test server) instead of Hugging Face: `<base>/ggml-<name>.bin`. */
+/**
+ * Download from a mirror (or a test server) instead of the official locations: whisper models as
+ * `<base>/ggml-<name>.bin`, sherpa-onnx archives as `<base>/<file>`, translation models in Hugging
+ * Face's layout (`<base>/<repo>/resolve/main/<file>`).
+ */
 const BASE_URL_ENV = "RELAY_MODELS_BASE_URL";
 
 interface DirOptions {
@@ -34,7 +43,7 @@ interface DirOptions {
 const dirOf = (options: DirOptions): string => options.dir ?? modelsDir(process.env);
 
 function knownNames(): string {
-  return [...CATALOGUE, ...SHERPA_CATALOGUE].map((model) => model.name).join(", ");
+  return [...CATALOGUE, ...SHERPA_CATALOGUE, ...MT_CATALOGUE].map((model) => model.name).join(", ");
 }
 
 function entryOrFail(name: string): ModelEntry {
@@ -94,7 +103,70 @@ export async function listModels(dir: string): Promise<number> {
       }),
     ),
   );
+  await listTranslationModels(dir);
   return 0;
+}
+
+/** "en-es BLEU 26.7, COMET 0.850 (FLORES-101 devtest) [1]": the first test set's figures. */
+function qualityOf(entry: MtModelEntry, sources: string[]): string {
+  const [first] = entry.quality;
+  if (!first) return "none published";
+  const same = (q: MtQuality) => q.testSet === first.testSet && q.direction === first.direction;
+  const figures = entry.quality.filter(same).map((q) => `${q.metric} ${q.value}`);
+  if (!sources.includes(first.source)) sources.push(first.source);
+  return `${first.direction} ${figures.join(", ")} (${first.testSet}) [${sources.indexOf(first.source) + 1}]`;
+}
+
+async function listTranslationModels(dir: string): Promise<void> {
+  console.log(
+    "\nTranslation models (transformers.js; DEFAULT: pulled by `npm run setup`; `relay models pull mt de-en` pulls a direction's model; other pairs go through English):\n",
+  );
+  const sources: string[] = [];
+  const rows = await Promise.all(
+    MT_CATALOGUE.map(async (entry) => {
+      const pulled = isMtPulled(entry, dir);
+      const manifest = pulled ? await readMtManifest(mtModelDir(entry, dir)) : undefined;
+      const decoder = manifest?.files["onnx/decoder_model_merged_quantized.onnx"];
+      return [
+        entry.name,
+        entry.directions.map(({ from, to }) => `${from}-${to}`).join(","),
+        `~${entry.approxMiB} MiB`,
+        entry.default ? "yes" : "",
+        pulled ? "yes" : "no",
+        entry.licence.replace(/ \(.*\)$/u, ""),
+        decoder ? `${decoder.slice(0, 12)}…` : "-",
+        qualityOf(entry, sources),
+      ];
+    }),
+  );
+  printTable(
+    ["NAME", "DIRECTIONS", "SIZE", "DEFAULT", "PULLED", "LICENCE", "SHA-256", "PUBLISHED QUALITY"],
+    rows,
+  );
+  console.log(
+    "\nSHA-256: of the pulled decoder, as recorded at pull (`relay models verify <name>` checks every file).",
+  );
+  sources.forEach((source, i) => console.log(`[${i + 1}] ${source}`));
+}
+
+/**
+ * The catalogue model of `mt <from>-<to>`: the model serving the direction itself; a direction
+ * that goes through English names the two to pull.
+ */
+function translationModelOf(direction: string | undefined): MtModelEntry {
+  const [from, to] = (direction ?? "").split("-");
+  if (!from || !to)
+    throw new CliError("name a direction: `relay models pull mt de-en` (languages as ISO 639-1 codes)");
+  const serving = (a: string, b: string) =>
+    MT_CATALOGUE.find((entry) => entry.directions.some((d) => d.from === a && d.to === b));
+  const found = serving(from, to);
+  if (found) return found;
+  const [first, second] = [serving(from, "en"), serving("en", to)];
+  if (first && second)
+    throw new CliError(
+      `no model translates ${from}-${to} itself: it goes through English (\`relay models pull mt ${from}-en\` and \`relay models pull mt en-${to}\`)`,
+    );
+  throw new CliError(`no translation model serves ${from}-${to} (see \`relay models list\`)`);
 }
 
 /**
@@ -147,8 +219,15 @@ async function interruptible<T>(
   }
 }
 
-/** `relay models pull <name>`: download (or resume) a model and check it. */
-export async function pullModel(name: string, dir: string, baseUrl: string | undefined): Promise<number> {
+/** `relay models pull <name>` (or `mt <from>-<to>`): download (or resume) a model and check it. */
+export async function pullModel(
+  name: string,
+  dir: string,
+  baseUrl: string | undefined,
+  direction?: string,
+): Promise<number> {
+  const translation = name === "mt" ? translationModelOf(direction) : findMtModel(name);
+  if (translation) return pullTranslation(translation, dir, baseUrl);
   const neural = findSherpaModel(name);
   if (neural) return pullNeural(neural, dir, baseUrl);
   const entry = entryOrFail(name);
@@ -207,6 +286,30 @@ async function pullNeural(
   return 0;
 }
 
+/** A translation model: download (or resume) every file, check, move into place. */
+async function pullTranslation(
+  entry: MtModelEntry,
+  dir: string,
+  baseUrl: string | undefined,
+): Promise<number> {
+  if (isMtPulled(entry, dir) && (await verifyMtModel(entry, dir)).ok) {
+    console.log(`${entry.name} is already pulled`);
+    return 0;
+  }
+  process.stderr.write(`downloading ${entry.repo} (about ${entry.approxMiB} MiB) into ${dir}\n`);
+  const result = await interruptible(baseUrl, (options) => pullMtModel(entry, dir, options));
+  if (result === INTERRUPTED) {
+    process.stderr.write("relay: interrupted; pull again to resume\n");
+    return 130;
+  }
+  const resumed = result.resumedFrom > 0 ? `, resumed from ${formatMiB(result.resumedFrom)}` : "";
+  console.log(
+    `pulled ${entry.name}: ${result.dir} (${formatMiB(result.bytes)}${resumed}; ${result.checked} of ${result.files} files checked against the SHA-256 Hugging Face states)`,
+  );
+  console.log(`licence: ${entry.licence}`);
+  return 0;
+}
+
 /** `relay models verify [name]`: one model, or every pulled catalogue model in the directory. */
 export async function verifyModels(name: string | undefined, dir: string): Promise<number> {
   const neural = name ? findSherpaModel(name) : undefined;
@@ -215,17 +318,23 @@ export async function verifyModels(name: string | undefined, dir: string): Promi
       ? [neural]
       : []
     : SHERPA_CATALOGUE.filter((entry) => isPulled(entry, dir));
-  const entries = name && !neural ? [entryOrFail(name)] : [];
+  const translation = name ? findMtModel(name) : undefined;
+  const translationEntries = name
+    ? translation
+      ? [translation]
+      : []
+    : MT_CATALOGUE.filter((entry) => isMtPulled(entry, dir));
+  const entries = name && !neural && !translation ? [entryOrFail(name)] : [];
   if (!name) {
     for (const entry of CATALOGUE)
       if ((await fileSize(modelPath(entry, dir))) !== undefined) entries.push(entry);
-    if (entries.length === 0 && neuralEntries.length === 0) {
+    if (entries.length === 0 && neuralEntries.length === 0 && translationEntries.length === 0) {
       console.log(`no models pulled in ${dir} (see \`relay models list\`)`);
       return 0;
     }
   }
   let failed = 0;
-  const all = [...entries, ...neuralEntries];
+  const all = [...entries, ...neuralEntries, ...translationEntries];
   const width = Math.max(...all.map((entry) => entry.name.length));
   for (const entry of entries) {
     const result = await verifyModel(entry, dir);
@@ -234,6 +343,11 @@ export async function verifyModels(name: string | undefined, dir: string): Promi
   }
   for (const entry of neuralEntries) {
     const result = await verifySherpaModel(entry, dir);
+    if (!result.ok) failed++;
+    console.log(`${entry.name.padEnd(width)}  ${result.ok ? "" : "FAILED: "}${result.message}`);
+  }
+  for (const entry of translationEntries) {
+    const result = await verifyMtModel(entry, dir);
     if (!result.ok) failed++;
     console.log(`${entry.name.padEnd(width)}  ${result.ok ? "" : "FAILED: "}${result.message}`);
   }
@@ -251,7 +365,7 @@ const dirHelp = "models directory (default: $MODELS_DIR, else $DATA_DIR/models)"
 
 export function modelsCommand(): Command {
   const models = new Command("models").description(
-    "whisper.cpp and sherpa-onnx models (voices, streaming recognition, speakers): list, download and verify",
+    "whisper.cpp, sherpa-onnx (voices, streaming recognition, speakers) and translation models: list, download and verify",
   );
   models
     .command("list")
@@ -263,14 +377,22 @@ export function modelsCommand(): Command {
   models
     .command("pull")
     .description(`download a model (resumes an interrupted download; $${BASE_URL_ENV} sets a mirror)`)
-    .argument("<name>", "model name (see `relay models list`)")
+    .argument("<name>", "model name (see `relay models list`), or `mt` and a direction")
+    .argument("[direction]", "with `mt`: a translation direction such as de-en")
     .option("--dir <dir>", dirHelp)
-    .action(async (name: string, options: DirOptions) => {
-      process.exitCode = await pullModel(name, dirOf(options), process.env[BASE_URL_ENV] || undefined);
+    .action(async (name: string, direction: string | undefined, options: DirOptions) => {
+      process.exitCode = await pullModel(
+        name,
+        dirOf(options),
+        process.env[BASE_URL_ENV] || undefined,
+        direction,
+      );
     });
   models
     .command("verify")
-    .description("check pulled models' size and SHA-1 against upstream's (all pulled models without a name)")
+    .description(
+      "check pulled models against the published checksum (whisper) or the SHA-256 recorded at pull (all pulled models without a name)",
+    )
     .argument("[name]", "model name")
     .option("--dir <dir>", dirHelp)
     .action(async (name: string | undefined, options: DirOptions) => {

@@ -59,6 +59,20 @@ async function loadChoices() {
   const names = (codes) => codes.sort().map((code) => [code, code]);
   fill($("live-from"), names(recognized), "en");
   fill($("live-to"), names(targets), "es");
+  // Which engines translate the chosen pair, and through which language (the server's routes).
+  const showRoute = () => {
+    const [from, to] = [$("live-from").value, $("live-to").value];
+    const route = languages.translation.find((t) => t.from === from && t.to === to);
+    $("live-route").textContent =
+      from === to
+        ? ""
+        : route
+          ? `Translated by ${route.engines.join(" + ")}${route.via ? ` through ${route.via}` : ""}`
+          : `No translation from ${from} to ${to} on this server`;
+  };
+  $("live-from").onchange = showRoute;
+  $("live-to").onchange = showRoute;
+  showRoute();
   fill($("tts-language"), names(spoken), "es");
   fill($("dub-from"), [["auto", "detect"], ...names(recognized)], "auto");
   fill($("dub-to"), names(targets), "es");

@@ -73,7 +73,11 @@ const frames = async (selector: string) => Number(await page.getAttribute(select
 describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
   it("translates the microphone live: transcripts, translation and translated speech", async () => {
     await page.selectOption("#live-from", "en");
+    await page.selectOption("#live-to", "fr");
+    // The page says which engines serve the chosen pair (Apertium, through Spanish).
+    expect(await page.textContent("#live-route")).toBe("Translated by apertium through es");
     await page.selectOption("#live-to", "es");
+    expect(await page.textContent("#live-route")).toBe("Translated by apertium");
     await page.click("#live-start");
     const translated = page.locator("#live-transcript .translated:not(.interim)", { hasText: /metros/iu });
     await translated.first().waitFor({ timeout: 60_000 });

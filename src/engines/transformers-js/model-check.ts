@@ -23,9 +23,8 @@ const REQUIRED_INPUTS: Record<string, readonly string[]> = {
   ],
 };
 
-export class TranslationModelError extends Error {
-  override readonly name = "TranslationModelError";
-}
+/** `model_type` in each family's config.json. */
+const MODEL_TYPES = { marian: "marian", m2m100: "m2m_100" } as const;
 
 /** What keeps the model in `dir` from loading as a `family` model, if anything. */
 export async function problemWithTranslationModel(
@@ -35,7 +34,8 @@ export async function problemWithTranslationModel(
   const config = await readJson(path.join(dir, "config.json"));
   if (typeof config === "string") return config;
   const modelType = (config as { model_type?: unknown }).model_type;
-  if (modelType !== family) return `config.json says model_type ${String(modelType)}, not ${family}`;
+  if (modelType !== MODEL_TYPES[family])
+    return `config.json says model_type ${String(modelType)}, not ${MODEL_TYPES[family]}`;
   const tokenizer = await readJson(path.join(dir, "tokenizer.json"));
   if (typeof tokenizer === "string") return tokenizer;
   for (const [file, inputs] of Object.entries(REQUIRED_INPUTS)) {

@@ -4,10 +4,13 @@
  */
 import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
+import { findMtModel } from "../../../src/models/mt-catalogue.js";
+import { mtModelDir } from "../../../src/models/mt-models.js";
 import { findSherpaModelOf } from "../../../src/models/sherpa-catalogue.js";
 import { writeKokoroStandIn } from "./kokoro.js";
 import { writePunctuationStandIn } from "./punctuation.js";
 import { writeStreamingTransducerStandIn } from "./streaming-transducer.js";
+import { writeTranslationStandIn } from "./translation.js";
 import { buildVitsStandIn, findEspeakNgData, piperTokensText, type VitsStandInOptions } from "./vits.js";
 
 /** A stand-in Piper voice as catalogue model `name` (e.g. "piper-en_US-libritts_r-medium"). */
@@ -76,5 +79,27 @@ export async function installStandInKokoro(
   await writeFile(path.join(dir, english!), "hello h ə l o\nworld w ɜ l d\n");
   await writeFile(path.join(dir, chinese!), "你好 n i h a o\n谢谢 ɕ j e ɕ j e\n今天 ʨ i n t j ɛ n\n");
   await symlink(findEspeakNgData(), path.join(dir, "espeak-ng-data"));
+  return dir;
+}
+
+/**
+ * A stand-in translation model as catalogue model `name` ("opus-mt-en-es", "m2m100-418m"): it
+ * echoes its input followed by the target language's marker ("go forward" → "go forward [es]").
+ */
+export function installStandInTranslation(
+  modelsDir: string,
+  name: string,
+  options: { size?: "small" | "real" } = {},
+): string {
+  const entry = findMtModel(name);
+  if (!entry) throw new Error(`${name} is not a translation model of the catalogue`);
+  const dir = mtModelDir(entry, modelsDir);
+  const targetTokens = entry.directions.flatMap((d) => (d.targetToken ? [d.targetToken] : []));
+  writeTranslationStandIn({
+    dir,
+    family: entry.family,
+    size: options.size ?? "small",
+    ...(entry.family === "marian" ? { marker: `[${entry.directions[0]!.to}]`, targetTokens } : {}),
+  });
   return dir;
 }
