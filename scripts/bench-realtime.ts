@@ -10,6 +10,10 @@
  *     real-size stand-ins of the streaming English recognizer and of two Piper medium voices, en and
  *     es, installed where `relay models pull` puts the real ones; random weights, so the compute is
  *     real and the words are not. CPU then counts the service and its sherpa-onnx host processes.)
+ *   npm run bench:realtime -- --mt        (neural translation: a real-size stand-in of Opus-MT en-es,
+ *     translating through transformers.js in its host process with Apertium behind it; with
+ *     --neural as well, the whole neural stack. The stand-in echoes its input, so it decodes as
+ *     many tokens as a real translation of the same length.)
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
@@ -18,7 +22,11 @@ import { cpus, tmpdir } from "node:os";
 import path from "node:path";
 import { createSession, RealtimeSocket } from "../src/cli/recording-socket.js";
 import { freePort } from "../test/support/ports.js";
-import { installStandInRecognizer, installStandInVoice } from "../test/support/stand-in-models/install.js";
+import {
+  installStandInRecognizer,
+  installStandInTranslation,
+  installStandInVoice,
+} from "../test/support/stand-in-models/install.js";
 import { benchWhisperStreaming } from "./bench-whisper-streaming.js";
 import {
   CLIPS,
@@ -32,6 +40,7 @@ import {
 
 const QUICK = process.argv.includes("--quick");
 const NEURAL = process.argv.includes("--neural");
+const MT = process.argv.includes("--mt");
 const API_KEY = "bench-key";
 /** A models directory holding real-size stand-ins of the neural stack (see the file's comment). */
 async function neuralModels(): Promise<string> {
@@ -39,6 +48,14 @@ async function neuralModels(): Promise<string> {
   await installStandInRecognizer(dir, { punctuation: true, size: "real" });
   await installStandInVoice(dir, "piper-en_US-libritts_r-medium", { size: "real", speakers: 1 });
   await installStandInVoice(dir, "piper-es_ES-sharvard-medium", { size: "real", speakers: 1, voice: "es" });
+  return dir;
+}
+
+/** The models directory: the neural stack's (`--neural`) and/or Opus-MT en-es (`--mt`), real size. */
+async function modelsDir(): Promise<string | undefined> {
+  if (!NEURAL && !MT) return undefined;
+  const dir = NEURAL ? await neuralModels() : await mkdtemp(path.join(tmpdir(), "relay-bench-mt-"));
+  if (MT) installStandInTranslation(dir, "opus-mt-en-es", { size: "real" });
   return dir;
 }
 
@@ -63,7 +80,7 @@ async function startService(maxSessions: number): Promise<{ child: ChildProcess;
         // Idle sessions are what the idle run measures: none is closed for idling meanwhile.
         SESSION_IDLE_TIMEOUT_SEC: "3600",
         DATA_DIR: "/tmp/relay-bench",
-        ...(NEURAL ? { MODELS_DIR: await neuralModels() } : {}),
+        ...(NEURAL || MT ? { MODELS_DIR: await modelsDir() } : {}),
       },
       stdio: ["ignore", "inherit", "inherit"],
     },
@@ -90,11 +107,11 @@ async function stopService(child: ChildProcess): Promise<void> {
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   const own = (Number(fields[11]) + Number(fields[12])) / 100;
-  return NEURAL ? own + sherpaHostsCpuSeconds(pid) : own;
+  return NEURAL || MT ? own + modelHostsCpuSeconds(pid) : own;
 }
 
-/** CPU seconds of the service's sherpa-onnx host processes (its children running host-main.js). */
-function sherpaHostsCpuSeconds(parent: number): number {
+/** CPU seconds of the service's model host processes (sherpa-onnx, transformers.js: its children running host-main.js). */
+function modelHostsCpuSeconds(parent: number): number {
   let total = 0;
   for (const pid of readdirSync("/proc").filter((name) => /^\d+$/u.test(name))) {
     try {
@@ -281,4 +298,4 @@ async function main(): Promise<void> {
 }
 
 if (!process.argv.includes("--whisper")) await main();
-if (!NEURAL) console.log("\n" + (await benchWhisperStreaming(SHARED, CLIPS.slice(0, QUICK ? 3 : 6))));
+if (!NEURAL && !MT) console.log("\n" + (await benchWhisperStreaming(SHARED, CLIPS.slice(0, QUICK ? 3 : 6))));

@@ -11,16 +11,13 @@ import { anyMtPulled } from "./models/mt-models.js";
 import { anyPulled, pulledModels, sherpaModelDir } from "./models/sherpa-models.js";
 import {
   defaultEngines,
-  DEFAULT_PIVOT_LANGUAGES,
   DEFAULT_WHISPER_MODEL,
   EngineConfigError,
   pivotLanguagesOf,
   readEnginesFile,
   selectEngines,
-  type AsrSpec,
   type EngineSettings,
-  type MtSpec,
-  type TtsSpec,
+  type EngineLists,
 } from "./engine-config.js";
 
 /**
@@ -347,8 +344,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const modelsDir = path.resolve(e.MODELS_DIR ?? path.join(dataDir, "models"));
   const modelPresent = existsSync(path.join(modelsDir, findModel(DEFAULT_WHISPER_MODEL)!.file));
-  // Whether whisper.cpp's build for this CPU loads is checked where the engines are built
-  // (`recognizersToBuild`): these defaults assume it does.
+  // These defaults assume whisper.cpp's build loads: `recognizersToBuild` checks it.
   const defaults = defaultEngines({
     modelPresent,
     nativeBuild: true,
@@ -356,13 +352,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     neuralTranslation: anyMtPulled(modelsDir),
     streamingEnglish: anyPulled("streaming-asr", modelsDir),
   });
-  let engineLists: {
-    asr: AsrSpec[];
-    mt: MtSpec[];
-    tts: TtsSpec[];
-    pivot: string[] | undefined;
-    asrDefaulted: boolean;
-  };
+  let engineLists: EngineLists & { pivot: string[]; asrDefaulted: boolean };
   try {
     const file = e.ENGINES_FILE ? readEnginesFile(e.ENGINES_FILE, env) : undefined;
     engineLists = {
@@ -485,7 +475,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pocketsphinxMaxDecoders: e.POCKETSPHINX_MAX_DECODERS ?? Math.min(e.MAX_SESSIONS, 16),
       pocketsphinxSettings: e.POCKETSPHINX_SETTINGS,
       apertiumModesDir: e.APERTIUM_MODES_DIR,
-      pivotLanguages: engineLists.pivot ?? DEFAULT_PIVOT_LANGUAGES,
+      pivotLanguages: engineLists.pivot,
       espeakBinary: e.ESPEAK_NG_BIN,
       svoxPicoDir: existsSync(e.SVOX_PICO_DIR) ? e.SVOX_PICO_DIR : undefined,
       voiceMeasurementsDir: path.resolve(

@@ -33,7 +33,7 @@ export type MtSpec = z.infer<typeof mtSpec>;
 export type TtsSpec = z.infer<typeof ttsSpec>;
 export type EnginesFile = z.infer<typeof enginesFile>;
 
-type EngineLists = { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[] };
+export type EngineLists = { asr: AsrSpec[]; mt: MtSpec[]; tts: TtsSpec[] };
 
 /** What the engines are built from (`Config["engines"]`, src/config.ts; the registry builds them). */
 export interface EngineSettings extends EngineDefaults {
@@ -70,11 +70,11 @@ export const DEFAULT_ENGINES: EngineLists = {
 export const DEFAULT_PIVOT_LANGUAGES: readonly string[] = ["en", "es"];
 
 /**
- * The pivot languages a setting names: "en", "en,es" or ["en", "es"]; undefined when it names none.
- * Each must be a language code.
+ * The pivot languages a setting names: "en", "en,es" or ["en", "es"]; the default when it names
+ * none. Each must be a language code.
  */
-export function pivotLanguagesOf(setting: string | readonly string[] | undefined): string[] | undefined {
-  if (setting === undefined) return undefined;
+export function pivotLanguagesOf(setting: string | readonly string[] | undefined): string[] {
+  if (setting === undefined) return [...DEFAULT_PIVOT_LANGUAGES];
   const languages = (typeof setting === "string" ? setting.split(",") : [...setting]).map((l) => l.trim());
   const wrong = languages.filter((language) => !isLanguageCode(language));
   if (wrong.length > 0 || languages.length === 0)
