@@ -161,6 +161,7 @@ export const ENGINE_DESCRIPTORS = [
         maxBatch: z.number().int().min(1).max(64).optional(),
         maxQueued: z.number().int().min(1).max(4096).optional(),
         maxLoaded: z.number().int().min(1).max(64).optional(),
+        maxHostMiB: z.number().int().min(256).optional(),
       }),
       async (spec, c): Promise<MtEngine> => {
         const [{ createTransformersEngine }, { translationModels }] = await Promise.all([
@@ -173,6 +174,7 @@ export const ENGINE_DESCRIPTORS = [
           maxBatch: spec.maxBatch,
           maxQueued: spec.maxQueued,
           maxLoaded: spec.maxLoaded,
+          maxHostMiB: spec.maxHostMiB,
         });
       },
     ),

@@ -303,4 +303,21 @@ describe("the transformers-js engine (stand-in models, its own host process)", (
     expect(await engine.translate({ text: "hello", from: "en", to: "es" })).toBe("hello [es]");
     expect((await engine.stats()).host.loaded).toEqual(["opus-mt-en-de", "opus-mt-en-es"]);
   });
+
+  it("replaces its host process once the host's memory passes the bound, and goes on translating", async () => {
+    const small = await createTransformersEngine({
+      models: translationModels(["opus-mt-en-es"], engineModels),
+      maxHostMiB: 1,
+    });
+    try {
+      expect(await small.translate({ text: "one", from: "en", to: "es" })).toBe("one [es]");
+      expect(await small.translate({ text: "two", from: "en", to: "es" })).toBe("two [es]");
+      const stats = await small.stats();
+      expect(stats.recycled).toBe(2);
+      // The new host has loaded nothing yet: models load again as they are needed.
+      expect(stats.host.loaded).toEqual([]);
+    } finally {
+      await small.close();
+    }
+  });
 });

@@ -50,6 +50,8 @@ export class ModelHost {
   /** Settles once the current process has set up again what the previous one had (see `start`). */
   private setUpAgain: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Recycled processes still answering their last requests. */
+  private readonly retiring = new Set<ChildProcess>();
 
   /**
    * `label` names the host in errors ("sherpa-onnx TTS"); `main` is its entry point's URL, as built
@@ -79,6 +81,7 @@ export class ModelHost {
       const onAbort = () => {
         // The host stops at its next step and still replies; the caller is released at once.
         if (this.pending.delete(id) && child.connected) child.send({ id, cancel: true } satisfies HostCancel);
+        this.retireIfIdle(child);
         reject(signal!.reason);
       };
       signal?.addEventListener("abort", onAbort, { once: true });
@@ -104,15 +107,34 @@ export class ModelHost {
     });
   }
 
+  /**
+   * Replaces the process: the current one ends once its requests are answered, and the next
+   * request starts a new one (which sets up again what this one had). For a process whose memory
+   * has grown past what its work needs.
+   */
+  recycle(): void {
+    const child = this.child;
+    if (!child) return;
+    this.child = undefined;
+    this.retiring.add(child);
+    this.retireIfIdle(child);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
-    const child = this.child;
+    const children = [...this.retiring, ...(this.child ? [this.child] : [])];
     this.child = undefined;
+    this.retiring.clear();
     this.failPending(new ModelHostError(`${this.label} is closed`), () => true);
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    child.disconnect();
-    await exited;
+    await Promise.all(
+      children
+        .filter((child) => child.exitCode === null)
+        .map((child) => {
+          const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+          if (child.connected) child.disconnect();
+          return exited;
+        }),
+    );
   }
 
   private start(): ChildProcess {
@@ -165,9 +187,18 @@ export class ModelHost {
       return;
     }
     this.pending.delete(reply.id);
+    this.retireIfIdle(pending.child);
     if ("error" in reply)
       pending.reject(new ModelHostError(`${this.label}: ${pending.method}: ${reply.error}`));
     else pending.resolve(reply.result);
+  }
+
+  /** Ends a recycled process once nothing is pending on it. */
+  private retireIfIdle(child: ChildProcess): void {
+    if (!this.retiring.has(child)) return;
+    for (const request of this.pending.values()) if (request.child === child) return;
+    this.retiring.delete(child);
+    if (child.connected) child.disconnect();
   }
 
   private failPending(error: Error, which: (request: Pending) => boolean): void {

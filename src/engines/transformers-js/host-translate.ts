@@ -22,7 +22,7 @@ import type {
 } from "./host-protocol.js";
 
 /** Threads each model's sessions use (the service sets it; onnxruntime's default is every core). */
-const THREADS = Number(process.env.RELAY_MT_THREADS ?? 2);
+const THREADS = Number(process.env.RELAY_MT_THREADS ?? 1);
 const MAX_LOADED = Number(process.env.RELAY_MT_MAX_LOADED ?? 4);
 /** Longest translation, in tokens, whatever the input: a model that never ends stops here. */
 const MAX_NEW_TOKENS = 512;

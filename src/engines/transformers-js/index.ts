@@ -31,7 +31,7 @@ export interface TranslationModel extends TranslationModelFiles {
 export interface TransformersEngineOptions {
   /** In order of preference: a direction two models serve goes to the first. */
   readonly models: readonly TranslationModel[];
-  /** onnxruntime threads of each forward pass (default 2). */
+  /** onnxruntime threads of each forward pass (default 1: faster on 2 cores, measured in docs/benchmarks.md). */
   readonly threads?: number;
   /** Sentences per batch (default 8). */
   readonly maxBatch?: number;
@@ -39,6 +39,12 @@ export interface TransformersEngineOptions {
   readonly maxQueued?: number;
   /** Models loaded at once; the least recently used is released beyond it (default 4). */
   readonly maxLoaded?: number;
+  /**
+   * The host process is replaced once its resident memory passes this (MiB; default 3072): a
+   * released model does not give all its memory back (measured: docs/benchmarks.md), so a host
+   * that keeps swapping models would grow without it. The new host loads models as they are needed.
+   */
+  readonly maxHostMiB?: number;
 }
 
 export interface TransformersEngine extends MtEngine {
@@ -48,6 +54,8 @@ export interface TransformersEngine extends MtEngine {
     waiting: Record<string, number>;
     batches: number;
     sentences: number;
+    /** Host processes replaced because their memory passed `maxHostMiB`. */
+    recycled: number;
   }>;
 }
 
@@ -62,7 +70,7 @@ export async function createTransformersEngine(
   if (options.models.length === 0) throw new Error("no translation model is pulled (relay models list)");
   const maxLoaded = options.maxLoaded ?? 4;
   const host = new ModelHost("transformers.js translation", HOST_MAIN, {
-    RELAY_MT_THREADS: String(options.threads ?? 2),
+    RELAY_MT_THREADS: String(options.threads ?? 1),
     RELAY_MT_MAX_LOADED: String(maxLoaded),
   });
   let version: string;
@@ -72,6 +80,9 @@ export async function createTransformersEngine(
     await host.close();
     throw error;
   }
+  const maxHostBytes = (options.maxHostMiB ?? 3072) * 1024 * 1024;
+  /** Hosts replaced for their memory (for tests and benchmarks). */
+  let recycled = 0;
   const byName = new Map(options.models.map((model) => [model.name, model]));
   const modelFor = (from: LanguageCode, to: LanguageCode): TranslationModel | undefined =>
     options.models.find((model) => model.directions.some((d) => d.from === from && d.to === to));
@@ -86,6 +97,10 @@ export async function createTransformersEngine(
         texts: token ? texts.map((text) => `${token} ${text}`) : texts,
       };
       const result = (await host.request("translate", params, { signal })) as TranslateBatchResult;
+      if (result.rss > maxHostBytes) {
+        recycled++;
+        host.recycle();
+      }
       return result.translations;
     },
     { maxBatch: options.maxBatch ?? 8, maxQueued: options.maxQueued ?? 64 },
@@ -137,7 +152,7 @@ export async function createTransformersEngine(
         await host.request("load", { name, dir, family } satisfies TranslationModelFiles);
     },
     async stats() {
-      return { host: (await host.request("stats", null)) as HostStats, ...batcher.stats() };
+      return { host: (await host.request("stats", null)) as HostStats, ...batcher.stats(), recycled };
     },
     async close() {
       batcher.close(new Error("the translator is closed"));
