@@ -131,6 +131,24 @@ describe.skipIf(SPEECH_MISSING)("neural translation through the service (stand-i
     });
   });
 
+  it("accepts auto-language sessions between languages only the neural models join", async () => {
+    // Refused with Apertium alone ("no translation from de to es").
+    const session = await createSession(server.baseUrl, API_KEY, {
+      sourceLanguage: "auto",
+      languageHints: "de,ja",
+      targetLanguage: "es",
+    });
+    expect(session.ws_url).toMatch(/^ws/u);
+    remote.reset();
+    remote.languageOf = () => "japanese";
+    const socket = await RealtimeSocket.connect(session.ws_url);
+    await socket.waitFor((m) => m.type === "ready");
+    const translated = await speak(socket, goForward);
+    socket.close();
+    expect(translated).toMatchObject({ detected_language: "ja" });
+    expect(translated.text).toMatch(/\[en\] \[es\]$/u);
+  });
+
   it("translates real English speech in a session through the direct model", async () => {
     const socket = await open({ sourceLanguage: "en", targetLanguage: "es", audioOutputEnabled: "false" });
     const translated = await speak(socket, goForward);
