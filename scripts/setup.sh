@@ -48,40 +48,30 @@ elif node dist/cli/main.js models pull base >/tmp/relay-setup-models.err 2>&1; t
 else
   echo "setup: whisper model base not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-models.err | cut -c8- | sed "s/\. .*//")); the embedded engines serve (English recognition); \`npx relay models pull base\` adds it later"
 fi
+# Pulls the default models of one kind, in turn; offline, the first failed pull says why in one line.
+#   pull_defaults <kind> <catalogue module> <catalogue export> <what serves instead>
+pull_defaults() {
+  if [ -n "${RELAY_SKIP_MODELS:-}" ]; then
+    echo "setup: RELAY_SKIP_MODELS is set: no $1 pulled; $4"
+    return
+  fi
+  models=$(node -e "import('./dist/models/$2.js').then((m) => console.log(m.$3.filter((e) => e.default).map((e) => e.name).join(' ')))")
+  pulled=""
+  for model in $models; do
+    if node dist/cli/main.js models pull "$model" >/tmp/relay-setup-pull.err 2>&1; then
+      pulled="$pulled $model"
+    else
+      echo "setup: $1 $model not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-pull.err | cut -c8- | sed "s/\. .*//")); $4 instead; \`npx relay models pull $model\` adds it later"
+      break
+    fi
+  done
+  [ -z "$pulled" ] || echo "setup: $1s ready:$pulled"
+}
 # The default neural models (sherpa-onnx, about 250 MiB): the streaming English recognizer and its
 # punctuation, the speaker-embedding model, and Piper voices for English and Spanish (eSpeak NG
-# speaks the other languages). Offline, the first failed pull says why in one line.
-MODELS=$(node -e 'import("./dist/models/sherpa-catalogue.js").then((m) => console.log(m.SHERPA_CATALOGUE.filter((e) => e.default).map((e) => e.name).join(" ")))')
-if [ -n "${RELAY_SKIP_MODELS:-}" ]; then
-  echo "setup: RELAY_SKIP_MODELS is set: no neural model pulled; the embedded engines serve"
-else
-  pulled=""
-  for model in $MODELS; do
-    if node dist/cli/main.js models pull "$model" >/tmp/relay-setup-neural.err 2>&1; then
-      pulled="$pulled $model"
-    else
-      echo "setup: neural model $model not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-neural.err | cut -c8- | sed "s/\. .*//")); the embedded engines serve instead; \`npx relay models pull $model\` adds it later"
-      break
-    fi
-  done
-  [ -z "$pulled" ] || echo "setup: neural models ready:$pulled"
-fi
+# speaks the other languages).
+pull_defaults "neural model" sherpa-catalogue SHERPA_CATALOGUE "the embedded engines serve"
 # The default translation models (Opus-MT through transformers.js, about 650 MiB): en<->es, en<->fr
 # and en<->de, and every pair between those four through English; Apertium stays the fallback.
-# Offline, the first failed pull says why in one line.
-MT_MODELS=$(node -e 'import("./dist/models/mt-catalogue.js").then((m) => console.log(m.MT_CATALOGUE.filter((e) => e.default).map((e) => e.name).join(" ")))')
-if [ -n "${RELAY_SKIP_MODELS:-}" ]; then
-  echo "setup: RELAY_SKIP_MODELS is set: no translation model pulled; Apertium translates"
-else
-  pulled=""
-  for model in $MT_MODELS; do
-    if node dist/cli/main.js models pull "$model" >/tmp/relay-setup-mt.err 2>&1; then
-      pulled="$pulled $model"
-    else
-      echo "setup: translation model $model not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-mt.err | cut -c8- | sed "s/\. .*//")); Apertium translates instead; \`npx relay models pull $model\` adds it later"
-      break
-    fi
-  done
-  [ -z "$pulled" ] || echo "setup: translation models ready:$pulled"
-fi
+pull_defaults "translation model" mt-catalogue MT_CATALOGUE "Apertium translates"
 echo "setup: done"

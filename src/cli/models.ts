@@ -258,56 +258,75 @@ export async function pullModel(
   return 0;
 }
 
-/** A sherpa-onnx model: download (or resume), unpack, check, record checksums. */
-async function pullNeural(
-  entry: SherpaModelEntry,
+/**
+ * A model pulled whole into a directory of its own (sherpa-onnx, translation): nothing to do when
+ * it is there and verifies, otherwise downloaded (or resumed) with its progress; `detail` and
+ * `after` say what the pull checked and recorded.
+ */
+async function pullIntoDirectory<R extends { dir: string; bytes: number; resumedFrom: number }>(
+  entry: { name: string; approxMiB: number },
+  what: string,
   dir: string,
+  steps: {
+    verified: () => Promise<boolean>;
+    pull: (options: DownloadOptions) => Promise<R>;
+    detail: (result: R) => string;
+    after: (result: R) => string;
+  },
   baseUrl: string | undefined,
 ): Promise<number> {
-  if (isPulled(entry, dir) && (await verifySherpaModel(entry, dir)).ok) {
+  if (await steps.verified()) {
     console.log(`${entry.name} is already pulled`);
     return 0;
   }
-  process.stderr.write(`downloading ${entry.file} (about ${entry.approxMiB} MiB) into ${dir}\n`);
-  const result = await interruptible(baseUrl, (options) => pullSherpaModel(entry, dir, options));
+  process.stderr.write(`downloading ${what} (about ${entry.approxMiB} MiB) into ${dir}\n`);
+  const result = await interruptible(baseUrl, steps.pull);
   if (result === INTERRUPTED) {
     process.stderr.write("relay: interrupted; pull again to resume\n");
     return 130;
   }
   const resumed = result.resumedFrom > 0 ? `, resumed from ${formatMiB(result.resumedFrom)}` : "";
   console.log(
-    `pulled ${entry.name}: ${result.dir} (${formatMiB(result.bytes)}${resumed}; no published checksum, SHA-256 ${result.archiveSha256} recorded)`,
+    `pulled ${entry.name}: ${result.dir} (${formatMiB(result.bytes)}${resumed}; ${steps.detail(result)})`,
   );
-  console.log(
-    result.licence
-      ? `licence, as its model card states it: ${result.licence}`
-      : "its archive states no licence: check the voice's source before offering it",
-  );
+  console.log(steps.after(result));
   return 0;
 }
 
-/** A translation model: download (or resume) every file, check, move into place. */
-async function pullTranslation(
-  entry: MtModelEntry,
-  dir: string,
-  baseUrl: string | undefined,
-): Promise<number> {
-  if (isMtPulled(entry, dir) && (await verifyMtModel(entry, dir)).ok) {
-    console.log(`${entry.name} is already pulled`);
-    return 0;
-  }
-  process.stderr.write(`downloading ${entry.repo} (about ${entry.approxMiB} MiB) into ${dir}\n`);
-  const result = await interruptible(baseUrl, (options) => pullMtModel(entry, dir, options));
-  if (result === INTERRUPTED) {
-    process.stderr.write("relay: interrupted; pull again to resume\n");
-    return 130;
-  }
-  const resumed = result.resumedFrom > 0 ? `, resumed from ${formatMiB(result.resumedFrom)}` : "";
-  console.log(
-    `pulled ${entry.name}: ${result.dir} (${formatMiB(result.bytes)}${resumed}; ${result.checked} of ${result.files} files checked against the SHA-256 Hugging Face states)`,
+/** A sherpa-onnx model: download (or resume), unpack, check, record checksums. */
+function pullNeural(entry: SherpaModelEntry, dir: string, baseUrl: string | undefined): Promise<number> {
+  return pullIntoDirectory(
+    entry,
+    entry.file,
+    dir,
+    {
+      verified: async () => isPulled(entry, dir) && (await verifySherpaModel(entry, dir)).ok,
+      pull: (options) => pullSherpaModel(entry, dir, options),
+      detail: (result) => `no published checksum, SHA-256 ${result.archiveSha256} recorded`,
+      after: (result) =>
+        result.licence
+          ? `licence, as its model card states it: ${result.licence}`
+          : "its archive states no licence: check the voice's source before offering it",
+    },
+    baseUrl,
   );
-  console.log(`licence: ${entry.licence}`);
-  return 0;
+}
+
+/** A translation model: download (or resume) every file, check, move into place. */
+function pullTranslation(entry: MtModelEntry, dir: string, baseUrl: string | undefined): Promise<number> {
+  return pullIntoDirectory(
+    entry,
+    entry.repo,
+    dir,
+    {
+      verified: async () => isMtPulled(entry, dir) && (await verifyMtModel(entry, dir)).ok,
+      pull: (options) => pullMtModel(entry, dir, options),
+      detail: (result) =>
+        `${result.checked} of ${result.files} files checked against the SHA-256 Hugging Face states`,
+      after: () => `licence: ${entry.licence}`,
+    },
+    baseUrl,
+  );
 }
 
 /** `relay models verify [name]`: one model, or every pulled catalogue model in the directory. */

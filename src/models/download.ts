@@ -147,6 +147,38 @@ export async function fileDigest(file: string, algorithm: "sha1" | "sha256"): Pr
 }
 
 /**
+ * Checks a pulled model (`name`, in `dir`) against the SHA-256 of its files recorded when it was
+ * pulled (`files`: path in `dir` → digest; undefined when no record is there): their total size, or
+ * why the model fails (not pulled, no record, a file changed or gone).
+ */
+export async function checkPulledFiles(
+  name: string,
+  dir: string,
+  pulled: boolean,
+  files: Readonly<Record<string, string>> | undefined,
+): Promise<{ readonly ok: true; readonly bytes: number } | { readonly ok: false; readonly message: string }> {
+  if (!pulled) return { ok: false, message: `not pulled (run \`relay models pull ${name}\`)` };
+  if (!files) {
+    return {
+      ok: false,
+      message: `no checksum record in ${dir} (run \`relay models pull ${name}\` to replace it)`,
+    };
+  }
+  let bytes = 0;
+  for (const [relative, expected] of Object.entries(files)) {
+    const file = path.join(dir, relative);
+    bytes += (await stat(file).catch(() => undefined))?.size ?? 0;
+    if ((await fileDigest(file, "sha256").catch(() => "missing")) !== expected) {
+      return {
+        ok: false,
+        message: `checksum mismatch: ${relative} has changed since it was pulled (run \`relay models pull ${name}\`)`,
+      };
+    }
+  }
+  return { ok: true, bytes };
+}
+
+/**
  * Downloads `entry` into `dir` (created if needed) and returns once `<dir>/<file>` is complete and
  * checked. Throws a {@link ModelError}; an interrupted transfer keeps `<file>.partial` for the next call.
  */

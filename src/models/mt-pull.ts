@@ -15,7 +15,14 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { problemWithTranslationModel } from "../engines/transformers-js/model-check.js";
-import { downloadModel, fileDigest, formatMiB, ModelError, type DownloadOptions } from "./download.js";
+import {
+  checkPulledFiles,
+  downloadModel,
+  fileDigest,
+  formatMiB,
+  ModelError,
+  type DownloadOptions,
+} from "./download.js";
 import type { MtModelEntry } from "./mt-catalogue.js";
 import { isMtPulled, mtModelDir } from "./mt-models.js";
 
@@ -153,31 +160,14 @@ export interface MtVerifyResult {
 /** Checks a pulled model's files against its manifest and what transformers.js needs. */
 export async function verifyMtModel(entry: MtModelEntry, modelsDir: string): Promise<MtVerifyResult> {
   const dir = mtModelDir(entry, modelsDir);
-  if (!isMtPulled(entry, modelsDir))
-    return { ok: false, message: `not pulled (run \`relay models pull ${entry.name}\`)` };
   const manifest = await readMtManifest(dir);
-  if (!manifest) {
-    return {
-      ok: false,
-      message: `no checksum record in ${dir} (run \`relay models pull ${entry.name}\` to replace it)`,
-    };
-  }
-  let bytes = 0;
-  for (const [file, expected] of Object.entries(manifest.files)) {
-    const local = path.join(dir, file);
-    bytes += (await stat(local).catch(() => undefined))?.size ?? 0;
-    if ((await fileDigest(local, "sha256").catch(() => "missing")) !== expected) {
-      return {
-        ok: false,
-        message: `checksum mismatch: ${file} has changed since it was pulled (run \`relay models pull ${entry.name}\`)`,
-      };
-    }
-  }
+  const recorded = await checkPulledFiles(entry.name, dir, isMtPulled(entry, modelsDir), manifest?.files);
+  if (!recorded.ok) return recorded;
   const problem = await problemWithTranslationModel(dir, entry.family);
   if (problem) return { ok: false, message: problem };
-  const files = Object.keys(manifest.files).length;
+  const files = Object.keys(manifest!.files).length;
   return {
     ok: true,
-    message: `ok (${formatMiB(bytes)}; ${files} files match the SHA-256 recorded at pull, ${manifest.checkedAgainstSource.length} of them stated by Hugging Face)`,
+    message: `ok (${formatMiB(recorded.bytes)}; ${files} files match the SHA-256 recorded at pull, ${manifest!.checkedAgainstSource.length} of them stated by Hugging Face)`,
   };
 }

@@ -7,7 +7,7 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { z } from "zod";
@@ -17,7 +17,14 @@ import {
   ModelFileError,
   type ModelFileKind,
 } from "../engines/sherpa-onnx/model-check.js";
-import { downloadModel, fileDigest, formatMiB, ModelError, type DownloadOptions } from "./download.js";
+import {
+  checkPulledFiles,
+  downloadModel,
+  fileDigest,
+  formatMiB,
+  ModelError,
+  type DownloadOptions,
+} from "./download.js";
 import type { SherpaModelEntry } from "./sherpa-catalogue.js";
 import { isPulled, requiredFiles, sherpaModelDir } from "./sherpa-models.js";
 
@@ -163,32 +170,13 @@ export async function verifySherpaModel(
   modelsDir: string,
 ): Promise<SherpaVerifyResult> {
   const dir = sherpaModelDir(entry, modelsDir);
-  if (!isPulled(entry, modelsDir)) {
-    return { ok: false, message: `not pulled (run \`relay models pull ${entry.name}\`)` };
-  }
   const manifest = await readManifest(dir);
-  if (!manifest) {
-    return {
-      ok: false,
-      message: `no checksum record in ${dir} (run \`relay models pull ${entry.name}\` to replace it)`,
-    };
-  }
-  let bytes = 0;
-  for (const [relative, expected] of Object.entries(manifest.files)) {
-    const file = path.join(dir, relative);
-    bytes += (await stat(file).catch(() => undefined))?.size ?? 0;
-    const actual = await fileDigest(file, "sha256").catch(() => "missing");
-    if (actual !== expected) {
-      return {
-        ok: false,
-        message: `checksum mismatch: ${relative} has changed since it was pulled (run \`relay models pull ${entry.name}\`)`,
-      };
-    }
-  }
+  const recorded = await checkPulledFiles(entry.name, dir, isPulled(entry, modelsDir), manifest?.files);
+  if (!recorded.ok) return recorded;
   const problem = await problemWith(entry, modelsDir);
   if (problem) return { ok: false, message: problem };
   return {
     ok: true,
-    message: `ok (${formatMiB(bytes)}, files match the SHA-256 recorded at pull; archive SHA-256 ${manifest.archiveSha256}; no published checksum)`,
+    message: `ok (${formatMiB(recorded.bytes)}, files match the SHA-256 recorded at pull; archive SHA-256 ${manifest!.archiveSha256}; no published checksum)`,
   };
 }
