@@ -338,9 +338,8 @@ describe("the transformers-js engine (stand-in models, its own host process)", (
     });
     try {
       expect(await small.translate({ text: "one", from: "en", to: "es" })).toBe("one [es]");
-      expect(await small.translate({ text: "two", from: "en", to: "es" })).toBe("two [es]");
       const stats = await small.stats();
-      expect(stats.recycled).toBe(2);
+      expect(stats.recycled).toBe(1);
       // The new host has loaded nothing yet: models load again as they are needed.
       expect(stats.host.loaded).toEqual([]);
     } finally {
