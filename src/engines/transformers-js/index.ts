@@ -139,11 +139,18 @@ export async function createTransformersEngine(
       return translations.filter(Boolean).join(joiner(request.to));
     },
     async *translateStream(request, signal) {
+      // A consumer that stops listening takes its sentences still waiting out of the queue.
+      const stopped = new AbortController();
       const done: string[] = [];
-      for (const translation of translateSentences(request, signal)) {
-        const text = await translation;
-        if (text) done.push(text);
-        yield done.join(joiner(request.to));
+      try {
+        const both = signal ? AbortSignal.any([signal, stopped.signal]) : stopped.signal;
+        for (const translation of translateSentences(request, both)) {
+          const text = await translation;
+          if (text) done.push(text);
+          yield done.join(joiner(request.to));
+        }
+      } finally {
+        stopped.abort();
       }
     },
     async warmUp() {
