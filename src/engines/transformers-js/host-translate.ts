@@ -39,23 +39,17 @@ interface Loaded {
 
 /** Loaded models by name, least recently used first. */
 const loaded = new Map<string, Promise<Loaded>>();
-/** Loads happen one at a time: transformers.js reads the models' location from a global. */
-let loading: Promise<unknown> = Promise.resolve();
-
+/** Loads a model (one load at a time: see `oneAtATime`; transformers.js reads their location from a global). */
 async function load(files: TranslationModelFiles): Promise<Loaded> {
-  const run = loading.then(async () => {
-    env.localModelPath = `${path.dirname(files.dir)}/`;
-    const id = path.basename(files.dir);
-    const tokenizer = await AutoTokenizer.from_pretrained(id);
-    const model = await AutoModelForSeq2SeqLM.from_pretrained(id, {
-      dtype: "q8",
-      device: "cpu",
-      session_options: { intraOpNumThreads: THREADS, interOpNumThreads: 1 },
-    });
-    return { tokenizer, model };
+  env.localModelPath = `${path.dirname(files.dir)}/`;
+  const id = path.basename(files.dir);
+  const tokenizer = await AutoTokenizer.from_pretrained(id);
+  const model = await AutoModelForSeq2SeqLM.from_pretrained(id, {
+    dtype: "q8",
+    device: "cpu",
+    session_options: { intraOpNumThreads: THREADS, interOpNumThreads: 1 },
   });
-  loading = run.catch(() => undefined);
-  return run;
+  return { tokenizer, model };
 }
 
 /** The model, loaded if it is not, and now the most recently used; `loadedMs` when it was loaded now. */
@@ -67,16 +61,29 @@ async function modelFor(files: TranslationModelFiles): Promise<Loaded & { loaded
     return found;
   }
   const startedAt = performance.now();
-  const loading = load(files);
-  loaded.set(files.name, loading);
+  const pending = load(files);
+  loaded.set(files.name, pending);
   // A model that failed to load is not kept: the next batch tries again.
-  loading.catch(() => loaded.delete(files.name));
+  pending.catch(() => {
+    if (loaded.get(files.name) === pending) loaded.delete(files.name);
+  });
   while (loaded.size > MAX_LOADED) {
     const [oldest, model] = loaded.entries().next().value!;
     loaded.delete(oldest);
     void model.then(({ model }) => model.dispose()).catch(() => undefined);
   }
-  return { ...(await loading), loadedMs: performance.now() - startedAt };
+  return { ...(await pending), loadedMs: performance.now() - startedAt };
+}
+
+/**
+ * The host's work, one piece at a time: a model is released only between batches, never while a
+ * batch uses it (the service sends one batch at a time, but loads ahead of need may come meanwhile).
+ */
+let working: Promise<unknown> = Promise.resolve();
+function oneAtATime<T>(work: () => Promise<T>): Promise<T> {
+  const run = working.then(work);
+  working = run.catch(() => undefined);
+  return run;
 }
 
 /** Stops generation at the next token once the service has cancelled the batch. */
@@ -145,11 +152,13 @@ function stats(): HostStats {
 export function translationHandlers(): Record<string, Handler> {
   return {
     version: () => env.version,
-    translate: translate as Handler,
-    load: (async (files: TranslationModelFiles) => {
-      const { loadedMs } = await modelFor(files);
-      return { loadedMs, rss: process.memoryUsage().rss };
-    }) as Handler,
+    translate: ((params: TranslateBatchParams, request: HandlerRequest) =>
+      oneAtATime(() => translate(params, request))) as Handler,
+    load: ((files: TranslationModelFiles) =>
+      oneAtATime(async () => {
+        const { loadedMs } = await modelFor(files);
+        return { loadedMs, rss: process.memoryUsage().rss };
+      })) as Handler,
     stats,
   };
 }
