@@ -1,3 +1,4 @@
+import { EngineBusyError } from "../../src/engines/busy.js";
 import { describe, expect, it } from "vitest";
 import { EngineRegistry } from "../../src/engines/registry.js";
 import type { AsrEngine, AsrStream, MtEngine, TtsEngine, VadEngine } from "../../src/engines/types.js";
@@ -434,6 +435,28 @@ describe("TranslationPipeline (engine doubles)", () => {
         message: "the language of this utterance could not be identified",
         segmentId: line.segmentId,
       });
+  });
+
+  it("shows no translation for an interim a busy engine refused, without an error; a refused final is an error", async () => {
+    const calls: { text: string; interim: boolean }[] = [];
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["go", "forward", "ten", "meters"]),
+      translate: async ({ text, interim }) => {
+        calls.push({ text, interim: interim === true });
+        throw new EngineBusyError("the translator is busy");
+      },
+      speak: undefined,
+    });
+    pipeline.pushAudio(speech(1200));
+    const ending = pipeline.end();
+    const events = await collect(pipeline, () => false);
+    await ending;
+    // Interims were asked for (and told apart from finals), and refused in silence.
+    expect(calls.some((call) => call.interim)).toBe(true);
+    expect(events.some((e) => e.type === "translated" && !e.isFinal)).toBe(false);
+    const errors = events.filter((e) => e.type === "error");
+    expect(errors.length).toBe(finals(events, "translated").length);
+    expect(errors.every((e) => e.type === "error" && e.message.includes("busy"))).toBe(true);
   });
 
   it("reports translation failures as errors and keeps going", async () => {
