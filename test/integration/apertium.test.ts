@@ -372,6 +372,15 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium pipeline failures", () => {
     await expect(local.translate({ from: "en", to: "es", text: "Hello." })).rejects.toThrow(/closed/);
   });
 
+  it("says nothing of a warm-up cut short by closing the engine (a service stopping as it starts)", async () => {
+    const warnings: string[] = [];
+    const local = await createApertiumEngine({ onWarning: (m) => warnings.push(m) });
+    const warming = local.warmUp();
+    await local.close();
+    await warming;
+    expect(warnings).toEqual([]);
+  });
+
   it("leaves out a direction whose pipeline cannot start and fails when none can", async () => {
     const dir = await modesDirWith(["eng-spa"]);
     try {

@@ -121,6 +121,8 @@ export async function createApertiumEngine(options: ApertiumOptions = {}): Promi
       const outcomes = await Promise.allSettled(
         [...pairs.values()].flatMap(({ pipelines }) => pipelines.map((p) => p.warmUp())),
       );
+      // A warm-up cut short by the engine closing (the service stopping as it starts) is no fault.
+      if (closed) return;
       for (const outcome of outcomes)
         if (outcome.status === "rejected") warn(`apertium warm-up: ${errorMessage(outcome.reason)}`);
     },
