@@ -11,10 +11,10 @@ export default defineConfig({
   test: {
     // Native engines (koffi, onnxruntime) are safest in child processes rather than worker threads.
     pool: "forks",
-    // Four forks on two cores: many tests wait on real-time audio, sockets and child processes (the
-    // longest use half a core or less), so more forks keep the cores busy (measured:
-    // docs/benchmarks.md, "npm test": 3 forks 326 s, 4 forks 300 s).
-    maxWorkers: 4,
+    // Three forks on two cores: many tests wait on real-time audio, sockets and child processes, so a
+    // third keeps the cores busy; a fourth gains nothing measurable once lint and typecheck run
+    // beside (docs/benchmarks.md, "npm test").
+    maxWorkers: 3,
     testTimeout: 60_000,
     hookTimeout: 60_000,
     // Builds dist/ once when the sources changed: system tests run the built service and CLI.
