@@ -132,17 +132,14 @@ describe.skipIf(SPEECH_MISSING)("neural translation through the service (stand-i
 
   it("accepts auto-language sessions between languages only the neural models join", async () => {
     // Refused with Apertium alone ("no translation from de to es").
-    const session = await createSession(server.baseUrl, API_KEY, {
+    remote.reset();
+    remote.languageOf = () => "japanese";
+    const socket = await open({
       modelName: "relay-2",
       sourceLanguage: "auto",
       languageHints: "de,ja",
       targetLanguage: "es",
     });
-    expect(session.ws_url).toMatch(/^ws/u);
-    remote.reset();
-    remote.languageOf = () => "japanese";
-    const socket = await RealtimeSocket.connect(session.ws_url);
-    await socket.waitFor((m) => m.type === "ready");
     const translated = await speak(socket, goForward);
     socket.close();
     expect(translated).toMatchObject({ detected_language: "ja" });

@@ -27,8 +27,6 @@ export interface TranslateBatchResult {
   readonly translations: readonly string[];
   /** The host's resident memory after the batch, bytes. */
   readonly rss: number;
-  /** Whether the model was loaded for this batch (and how long that took). */
-  readonly loadedMs?: number;
 }
 
 export interface HostStats {

@@ -52,15 +52,14 @@ async function load(files: TranslationModelFiles): Promise<Loaded> {
   return { tokenizer, model };
 }
 
-/** The model, loaded if it is not, and now the most recently used; `loadedMs` when it was loaded now. */
-async function modelFor(files: TranslationModelFiles): Promise<Loaded & { loadedMs?: number }> {
+/** The model, loaded if it is not, and now the most recently used. */
+async function modelFor(files: TranslationModelFiles): Promise<Loaded> {
   const found = loaded.get(files.name);
   if (found) {
     loaded.delete(files.name);
     loaded.set(files.name, found);
     return found;
   }
-  const startedAt = performance.now();
   const pending = load(files);
   loaded.set(files.name, pending);
   // A model that failed to load is not kept: the next batch tries again.
@@ -72,7 +71,7 @@ async function modelFor(files: TranslationModelFiles): Promise<Loaded & { loaded
     loaded.delete(oldest);
     void model.then(({ model }) => model.dispose()).catch(() => undefined);
   }
-  return { ...(await pending), loadedMs: performance.now() - startedAt };
+  return pending;
 }
 
 /**
@@ -101,7 +100,7 @@ async function translate(
   { model: files, from, to, texts }: TranslateBatchParams,
   request: HandlerRequest,
 ): Promise<TranslateBatchResult> {
-  const { tokenizer, model, loadedMs } = await modelFor(files);
+  const { tokenizer, model } = await modelFor(files);
   const options = { padding: true, truncation: true };
   // M2M100 is told both languages: the source's token leads the input, and the target's, which
   // the tokenizer puts in `forced_bos_token_id`, is generated first.
@@ -137,7 +136,6 @@ async function translate(
   return {
     translations,
     rss: process.memoryUsage().rss,
-    ...(loadedMs === undefined ? {} : { loadedMs }),
   };
 }
 
@@ -156,8 +154,8 @@ export function translationHandlers(): Record<string, Handler> {
       oneAtATime(() => translate(params, request))) as Handler,
     load: ((files: TranslationModelFiles) =>
       oneAtATime(async () => {
-        const { loadedMs } = await modelFor(files);
-        return { loadedMs, rss: process.memoryUsage().rss };
+        await modelFor(files);
+        return { rss: process.memoryUsage().rss };
       })) as Handler,
     stats,
   };
