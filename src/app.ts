@@ -112,6 +112,7 @@ export async function buildApp(config: Config, services: Services, options: Buil
     rooms,
     jobsByStatus: () => db.jobs.countByStatus(),
     circuits: () => registry.circuits(),
+    hosts: () => registry.hosts(),
   });
   http.addHook("onResponse", async (request, reply) => {
     // The route pattern, not the URL: ids in paths would make a series per request.

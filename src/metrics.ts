@@ -7,6 +7,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { WorkerObserver } from "./dubbing/worker.js";
+import type { HostStatus } from "./engines/types.js";
 import type { PipelineObserver, PipelineStage } from "./pipeline/translation-pipeline.js";
 
 /**
@@ -29,6 +30,8 @@ export interface MetricSources {
   readonly rooms: { readonly count: number };
   /** Remote engines' circuit breakers. */
   readonly circuits: () => readonly { kind: string; id: string; circuit: "closed" | "open" | "half-open" }[];
+  /** The engines' model host processes. */
+  readonly hosts: () => readonly HostStatus[];
   /** Dubbing jobs per status (read at scrape time; a failed read leaves the gauge unset). */
   readonly jobsByStatus: () => Promise<Readonly<Record<string, number>>>;
 }
@@ -141,6 +144,37 @@ export class Metrics {
         for (const { kind, id, circuit } of sources.circuits())
           for (const state of ["closed", "open", "half-open"])
             this.set({ kind, engine: id, state }, state === circuit ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: "relay_model_host_resident_bytes",
+      help: "Resident memory of each model host process at its last reply (0: none running).",
+      labelNames: ["host"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { host, rssBytes } of sources.hosts()) this.set({ host }, rssBytes);
+      },
+    });
+    new Gauge({
+      name: "relay_model_host_failing",
+      help: "1 while a model host's last process failed (restarts backing off; its work goes to the next engine).",
+      labelNames: ["host"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { host, state } of sources.hosts()) this.set({ host }, state === "failing" ? 1 : 0);
+      },
+    });
+    new Counter({
+      name: "relay_model_host_restarts_total",
+      help: "Model host processes replaced, by why: crash, timeout (stopped answering), memory (past its ceiling).",
+      labelNames: ["host", "reason"] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const { host, restarts } of sources.hosts())
+          for (const [reason, count] of Object.entries(restarts)) this.inc({ host, reason }, count);
       },
     });
     new Gauge({

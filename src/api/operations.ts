@@ -22,6 +22,21 @@ export interface OperationsRouteOptions {
 
 const OPERATIONS = ["operations"];
 
+/**
+ * An engine's failure as anonymous callers see it: file paths cut to their names, control
+ * characters out (a model's metadata may carry anything), at most 300 characters. The whole
+ * message goes to the log at start, and `relay models verify` details a pulled model's problem.
+ */
+export function publicReason(reason: string): string {
+  return reason
+    .replace(/(?:[A-Za-z]:)?(?:\/[^\s/:'"`]+)+\/([^\s/:'"`]+)/gu, "$1")
+    .replace(/\p{Cc}/gu, " ")
+    .slice(0, 300);
+}
+
+const unavailableEngines = (registry: EngineRegistry) =>
+  registry.unavailable.map(({ id, reason }) => ({ id, reason: publicReason(reason) }));
+
 /** `/livez`, `/readyz`, `/healthz` and `/metrics`: for supervisors, load balancers and Prometheus. */
 export async function operationsRoutes(app: FastifyInstance, options: OperationsRouteOptions): Promise<void> {
   const { registry, db, sessions, rooms, fleet, metrics, workerId } = options;
@@ -72,7 +87,8 @@ export async function operationsRoutes(app: FastifyInstance, options: Operations
     async (_request, reply) => {
       const problems: string[] = [];
       if (options.draining()) problems.push("shutting down");
-      for (const { id, reason } of registry.unavailable) problems.push(`engine ${id} unavailable: ${reason}`);
+      for (const { id, reason } of unavailableEngines(registry))
+        problems.push(`engine ${id} unavailable: ${reason}`);
       await db.jobs.countByStatus().catch((error: unknown) => {
         problems.push(`database unreachable: ${(error as Error).message}`);
       });
@@ -110,12 +126,25 @@ export async function operationsRoutes(app: FastifyInstance, options: Operations
               )
               .describe("Every translation direction served, by which engines, and through which pivot"),
             unavailable_engines: z.array(z.looseObject({ id: z.string(), reason: z.string() })),
+            model_hosts: z
+              .array(
+                z.object({
+                  host: z.string(),
+                  state: z.enum(["up", "idle", "failing"]),
+                  failures: z.number().int(),
+                  restarts: z.object({ crash: z.number(), timeout: z.number(), memory: z.number() }),
+                  rss_mib: z.number(),
+                }),
+              )
+              .describe(
+                "The processes engines run models in: failing (restarts backing off; its work goes to the next engine) makes the status degraded",
+              ),
           }),
         },
       },
     },
     async () => ({
-      status: registry.unavailable.length === 0 ? ("ok" as const) : ("degraded" as const),
+      status: registry.healthy() ? ("ok" as const) : ("degraded" as const),
       version: SERVICE_VERSION,
       worker_id: workerId,
       sessions: { live: sessions.liveCount, capacity: sessions.capacity },
@@ -123,7 +152,14 @@ export async function operationsRoutes(app: FastifyInstance, options: Operations
       rooms: { open: rooms.count, backend: rooms.backend.kind },
       engines: registry.engines(),
       translation_pairs: registry.report().translation,
-      unavailable_engines: registry.unavailable,
+      unavailable_engines: unavailableEngines(registry),
+      model_hosts: registry.hosts().map(({ host, state, failures, restarts, rssBytes }) => ({
+        host,
+        state,
+        failures,
+        restarts,
+        rss_mib: Math.round(rssBytes / 2 ** 20),
+      })),
     }),
   );
 }

@@ -6,3 +6,13 @@
 export class EngineBusyError extends Error {
   override readonly name = "EngineBusyError";
 }
+
+/**
+ * An engine that cannot serve right now: its process died, stopped answering within its deadline,
+ * or is waiting out a restart after crashes. The call was lost, not refused for its content: a
+ * caller with another engine hands it over (src/engines/registry.ts), and a live session loses at
+ * most the utterance in progress (the next one opens a new stream).
+ */
+export class EngineUnavailableError extends Error {
+  override readonly name = "EngineUnavailableError";
+}

@@ -8,6 +8,7 @@ import { streamSynthesis } from "./synthesis.js";
 import { voiceMeasurementStore, type VoiceMeasurementStore } from "../voices/measurement-store.js";
 import type {
   AsrEngine,
+  HostStatus,
   LanguageCode,
   MtEngine,
   SpeakerEngine,
@@ -94,6 +95,8 @@ export class EngineRegistry {
       build("tts", config.tts, restrictLanguages),
       buildSpeakerEngine(config, unavailable),
     ]);
+    // Parts of engines that serve without them (one voice of several).
+    for (const engine of [...asr, ...mt, ...tts]) unavailable.push(...(engine.unavailableParts ?? []));
     return new EngineRegistry(
       vad,
       speakers,
@@ -274,6 +277,16 @@ export class EngineRegistry {
       language_identification: this.languageIdentifier()?.info.id ?? null,
       engines: this.engines(),
     };
+  }
+
+  /** The model host processes of the engines (src/engines/model-host/): /healthz and the metrics. */
+  hosts(): HostStatus[] {
+    return this.allEngines().flatMap(({ engine }) => engine.hosts?.() ?? []);
+  }
+
+  /** Whether everything configured serves: no engine missing, no host failing. */
+  healthy(): boolean {
+    return this.unavailable.length === 0 && this.hosts().every((host) => host.state !== "failing");
   }
 
   /** The circuit breakers of the remote engines (for metrics). */

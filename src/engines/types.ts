@@ -22,8 +22,28 @@ export interface EngineInfo {
   readonly detail?: string;
 }
 
+/** A model host process of an engine, as /healthz and the metrics show it (src/engines/model-host/). */
+export interface HostStatus {
+  readonly host: string;
+  /** up: a process is running; idle: none yet (started on demand); failing: the last one failed. */
+  readonly state: "up" | "idle" | "failing";
+  /** Failures in a row (0 once a process answers again). */
+  readonly failures: number;
+  /** Processes replaced, by why: a crash, a missed deadline, memory past the ceiling. */
+  readonly restarts: { readonly crash: number; readonly timeout: number; readonly memory: number };
+  /** Resident memory of the current process at its last reply (0 when none is running). */
+  readonly rssBytes: number;
+}
+
 interface Engine {
   readonly info: EngineInfo;
+  /** Engines that run models in host processes: their state. */
+  hosts?(): readonly HostStatus[];
+  /**
+   * Parts of the engine that could not load (one voice of several, say) while the rest serve; the
+   * reason goes to the log, /healthz names the part only.
+   */
+  readonly unavailableParts?: readonly { readonly id: string; readonly reason: string }[];
   /** Remote engines: their circuit breaker ("open": calls fail at once, the server failed too often). */
   readonly circuit?: "closed" | "open" | "half-open";
   /** Releases processes, native handles and model memory. */
@@ -95,6 +115,11 @@ export interface AsrStreamOptions {
   readonly candidates?: readonly LanguageCode[];
   /** Free-text session context (names, jargon); engines that cannot use it ignore it. */
   readonly context?: string;
+  /**
+   * Who asks (an account id), for a fair share of engines shared by every session: work queued in a
+   * model host is served account by account. Absent: the service's own work.
+   */
+  readonly account?: string;
 }
 
 /** One utterance. Calls are serialized by the caller: never two pending calls on one stream. */
@@ -175,6 +200,11 @@ export interface TranslateRequest {
    * the final replaces it.
    */
   readonly interim?: boolean;
+  /**
+   * Who asks (an account id), for a fair share of engines shared by every session: work queued in a
+   * model host is served account by account. Absent: the service's own work.
+   */
+  readonly account?: string;
 }
 
 export interface MtEngine extends Engine {
@@ -222,6 +252,11 @@ export interface SynthesisRequest {
   readonly text: string;
   readonly language: LanguageCode;
   readonly voice: Voice;
+  /**
+   * Who asks (an account id), for a fair share of engines shared by every session: work queued in a
+   * model host is served account by account. Absent: the service's own work.
+   */
+  readonly account?: string;
 }
 
 export interface SynthesizedAudio {

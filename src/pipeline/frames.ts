@@ -19,6 +19,8 @@ export interface TranslationCall {
   readonly previous: readonly { readonly source: string; readonly translation: string }[];
   /** An interim's translation (a busy engine may refuse it: a later one replaces it). */
   readonly interim?: boolean;
+  /** Who asks, for a fair share of shared engines (`TranslateRequest.account`). */
+  readonly account?: string;
 }
 /** A translation the pipeline asks for: into `to`, the language `targetFor` chose for the utterance. */
 export interface TargetedCall extends TranslationCall {

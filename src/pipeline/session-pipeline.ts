@@ -33,6 +33,8 @@ export interface LivePipelineOptions extends SessionLanguages {
   readonly labelSpeakers?: boolean;
   /** Where the pipeline reports its timings (the service's metrics). */
   readonly observer?: PipelineObserver;
+  /** Whose session: shared engines serve accounts in turn (`TranslateRequest.account`). */
+  readonly account?: string;
 }
 
 /** Until a speaker's voice is measured, clone rooms speak with the library default of this gender. */
@@ -59,7 +61,7 @@ export function createLivePipeline(
   registry: EngineRegistry,
   options: LivePipelineOptions,
 ): TranslationPipeline {
-  const { voice } = options;
+  const { voice, account } = options;
   const plan = languagePlan(options);
   // The engines that answered the latest call of each direction and language, so the metrics credit
   // a fallback engine with what it served. A stage makes one call at a time and reads the entry
@@ -114,21 +116,26 @@ export function createLivePipeline(
     targetFor: plan.targetFor,
     translate: (call, signal) => {
       translatedBy.delete(direction(call.from, call.to));
-      return translator(call.to).translate(call, signal);
+      return translator(call.to).translate({ ...call, account }, signal);
     },
     translateStream: (call, signal) => {
       translatedBy.delete(direction(call.from, call.to));
-      return translator(call.to).translateStream(call, signal);
+      return translator(call.to).translateStream({ ...call, account }, signal);
     },
     speak:
       voice === undefined
         ? undefined
         : (text, language, chosen, signal) => {
             synthesizedBy.delete(language);
-            return renderSpeech(speaking.get(language)!, { text, language, voice: chosen! }, signal);
+            return renderSpeech(
+              speaking.get(language)!,
+              { text, language, voice: chosen!, ...(account === undefined ? {} : { account }) },
+              signal,
+            );
           },
     finalizeMode: options.finalizeMode,
     context: options.context,
+    ...(account === undefined ? {} : { account }),
     ...(options.labelSpeakers ? { speakers: registry.speakers } : {}),
     ...(voices ? { voices } : {}),
     ...(options.observer ? { observer: options.observer } : {}),

@@ -80,6 +80,8 @@ export interface PipelineOptions {
   readonly speak?: SpeakFn;
   readonly finalizeMode: FinalizeMode;
   readonly context?: string;
+  /** Whose audio: recognizers shared by every session serve accounts in turn. */
+  readonly account?: string;
   /** How long `finalize` waits for audio frames still in flight. */
   readonly finalizeWaitMs?: number;
   /** Audio queued for recognition beyond this is dropped (the server is falling behind). */
@@ -162,10 +164,12 @@ export class TranslationPipeline {
         asr,
         sourceLanguage: options.sourceLanguage,
         context: () => this.context,
+        ...(options.account === undefined ? {} : { account: options.account }),
         partialIntervalMs: options.partialIntervalMs ?? 150,
         speakers,
         processedSamples: () => this.intake.processedSamples,
         onEndpoint: () => this.intake.utteranceEnded(),
+        onLost: (message) => reportError(message),
         observer,
         ...(options.engineIds ? { engineId: options.engineIds.recognize } : {}),
       },

@@ -154,6 +154,7 @@ export class Rooms {
         sourceLanguage: request.sourceLanguage,
         targetLanguage: request.targetLanguage,
         voice: request.voice,
+        account: request.accountId,
         log: log.child({ room: roomName }),
         onEmpty: () => this.closeWhenIdle(roomName, this.options.departureTimeoutMs),
       });

@@ -18,6 +18,8 @@ export interface TranslatorOptions {
    * them; undefined: no speech, transcripts only.
    */
   readonly voice: Voice | "clone" | undefined;
+  /** The account that opened the room: shared engines serve accounts in turn. */
+  readonly account: string;
   readonly log: FastifyBaseLogger;
   /** Called whenever the last participant has left. */
   readonly onEmpty: () => void;
@@ -105,13 +107,14 @@ export class RoomTranslator {
   private speakerPipeline(identity: string): TranslationPipeline | undefined {
     let pipeline = this.speakers.get(identity);
     if (pipeline) return pipeline;
-    const { registry, sourceLanguage, targetLanguage, voice } = this.options;
+    const { registry, sourceLanguage, targetLanguage, voice, account } = this.options;
     try {
       pipeline = createLivePipeline(registry, {
         sourceLanguage,
         targetLanguage,
         finalizeMode: "stable",
         voice,
+        account,
       });
     } catch (error) {
       this.options.log.error({ err: error, participant: identity }, "room translator could not start");

@@ -136,8 +136,8 @@ export function serveSessionSocket(socket: WebSocket, pending: ClaimedSession, s
   );
   const handler =
     plan.mode === "tts"
-      ? new TextToSpeechSession(plan, deps, wire, () => idle.refresh())
-      : new SpeechSession(plan, deps, wire);
+      ? new TextToSpeechSession(plan, deps, wire, () => idle.refresh(), pending.accountId)
+      : new SpeechSession(plan, deps, wire, pending.accountId);
   if (plan.mode === "tts") wire.send({ type: "ready", mode: "tts" });
 
   socket.on("message", (data: RawData, isBinary: boolean) => {
@@ -247,6 +247,7 @@ class SpeechSession implements ModeHandler {
     private readonly plan: SessionPlan,
     deps: SocketDeps,
     private readonly wire: SocketWire,
+    account: string,
   ) {
     this.log = deps.log;
     this.input = new Pcm16Input((warning) => wire.error(warning));
@@ -262,6 +263,7 @@ class SpeechSession implements ModeHandler {
       voice: plan.audioOutputEnabled ? (plan.matchVoices ? { auto: plan.voice } : plan.voice) : undefined,
       labelSpeakers: plan.modelName === "relay-2",
       ...(deps.observer ? { observer: deps.observer.pipeline } : {}),
+      account,
     });
     void this.forwardEvents();
   }
@@ -346,6 +348,8 @@ class TextToSpeechSession implements ModeHandler {
     private readonly wire: SocketWire,
     /** Told when a speak's speech is done: the idle period starts again. */
     private readonly onSpoken: () => void,
+    /** Whose session (`SynthesisRequest.account`). */
+    private readonly account: string,
   ) {
     this.voice = plan.voice;
     this.language = plan.targetLanguage;
@@ -434,7 +438,7 @@ class TextToSpeechSession implements ModeHandler {
     }
     const problem = this.applySticky(voiceId, language);
     if (problem) return refuse(problem);
-    const request = { text, language: this.language, voice: this.voice };
+    const request = { text, language: this.language, voice: this.voice, account: this.account };
     this.pending++;
     this.queue = this.queue.then(async () => {
       if (!this.closed) await this.render(request, correlationId);

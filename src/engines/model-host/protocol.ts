@@ -16,8 +16,9 @@ export interface HostCancel {
   readonly cancel: true;
 }
 
+/** A final reply carries the process's resident memory (bytes), for the service's memory ceiling. */
 export type HostReply =
   /** Part of the result, for methods that stream (speech, chunk by chunk). */
   | { readonly id: number; readonly chunk: unknown }
-  | { readonly id: number; readonly result: unknown }
-  | { readonly id: number; readonly error: string };
+  | { readonly id: number; readonly result: unknown; readonly rss?: number }
+  | { readonly id: number; readonly error: string; readonly rss?: number };

@@ -40,9 +40,13 @@ export function serveRequests(handlers: Readonly<Record<string, Handler>>): void
     Promise.resolve()
       .then(() => handle(message))
       .then(
-        (result) => send({ id: message.id, result }),
+        (result) => send({ id: message.id, result, rss: process.memoryUsage.rss() }),
         (error: unknown) =>
-          send({ id: message.id, error: error instanceof Error ? error.message : String(error) }),
+          send({
+            id: message.id,
+            error: error instanceof Error ? error.message : String(error),
+            rss: process.memoryUsage.rss(),
+          }),
       )
       .finally(() => running.delete(message.id));
   });

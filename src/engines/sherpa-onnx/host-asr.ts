@@ -4,8 +4,14 @@
  * while it decodes, which is why it runs here and not in the service.
  *
  * Hotwords: sherpa-onnx's Node binding takes them only when a recognizer is created (no per-stream
- * hotwords), so a session with context gets a recognizer built for its hotwords. Those are kept for
- * the few most recent hotword sets (`MAX_BIASED`); each holds its own copy of the model.
+ * hotwords, though its C API has them), so a session with context gets a recognizer built for its
+ * hotwords, and each holds its own copy of the model. They are bounded: `MAX_BIASED` sets in all and
+ * `MAX_BIASED_PER_ACCOUNT` per account (an account's new set replaces its least recently used
+ * one). A dropped recognizer is freed as soon as no stream uses it: the binding frees native
+ * objects only when JavaScript collects their handles, and the handles are too small for the
+ * collector to hurry, so the host (started with --expose-gc) collects at once. The service runs
+ * hotword recognizers in a host of their own (recognizer.ts), so building one never holds up
+ * plain recognition.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -40,28 +46,53 @@ const { OnlineRecognizer, OnlinePunctuation } = sherpa as {
 };
 
 const SAMPLE_RATE = 16_000;
-/** Recognizers built for a session's hotwords, kept at once (the plain one is always kept). */
-const MAX_BIASED = 2;
+/** Recognizers built for sessions' hotwords, kept at once (the plain one is always kept). */
+const MAX_BIASED = 4;
+/** Hotword recognizers one account keeps at once. */
+const MAX_BIASED_PER_ACCOUNT = 2;
 /**
  * Silence appended when an utterance ends: the model holds back its last ~0.45 s (its encoder's
  * right context) until more audio arrives.
  */
 const TAIL = new Float32Array(Math.round(0.5 * SAMPLE_RATE));
 
+interface Biased {
+  readonly recognizer: OnlineRecognizer;
+  /** The account that asked for it first: its share of `MAX_BIASED_PER_ACCOUNT`. */
+  readonly account: string;
+  /** Streams using it. */
+  users: number;
+  /** Dropped from the cache: freed when its last stream ends. */
+  dropped: boolean;
+}
+
 interface LoadedModel {
   readonly params: LoadRecognizerParams;
-  readonly plain: OnlineRecognizer;
+  /** Undefined in the host that serves hotword recognition only. */
+  readonly plain: OnlineRecognizer | undefined;
   /** By hotword set (its lines joined), most recently used last. */
-  readonly biased: Map<string, OnlineRecognizer>;
+  readonly biased: Map<string, Biased>;
   readonly punctuation: { addPunct(text: string): string } | undefined;
 }
 
+interface OpenStream {
+  readonly recognizer: OnlineRecognizer;
+  /** Dropped when it ends. */
+  stream: OnlineStream | undefined;
+  readonly model: LoadedModel;
+  readonly biased: Biased | undefined;
+}
+
 const models = new Map<string, LoadedModel>();
-const streams = new Map<number, { recognizer: OnlineRecognizer; stream: OnlineStream; model: LoadedModel }>();
+const streams = new Map<number, OpenStream>();
 let hotwordsDir: string | undefined;
+/** Native recognizers not yet freed (for `stats`: proves that dropped ones go). */
+let alive = 0;
+const freed = new FinalizationRegistry<void>(() => alive--);
+const collect = (globalThis as { gc?: () => void }).gc;
 
 function createRecognizer({ files, threads }: LoadRecognizerParams, hotwordsFile?: string): OnlineRecognizer {
-  return new OnlineRecognizer({
+  const recognizer = new OnlineRecognizer({
     featConfig: { sampleRate: SAMPLE_RATE, featureDim: 80 },
     modelConfig: {
       transducer: { encoder: files.encoder, decoder: files.decoder, joiner: files.joiner },
@@ -81,6 +112,9 @@ function createRecognizer({ files, threads }: LoadRecognizerParams, hotwordsFile
     rule2MinTrailingSilence: 0.8,
     rule3MinUtteranceLength: 20,
   });
+  alive++;
+  freed.register(recognizer);
+  return recognizer;
 }
 
 function loadRecognizer(params: LoadRecognizerParams): LoadedRecognizer {
@@ -89,12 +123,24 @@ function loadRecognizer(params: LoadRecognizerParams): LoadedRecognizer {
         model: { cnnBilstm: params.punctuation.model, bpeVocab: params.punctuation.bpeVocab, numThreads: 1 },
       })
     : undefined;
-  models.set(params.name, { params, plain: createRecognizer(params), biased: new Map(), punctuation });
+  models.set(params.name, {
+    params,
+    plain: params.hotwordsOnly ? undefined : createRecognizer(params),
+    biased: new Map(),
+    punctuation,
+  });
   return { punctuation: punctuation !== undefined };
 }
 
-async function recognizerFor(model: LoadedModel, hotwords: readonly string[]): Promise<OnlineRecognizer> {
-  if (hotwords.length === 0) return model.plain;
+/** Takes a hotword recognizer out of the cache; freed now if no stream uses it, else when the last ends. */
+function drop(model: LoadedModel, key: string): void {
+  const biased = model.biased.get(key)!;
+  model.biased.delete(key);
+  biased.dropped = true;
+  if (biased.users === 0) collect?.();
+}
+
+async function biasedFor(model: LoadedModel, hotwords: readonly string[], account: string): Promise<Biased> {
   const key = hotwords.join("\n");
   const cached = model.biased.get(key);
   if (cached) {
@@ -102,26 +148,64 @@ async function recognizerFor(model: LoadedModel, hotwords: readonly string[]): P
     model.biased.set(key, cached);
     return cached;
   }
+  // The account's own least recently used set makes room first, then the least recently used of all.
+  const mine = [...model.biased].filter(([, biased]) => biased.account === account);
+  if (mine.length >= MAX_BIASED_PER_ACCOUNT) drop(model, mine[0]![0]);
+  if (model.biased.size >= MAX_BIASED) drop(model, model.biased.keys().next().value!);
   hotwordsDir ??= await mkdtemp(path.join(tmpdir(), "relay-hotwords-"));
-  const file = path.join(hotwordsDir, `${model.biased.size}-${Date.now()}.txt`);
+  const file = path.join(
+    hotwordsDir,
+    `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}.txt`,
+  );
   await writeFile(file, `${key}\n`);
   try {
-    const recognizer = createRecognizer(model.params, file);
-    model.biased.set(key, recognizer);
-    // The least recently used goes; streams still using it keep it alive until they end.
-    if (model.biased.size > MAX_BIASED) model.biased.delete(model.biased.keys().next().value!);
-    return recognizer;
+    const biased: Biased = {
+      recognizer: createRecognizer(model.params, file),
+      account,
+      users: 0,
+      dropped: false,
+    };
+    model.biased.set(key, biased);
+    return biased;
   } finally {
     await rm(file, { force: true });
   }
 }
 
-async function open({ model: name, hotwords }: OpenParams, request: { id: number }): Promise<number> {
+async function open(
+  { model: name, hotwords, account }: OpenParams,
+  request: { id: number },
+): Promise<number> {
   const model = models.get(name);
   if (!model) throw new Error(`no recognizer "${name}" loaded`);
-  const recognizer = await recognizerFor(model, hotwords);
-  streams.set(request.id, { recognizer, stream: recognizer.createStream(), model });
+  if (hotwords.length === 0) {
+    if (!model.plain) throw new Error("this host serves hotword recognition only");
+    streams.set(request.id, {
+      recognizer: model.plain,
+      stream: model.plain.createStream(),
+      model,
+      biased: undefined,
+    });
+    return request.id;
+  }
+  const biased = await biasedFor(model, hotwords, account);
+  biased.users++;
+  streams.set(request.id, {
+    recognizer: biased.recognizer,
+    stream: biased.recognizer.createStream(),
+    model,
+    biased,
+  });
   return request.id;
+}
+
+/** Ends a stream: its native stream is released, and a dropped recognizer it was the last user of is freed. */
+function end(id: number): void {
+  const open = streams.get(id);
+  if (!open) return;
+  streams.delete(id);
+  open.stream = undefined;
+  if (open.biased && --open.biased.users === 0 && open.biased.dropped) collect?.();
 }
 
 function streamOf(id: number) {
@@ -137,26 +221,35 @@ function result(recognizer: OnlineRecognizer, stream: OnlineStream): Recognition
 
 function accept({ stream: id, samples }: AcceptParams): RecognitionResult {
   const { recognizer, stream } = streamOf(id);
-  stream.acceptWaveform({ samples, sampleRate: SAMPLE_RATE });
-  while (recognizer.isReady(stream)) recognizer.decode(stream);
-  return result(recognizer, stream);
+  stream!.acceptWaveform({ samples, sampleRate: SAMPLE_RATE });
+  while (recognizer.isReady(stream!)) recognizer.decode(stream!);
+  return result(recognizer, stream!);
 }
 
 /** The utterance's final result: its held-back tail decoded, punctuated when the model has punctuation. */
 function finish({ stream: id }: StreamParams): RecognitionResult {
   const { recognizer, stream, model } = streamOf(id);
-  streams.delete(id);
-  stream.acceptWaveform({ samples: TAIL, sampleRate: SAMPLE_RATE });
-  stream.inputFinished();
-  while (recognizer.isReady(stream)) recognizer.decode(stream);
-  const heard = result(recognizer, stream);
-  const text =
-    model.punctuation && heard.text ? model.punctuation.addPunct(heard.text.toLowerCase()) : heard.text;
-  return { ...heard, text };
+  try {
+    stream!.acceptWaveform({ samples: TAIL, sampleRate: SAMPLE_RATE });
+    stream!.inputFinished();
+    while (recognizer.isReady(stream!)) recognizer.decode(stream!);
+    const heard = result(recognizer, stream!);
+    const text =
+      model.punctuation && heard.text ? model.punctuation.addPunct(heard.text.toLowerCase()) : heard.text;
+    return { ...heard, text };
+  } finally {
+    end(id);
+  }
 }
 
 function close({ stream: id }: StreamParams): void {
-  streams.delete(id);
+  end(id);
+}
+
+/** Recognizers alive (not yet freed), hotword sets cached and streams open, with the memory they take. */
+function stats(): { recognizers: number; hotwordSets: number; streams: number; rss: number } {
+  const hotwordSets = [...models.values()].reduce((sum, model) => sum + model.biased.size, 0);
+  return { recognizers: alive, hotwordSets, streams: streams.size, rss: process.memoryUsage.rss() };
 }
 
 export const asrHandlers: Record<string, Handler> = {
@@ -165,4 +258,5 @@ export const asrHandlers: Record<string, Handler> = {
   accept,
   finish,
   close,
+  recognizerStats: stats,
 };

@@ -35,7 +35,11 @@ export interface LoadedTts {
 
 export interface GenerateParams {
   readonly name: string;
-  readonly text: string;
+  /**
+   * The text in bounded pieces (src/engines/text-chunks.ts), spoken in turn: the host checks for
+   * cancellation before each, so no single pass is unbounded and a cancelled request stops soon.
+   */
+  readonly texts: readonly string[];
   readonly speaker: number;
   /** sherpa-onnx's speed: 1 is the model's own pace, 2 twice as fast. */
   readonly speed: number;
@@ -55,6 +59,8 @@ export interface LoadRecognizerParams {
   };
   readonly punctuation?: { readonly model: string; readonly bpeVocab: string };
   readonly threads: number;
+  /** Load no plain recognizer: this host serves streams with hotwords only. */
+  readonly hotwordsOnly?: boolean;
 }
 
 export interface LoadedRecognizer {
@@ -65,6 +71,8 @@ export interface OpenParams {
   readonly model: string;
   /** Phrases to favour (upper case, as the model's vocabulary spells them); none for plain recognition. */
   readonly hotwords: readonly string[];
+  /** Who asks: an account's hotword recognizers are bounded (host-asr.ts). */
+  readonly account: string;
 }
 
 export interface StreamParams {

@@ -36,23 +36,27 @@ async function loadTts({ name, files, threads }: LoadTtsParams): Promise<LoadedT
 }
 
 async function generate(
-  { name, text, speaker, speed, lang }: GenerateParams,
+  { name, texts, speaker, speed, lang }: GenerateParams,
   request: HandlerRequest,
 ): Promise<{ sampleRate: number }> {
   const tts = models.get(name);
   if (!tts) throw new Error(`no TTS model "${name}" loaded`);
-  const audio = await tts.generateAsync({
-    text,
-    // Kokoro takes its language per request, in the generation config's extras.
-    ...(lang ? { generationConfig: { sid: speaker, speed, extra: { lang } } } : { sid: speaker, speed }),
-    onProgress: ({ samples }) => {
-      if (request.cancelled()) return 0;
-      // The callback's array is sherpa-onnx's own buffer: copy before it is reused.
-      request.chunk(Float32Array.from(samples));
-      return 1;
-    },
-  });
-  return { sampleRate: audio.sampleRate };
+  for (const text of texts) {
+    // Stopped between pieces: a cancelled request never starts another pass.
+    if (request.cancelled()) break;
+    await tts.generateAsync({
+      text,
+      // Kokoro takes its language per request, in the generation config's extras.
+      ...(lang ? { generationConfig: { sid: speaker, speed, extra: { lang } } } : { sid: speaker, speed }),
+      onProgress: ({ samples }) => {
+        if (request.cancelled()) return 0;
+        // The callback's array is sherpa-onnx's own buffer: copy before it is reused.
+        request.chunk(Float32Array.from(samples));
+        return 1;
+      },
+    });
+  }
+  return { sampleRate: tts.sampleRate };
 }
 
 export const ttsHandlers: Record<string, Handler> = { loadTts, generate };

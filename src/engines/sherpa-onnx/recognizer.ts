@@ -17,7 +17,8 @@ import type {
   RecognitionStream,
   WordTiming,
 } from "../types.js";
-import { ModelHost } from "../model-host/host.js";
+import { ModelHost, type PinnedHost } from "../model-host/host.js";
+import { NO_ACCOUNT } from "../model-host/fair-queue.js";
 import { SHERPA_HOST } from "./host-entry.js";
 import type { LoadedRecognizer, LoadRecognizerParams, RecognitionResult } from "./host-protocol.js";
 import { hotwordsFromContext } from "./hotwords.js";
@@ -32,6 +33,10 @@ export interface SherpaRecognizerOptions {
   readonly threads?: number;
   /** Utterances open at once; beyond it a new one fails (the session reports it). Default 64. */
   readonly maxStreams?: number;
+  /** A host that does not answer within this fails the utterance and is replaced (default 10 s). */
+  readonly timeoutMs?: number;
+  /** A host is replaced once its resident memory passes this (MiB; default 2048). */
+  readonly maxHostMiB?: number;
 }
 
 const SAMPLE_RATE = 16_000;
@@ -45,7 +50,16 @@ export async function createSherpaRecognizer(options: SherpaRecognizerOptions): 
   await checkModelFile(options.files.encoder, "zipformer2-encoder");
   await checkModelFile(options.files.decoder, "transducer-decoder");
   if (options.punctuation) await checkModelFile(options.punctuation.model, "punctuation");
-  const host = new ModelHost("sherpa-onnx recognizer", SHERPA_HOST);
+  const hostOptions = {
+    timeoutMs: options.timeoutMs ?? 10_000,
+    maxRssMiB: options.maxHostMiB ?? 2048,
+    // The host frees dropped hotword recognizers itself (host-asr.ts).
+    execArgv: ["--expose-gc"],
+  };
+  // Plain recognition, and recognition with a session's hotwords in a host of its own: building a
+  // recognizer for new hotwords blocks its host for as long as a model load.
+  const host = new ModelHost("sherpa-onnx recognizer", SHERPA_HOST, hostOptions);
+  const hotwordHost = new ModelHost("sherpa-onnx recognizer (hotwords)", SHERPA_HOST, hostOptions);
   try {
     const version = (await host.request("version", null)) as string;
     const params: LoadRecognizerParams = {
@@ -55,6 +69,13 @@ export async function createSherpaRecognizer(options: SherpaRecognizerOptions): 
       threads: options.threads ?? 1,
     };
     const loaded = (await host.setUp("loadRecognizer", params)) as LoadedRecognizer;
+    /** The hotword host loads its models when the first session with context needs it. */
+    let hotwordsLoaded: Promise<unknown> | undefined;
+    const hotwordHostReady = () => {
+      hotwordsLoaded ??= hotwordHost.setUp("loadRecognizer", { ...params, hotwordsOnly: true });
+      hotwordsLoaded.catch(() => (hotwordsLoaded = undefined));
+      return hotwordsLoaded;
+    };
     const maxStreams = options.maxStreams ?? 64;
     // Opening costs a model load when a session's hotwords are new: one at a time, the rest wait.
     const opening = bulkhead(1, maxStreams);
@@ -67,10 +88,22 @@ export async function createSherpaRecognizer(options: SherpaRecognizerOptions): 
       if (open >= maxStreams)
         throw new Error(`the streaming recognizer is busy (${maxStreams} utterances open)`);
       const hotwords = hotwordsFromContext(streamOptions.context);
+      const account = streamOptions.account ?? NO_ACCOUNT;
+      let pinned: PinnedHost | undefined;
       let id: number;
       try {
-        id = (await opening.execute(() => host.request("open", { model: options.name, hotwords }))) as number;
+        const opened = async () => {
+          if (hotwords.length === 0) {
+            pinned = host.pin();
+            return pinned.request("open", { model: options.name, hotwords, account });
+          }
+          await hotwordHostReady();
+          pinned = hotwordHost.pin();
+          return pinned.request("open", { model: options.name, hotwords, account });
+        };
+        id = (await (hotwords.length === 0 ? opened() : opening.execute(opened))) as number;
       } catch (error) {
+        pinned?.release();
         if (error instanceof BulkheadRejectedError) {
           throw new Error(`the streaming recognizer is busy (${maxStreams} utterances opening)`, {
             cause: error,
@@ -79,7 +112,11 @@ export async function createSherpaRecognizer(options: SherpaRecognizerOptions): 
         throw error;
       }
       open++;
-      return new SherpaStream(host, id, () => open--);
+      const stream = pinned!;
+      return new SherpaStream(stream, id, () => {
+        open--;
+        stream.release();
+      });
     };
 
     return {
@@ -99,10 +136,13 @@ export async function createSherpaRecognizer(options: SherpaRecognizerOptions): 
       async openRecognition(recognition: RecognitionOptions): Promise<RecognitionStream> {
         return new PushedRecognition(await openStream(recognition), recognition.onEvent);
       },
-      close: () => host.close(),
+      hosts: () => [host.status(), hotwordHost.status()],
+      async close() {
+        await Promise.all([host.close(), hotwordHost.close()]);
+      },
     };
   } catch (error) {
-    await host.close();
+    await Promise.all([host.close(), hotwordHost.close()]);
     throw error;
   }
 }
@@ -117,7 +157,7 @@ class SherpaStream extends AsrStreamBase {
   private released = false;
 
   constructor(
-    private readonly host: ModelHost,
+    private readonly host: PinnedHost,
     private readonly id: number,
     private readonly onRelease: () => void,
   ) {

@@ -150,6 +150,7 @@ export async function createSherpaSpeakerEngine(options: SherpaSpeakerOptions): 
         for (let i = 0; i < x.embedding.length; i++) dot += x.embedding[i]! * y.embedding[i]!;
         return 1 - dot;
       },
+      hosts: () => [host.status()],
       close: () => host.close(),
     };
   } catch (error) {

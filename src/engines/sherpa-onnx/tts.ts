@@ -9,12 +9,13 @@
  * its pitch settings have no neural counterpart and are left out.
  */
 import { stat } from "node:fs/promises";
-import { bulkhead, BulkheadRejectedError, TaskCancelledError } from "cockatiel";
 import type { EngineInfo, LanguageCode, SynthesisRequest, SynthesizedAudio, TtsEngine } from "../types.js";
 import { Channel } from "../../pipeline/channel.js";
 import { levelSpeech } from "../../voices/loudness.js";
 import type { VoiceMeasurementStore } from "../../voices/measurement-store.js";
+import { FairQueue, NO_ACCOUNT } from "../model-host/fair-queue.js";
 import { ModelHost } from "../model-host/host.js";
+import { boundedChunks } from "../text-chunks.js";
 import { SHERPA_HOST } from "./host-entry.js";
 import type { GenerateParams, LoadedTts, LoadTtsParams, TtsModelFiles } from "./host-protocol.js";
 import { checkKokoroVoices, checkModelFile } from "./model-check.js";
@@ -43,6 +44,12 @@ export interface SherpaTtsOptions {
   readonly maxConcurrent?: number;
   /** Syntheses waiting; beyond it a request fails at once (the pipeline drops or reports it). Default 32. */
   readonly maxQueued?: number;
+  /** Syntheses one account may have waiting (default 8); the queue serves accounts in turn. */
+  readonly maxQueuedPerAccount?: number;
+  /** No audio from the host for this long fails the synthesis (the next engine speaks; default 10 s). */
+  readonly timeoutMs?: number;
+  /** The host is replaced once its resident memory passes this (MiB; default 2048). */
+  readonly maxHostMiB?: number;
   /** Where measured speaker genders are kept between processes (default: measured per process). */
   readonly measurements?: VoiceMeasurementStore;
 }
@@ -51,58 +58,75 @@ export interface SherpaTtsOptions {
 const CONTROL_CHARACTERS = /(?![\t\n])\p{Cc}/gu;
 /** The model's speed is clamped like eSpeak NG's rate: faster is unintelligible. */
 const SPEED_RANGE = { min: 0.5, max: 2.5 };
+/**
+ * The longest piece of text one model pass speaks (Latin letters; see text-chunks.ts): a pass's
+ * time and memory grow faster than its length (measured: docs/benchmarks.md), and cancellation is
+ * checked between passes. About 15 s of speech.
+ */
+const MAX_PASS_WEIGHT = 200;
 
 export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<TtsEngine> {
   if (options.models.length === 0) throw new Error("sherpa-onnx TTS: no voice model given");
   const threads = options.threads ?? 1;
-  // Refused here with a clear message, before sherpa-onnx could end its process over the file.
-  const named = new Map<string, readonly NamedSpeaker[]>();
-  /** Each model's build, as far as its speakers' measurements go: a new file is measured again. */
-  const versions = new Map<string, string>();
-  for (const model of options.models) {
-    const metadata = await checkModelFile(model.files.model, model.files.kind);
-    versions.set(model.name, `${(await stat(model.files.model)).size} bytes`);
-    if (model.files.kind !== "kokoro") continue;
-    await checkKokoroVoices(model.files.voices, metadata);
-    named.set(model.name, kokoroSpeakers(metadata.get("speaker_names")!));
-  }
-
-  const host = new ModelHost("sherpa-onnx TTS", SHERPA_HOST);
+  const host = new ModelHost("sherpa-onnx TTS", SHERPA_HOST, {
+    timeoutMs: options.timeoutMs ?? 10_000,
+    maxRssMiB: options.maxHostMiB ?? 2048,
+  });
   try {
     const version = (await host.request("version", null)) as string;
+    // Each voice loads on its own: one that cannot (a file sherpa-onnx cannot read, refused here
+    // with a clear message before it could end the process) leaves the others serving.
+    const models: NeuralVoiceModel[] = [];
+    const unavailableParts: { id: string; reason: string }[] = [];
+    const named = new Map<string, readonly NamedSpeaker[]>();
+    /** Each model's build, as far as its speakers' measurements go: a new file is measured again. */
+    const versions = new Map<string, string>();
     const loaded = new Map<string, LoadedTts>();
     for (const model of options.models) {
-      const params: LoadTtsParams = { name: model.name, files: model.files, threads };
-      loaded.set(model.name, (await host.setUp("loadTts", params)) as LoadedTts);
+      try {
+        const metadata = await checkModelFile(model.files.model, model.files.kind);
+        if (model.files.kind === "kokoro") {
+          await checkKokoroVoices(model.files.voices, metadata);
+          named.set(model.name, kokoroSpeakers(metadata.get("speaker_names")!));
+        }
+        versions.set(model.name, `${(await stat(model.files.model)).size} bytes`);
+        const params: LoadTtsParams = { name: model.name, files: model.files, threads };
+        loaded.set(model.name, (await host.setUp("loadTts", params)) as LoadedTts);
+        models.push(model);
+      } catch (error) {
+        unavailableParts.push({ id: `sherpa-onnx-voice ${model.name}`, reason: (error as Error).message });
+      }
     }
-    const limiter = bulkhead(options.maxConcurrent ?? 2, options.maxQueued ?? 32);
+    if (models.length === 0) {
+      throw new Error(`no voice model could be loaded: ${unavailableParts.map((p) => p.reason).join("; ")}`);
+    }
+    const queue = new FairQueue("sherpa-onnx TTS", {
+      concurrency: options.maxConcurrent ?? 2,
+      maxQueued: options.maxQueued ?? 32,
+      maxQueuedPerAccount: options.maxQueuedPerAccount ?? 8,
+    });
 
-    const generate = async (
+    const generate = (
       params: GenerateParams,
       onChunk: (samples: Float32Array) => void,
+      account: string,
       signal?: AbortSignal,
-    ): Promise<number> => {
-      try {
-        return await limiter.execute(async ({ signal: slot }) => {
+    ): Promise<number> =>
+      // The slot is held until the host has stopped the work, cancelled or not (host.ts).
+      queue.run(
+        account,
+        async () => {
           const result = (await host.request("generate", params, {
-            signal: slot,
+            ...(signal ? { signal } : {}),
             onChunk: (chunk) => onChunk(chunk as Float32Array),
           })) as { sampleRate: number };
           return result.sampleRate;
-        }, signal);
-      } catch (error) {
-        if (error instanceof BulkheadRejectedError) {
-          throw new Error(`sherpa-onnx TTS is busy (${options.maxQueued ?? 32} syntheses waiting)`, {
-            cause: error,
-          });
-        }
-        if (error instanceof TaskCancelledError && signal?.aborted) throw signal.reason;
-        throw error;
-      }
-    };
+        },
+        signal,
+      );
 
     const speakers: SpeakerMap = await speakerMap({
-      models: options.models.map((model) => {
+      models: models.map((model) => {
         const speakers = named.get(model.name);
         return {
           ...model,
@@ -114,15 +138,19 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
       store: options.measurements,
       sample: async (model, speaker, text) => {
         const parts: Float32Array[] = [];
-        const sampleRate = await generate({ name: model, text, speaker, speed: 1 }, (c) => parts.push(c));
+        const sampleRate = await generate(
+          { name: model, texts: [text], speaker, speed: 1 },
+          (c) => parts.push(c),
+          NO_ACCOUNT,
+        );
         return { samples: concat(parts), sampleRate };
       },
     });
 
     const info: EngineInfo = {
       id: "sherpa-onnx",
-      version: `${version}+${options.models.map((model) => model.name).join("+")}`,
-      detail: options.models.map((model) => `${model.name} (${model.languages.join(", ")})`).join("; "),
+      version: `${version}+${models.map((model) => model.name).join("+")}`,
+      detail: models.map((model) => `${model.name} (${model.languages.join(", ")})`).join("; "),
     };
 
     async function* synthesizeStream(
@@ -142,12 +170,13 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
       const generating = generate(
         {
           name: speaker.model,
-          text,
+          texts: boundedChunks(text, MAX_PASS_WEIGHT),
           speaker: speaker.id,
           speed,
           ...(speaker.lang ? { lang: speaker.lang } : {}),
         },
         (chunk) => sentences.push(chunk),
+        request.account ?? NO_ACCOUNT,
         signal ? AbortSignal.any([signal, stopped.signal]) : stopped.signal,
       )
         .catch((error: unknown) => (failure = error))
@@ -164,6 +193,8 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
     return {
       info,
       capabilities: { languages: Object.freeze(speakers.languages()) },
+      unavailableParts,
+      hosts: () => [host.status()],
       synthesizeStream,
       async synthesize(request, signal) {
         const parts: Float32Array[] = [];

@@ -4,9 +4,12 @@
  * wait here, per model, and go together in the next batch: the oldest waiting final first, with
  * the other sentences waiting for the same model and direction, finals before interims.
  *
+ * Accounts take turns: the next batch leads with the oldest final of the account served longest
+ * ago (then its interims), so one account's flood of sentences does not hold up everyone else's.
+ *
  * Bounds, per model: `maxQueued` sentences wait; an interim is refused from half of that (interims
- * give way to finals; the pipeline replaces them anyway), a final at the bound. Refusals are
- * `EngineBusyError`s. A sentence whose signal fires leaves the queue at once; a batch in flight
+ * give way to finals; the pipeline replaces them anyway), a final at the bound; one account may
+ * have half of `maxQueued` waiting (the service's own work, with no account, only the total). Refusals are `EngineBusyError`s. A sentence whose signal fires leaves the queue at once; a batch in flight
  * whose every sentence has been cancelled is stopped at its next token.
  */
 import { EngineBusyError } from "../busy.js";
@@ -33,6 +36,8 @@ export interface BatchLimits {
 export interface SentenceOptions {
   readonly interim?: boolean;
   readonly signal?: AbortSignal;
+  /** Who asks: accounts are served in turn. */
+  readonly account?: string;
 }
 
 interface Waiting {
@@ -42,6 +47,7 @@ interface Waiting {
   readonly to: LanguageCode;
   readonly text: string;
   readonly interim: boolean;
+  readonly account: string;
   readonly resolve: (translation: string) => void;
   readonly reject: (error: unknown) => void;
   /** Removes the abort listener. */
@@ -54,6 +60,8 @@ export class SentenceBatcher {
   private readonly waiting = new Map<string, Waiting[]>();
   private seq = 0;
   private inFlight: { readonly sentences: Waiting[]; readonly controller: AbortController } | undefined;
+  /** When each account last led a batch (a batch counter): the least recent leads the next. */
+  private readonly served = new Map<string, number>();
   /** Batches sent and sentences in them, since the start (for tests and benchmarks). */
   private sent = { batches: 0, sentences: 0 };
 
@@ -67,7 +75,7 @@ export class SentenceBatcher {
     from: LanguageCode,
     to: LanguageCode,
     text: string,
-    { interim = false, signal }: SentenceOptions = {},
+    { interim = false, signal, account = "" }: SentenceOptions = {},
   ): Promise<string> {
     if (signal?.aborted) return Promise.reject(abortError(signal));
     const queue = this.waiting.get(model) ?? [];
@@ -77,6 +85,15 @@ export class SentenceBatcher {
         new EngineBusyError(
           `the translator is busy: ${queue.length} sentences are waiting for ${model}` +
             (interim ? " (interims are not queued past half of that)" : ""),
+        ),
+      );
+    }
+    // The service's own work (no account) is bounded by the total only.
+    const mine = account === "" ? 0 : queue.filter((entry) => entry.account === account).length;
+    if (mine >= Math.floor(this.limits.maxQueued / 2)) {
+      return Promise.reject(
+        new EngineBusyError(
+          `the translator is busy: this account has ${mine} sentences waiting for ${model}`,
         ),
       );
     }
@@ -90,6 +107,7 @@ export class SentenceBatcher {
         to,
         text,
         interim,
+        account,
         resolve,
         reject,
         release: () => signal?.removeEventListener("abort", onAbort),
@@ -154,11 +172,24 @@ export class SentenceBatcher {
       });
   }
 
-  /** The oldest waiting final (else interim), with what can go with it: same model and direction. */
+  /**
+   * The oldest waiting final (else interim) of the account served longest ago, with what can go
+   * with it: same model and direction, finals first.
+   */
   private nextBatch(): Waiting[] {
     const all = [...this.waiting.values()].flat();
-    const first = oldest(all.filter((s) => !s.interim)) ?? oldest(all);
+    const pool = all.some((s) => !s.interim) ? all.filter((s) => !s.interim) : all;
+    const turn = (account: string) => this.served.get(account) ?? -1;
+    const account = pool.reduce<string | undefined>(
+      (best, s) => (best === undefined || turn(s.account) < turn(best) ? s.account : best),
+      undefined,
+    );
+    const first = oldest(pool.filter((s) => s.account === account));
     if (!first) return [];
+    this.served.delete(first.account);
+    this.served.set(first.account, this.sent.batches);
+    // Bounded: accounts long unserved are forgotten (they come back first in line, as new ones do).
+    if (this.served.size > 1024) this.served.delete(this.served.keys().next().value!);
     const queue = this.waiting.get(first.model)!;
     const mates = queue
       .filter((s) => s.from === first.from && s.to === first.to)

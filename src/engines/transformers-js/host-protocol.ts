@@ -25,8 +25,6 @@ export interface TranslateBatchParams {
 export interface TranslateBatchResult {
   /** One per text, in order. */
   readonly translations: readonly string[];
-  /** The host's resident memory after the batch, bytes. */
-  readonly rss: number;
 }
 
 export interface HostStats {

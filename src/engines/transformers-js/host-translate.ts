@@ -133,10 +133,7 @@ async function translate(
     const end = tokens.indexOf(eos);
     return tokenizer.decode(end < 0 ? tokens : tokens.slice(0, end), { skip_special_tokens: true }).trim();
   });
-  return {
-    translations,
-    rss: process.memoryUsage().rss,
-  };
+  return { translations };
 }
 
 interface M2M100Tokenizer {
@@ -155,7 +152,7 @@ export function translationHandlers(): Record<string, Handler> {
     load: ((files: TranslationModelFiles) =>
       oneAtATime(async () => {
         await modelFor(files);
-        return { rss: process.memoryUsage().rss };
+        return null;
       })) as Handler,
     stats,
   };

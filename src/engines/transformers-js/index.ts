@@ -8,6 +8,7 @@
  * once in the host and shared by every session; the least recently used is released beyond
  * `maxLoaded`. The models are sentence-level: the session's history and context are not used.
  */
+import { NO_ACCOUNT } from "../model-host/fair-queue.js";
 import { ModelHost } from "../model-host/host.js";
 import { SentenceSplitter } from "../../pipeline/sentence-splitter.js";
 import type { EngineInfo, LanguageCode, MtEngine, TranslateRequest, TranslationPair } from "../types.js";
@@ -45,6 +46,11 @@ export interface TransformersEngineOptions {
    * that keeps swapping models would grow without it. The new host loads models as they are needed.
    */
   readonly maxHostMiB?: number;
+  /**
+   * A batch the host has not answered within this fails (its sentences go to the next engine, say
+   * Apertium) and a host that has said nothing since is replaced (default 10 s).
+   */
+  readonly timeoutMs?: number;
 }
 
 export interface TransformersEngine extends MtEngine {
@@ -70,8 +76,9 @@ export async function createTransformersEngine(
   if (options.models.length === 0) throw new Error("no translation model is pulled (relay models list)");
   const maxLoaded = options.maxLoaded ?? 4;
   const host = new ModelHost("transformers.js translation", HOST_MAIN, {
-    RELAY_MT_THREADS: String(options.threads ?? 1),
-    RELAY_MT_MAX_LOADED: String(maxLoaded),
+    env: { RELAY_MT_THREADS: String(options.threads ?? 1), RELAY_MT_MAX_LOADED: String(maxLoaded) },
+    timeoutMs: options.timeoutMs ?? 10_000,
+    maxRssMiB: options.maxHostMiB ?? 3072,
   });
   let version: string;
   try {
@@ -80,9 +87,6 @@ export async function createTransformersEngine(
     await host.close();
     throw error;
   }
-  const maxHostBytes = (options.maxHostMiB ?? 3072) * 1024 * 1024;
-  /** Hosts replaced for their memory (for tests and benchmarks). */
-  let recycled = 0;
   const byName = new Map(options.models.map((model) => [model.name, model]));
   const modelFor = (from: LanguageCode, to: LanguageCode): TranslationModel | undefined =>
     options.models.find((model) => model.directions.some((d) => d.from === from && d.to === to));
@@ -97,10 +101,6 @@ export async function createTransformersEngine(
         texts: token ? texts.map((text) => `${token} ${text}`) : texts,
       };
       const result = (await host.request("translate", params, { signal })) as TranslateBatchResult;
-      if (result.rss > maxHostBytes) {
-        recycled++;
-        host.recycle();
-      }
       return result.translations;
     },
     { maxBatch: options.maxBatch ?? 8, maxQueued: options.maxQueued ?? 64 },
@@ -116,6 +116,7 @@ export async function createTransformersEngine(
       const translation = batcher.translate(model.name, request.from, request.to, sentence, {
         interim: request.interim,
         signal: both,
+        account: request.account ?? NO_ACCOUNT,
       });
       translation.catch((error: unknown) => failed.abort(error));
       return translation;
@@ -134,6 +135,7 @@ export async function createTransformersEngine(
   return {
     info,
     capabilities: { pairs, usesContext: false, streaming: true },
+    hosts: () => [host.status()],
     async translate(request, signal) {
       const translations = await Promise.all(translateSentences(request, signal));
       return translations.filter(Boolean).join(joiner(request.to));
@@ -159,7 +161,11 @@ export async function createTransformersEngine(
         await host.request("load", { name, dir, family } satisfies TranslationModelFiles);
     },
     async stats() {
-      return { host: (await host.request("stats", null)) as HostStats, ...batcher.stats(), recycled };
+      return {
+        host: (await host.request("stats", null)) as HostStats,
+        ...batcher.stats(),
+        recycled: host.status().restarts.memory,
+      };
     },
     async close() {
       batcher.close(new Error("the translator is closed"));

@@ -1,6 +1,8 @@
 import { openRecognition } from "../../engines/asr-stream.js";
+import { EngineUnavailableError } from "../../engines/busy.js";
 import type {
   AsrEngine,
+  AsrStreamOptions,
   Hypothesis,
   LanguageCode,
   RecognitionEvent,
@@ -25,6 +27,8 @@ export interface UtteranceRecognitionOptions {
   readonly sourceLanguage: LanguageCode | "auto";
   /** The session context an utterance is opened with. */
   readonly context: () => string;
+  /** Whose audio (`AsrStreamOptions.account`). */
+  readonly account?: string;
   /** How often interim hypotheses are asked of engines that must be asked (see `openRecognition`). */
   readonly partialIntervalMs: number;
   readonly speakers: SpeakerSplit;
@@ -35,6 +39,11 @@ export interface UtteranceRecognitionOptions {
   readonly observer: PipelineObserver | undefined;
   /** The engine that opened the current stream, for the metrics (default: `asr`'s own id). */
   readonly engineId?: () => string;
+  /**
+   * The recognizer lost the utterance in progress (its process died or stopped answering): the
+   * session is told, and recognition goes on with the next utterance.
+   */
+  readonly onLost: (message: string) => void;
 }
 
 /**
@@ -55,6 +64,27 @@ export class UtteranceRecognition {
   ) {}
 
   async handle(frame: SpeechFrame): Promise<void> {
+    try {
+      await this.recognize(frame);
+    } catch (error) {
+      if (!(error instanceof EngineUnavailableError)) throw error;
+      this.lose(error);
+    }
+  }
+
+  /**
+   * The utterance in progress is lost with the recognizer's process: its segment ends with what was
+   * shown of it, and the rest of its audio is skipped until the next utterance opens a new stream.
+   */
+  private lose(error: Error): void {
+    this.utterance?.stream?.abort();
+    this.utterance = undefined;
+    this.endpointHeard = false;
+    this.options.onLost(`speech recognition lost an utterance (${error.message}); recognition goes on`);
+    this.next({ kind: "segment-end", endMs: undefined, cut: false }, this.options.speakers.speaking);
+  }
+
+  private async recognize(frame: SpeechFrame): Promise<void> {
     const { speakers } = this.options;
     if (frame.kind === "speech-start") {
       return this.open(frame.startSample, frame.preRoll, true);
@@ -63,8 +93,10 @@ export class UtteranceRecognition {
     const { window, ending } = frame;
     const change = await speakers.track(window);
     if (change) return this.split(change, window.pcm);
+    // An utterance lost with its recognizer: its remaining audio is not recognized.
+    if (!this.utterance) return;
     if (ending) return this.finish(window.pcm);
-    await this.utterance!.stream!.write(window.pcm);
+    await this.utterance.stream!.write(window.pcm);
     speakers.observeWhileSpeaking();
     if (this.endpointHeard) {
       // The recognizer heard the utterance end with the audio it has: finished as at a VAD end.
@@ -73,7 +105,15 @@ export class UtteranceRecognition {
     }
   }
 
-  /** Aborts the open utterance (the pipeline stopped). */
+  private streamOptions(): AsrStreamOptions {
+    const { sourceLanguage, account } = this.options;
+    return {
+      language: sourceLanguage,
+      context: this.options.context(),
+      ...(account === undefined ? {} : { account }),
+    };
+  }
+
   private engineId(): string {
     return this.options.engineId?.() ?? this.options.asr.info.id;
   }
@@ -88,7 +128,7 @@ export class UtteranceRecognition {
    * `lead` (its pre-roll, or its audio since the change) written first.
    */
   private async open(startSample: number, lead: readonly TimedWindow[], onset: boolean): Promise<void> {
-    const { asr, sourceLanguage, partialIntervalMs, speakers } = this.options;
+    const { asr, partialIntervalMs, speakers } = this.options;
     const utterance: OpenUtterance = { startSample, stream: undefined };
     this.utterance = utterance;
     this.endpointHeard = false;
@@ -104,7 +144,7 @@ export class UtteranceRecognition {
     };
     utterance.stream = await openRecognition(
       asr,
-      { language: sourceLanguage, context: this.options.context(), onEvent },
+      { ...this.streamOptions(), onEvent },
       { intervalSamples: partialIntervalMs * SAMPLES_PER_MS, batchWrites: ASR_BATCH_WINDOWS },
       lead.map((window) => window.pcm),
     );
@@ -156,7 +196,7 @@ export class UtteranceRecognition {
    * window, about 2 s) is recognized again.
    */
   private async split(change: SpeakerChange, window: Int16Array): Promise<void> {
-    const { asr, sourceLanguage, speakers } = this.options;
+    const { asr, speakers } = this.options;
     const utterance = this.utterance!;
     this.utterance = undefined;
     let cutSample = change.atSample;
@@ -170,7 +210,7 @@ export class UtteranceRecognition {
       cutSample = Math.min(Math.max(cutSample, lastEnd), this.options.processedSamples());
     } else {
       utterance.stream!.abort();
-      const stream = await asr.createStream({ language: sourceLanguage, context: this.options.context() });
+      const stream = await asr.createStream(this.streamOptions());
       await stream.write(speakers.audioBefore(cutSample));
       hypothesis = await stream.finish();
     }
