@@ -326,9 +326,11 @@ describe("the transformers-js engine (stand-in models, its own host process)", (
       maxHostMiB: 1,
     });
     try {
+      // Every reply finds the host past its bound: each request is served by a new process.
       expect(await small.translate({ text: "one", from: "en", to: "es" })).toBe("one [es]");
+      expect(await small.translate({ text: "two", from: "en", to: "es" })).toBe("two [es]");
       const stats = await small.stats();
-      expect(stats.recycled).toBe(1);
+      expect(stats.recycled).toBeGreaterThanOrEqual(2);
       // The new host has loaded nothing yet: models load again as they are needed.
       expect(stats.host.loaded).toEqual([]);
     } finally {

@@ -248,7 +248,7 @@ describe("the host process", () => {
     return pids;
   }
 
-  it("a host that dies fails the syntheses in flight with why; the next starts a new host with the same voices", async () => {
+  it("a host that dies fails the syntheses in flight with why; after a back-off a new host serves the same voices", async () => {
     const dir = await mkdtemp(path.join(tmpdir(), "relay-host-death-"));
     const before = new Set(await hostPids());
     const engine = await createSherpaTtsEngine({
@@ -270,6 +270,13 @@ describe("the host process", () => {
         }
       })();
       await expect(inFlight).rejects.toThrow(/sherpa-onnx TTS stopped \(SIGKILL\)/u);
+      // Straight after a crash the engine refuses at once (the registry's next engine speaks)...
+      await expect(
+        engine.synthesize({ text: "Too soon.", language: "en", voice: defaultVoice("male") }),
+      ).rejects.toThrow(/sherpa-onnx TTS is restarting after 1 failure in a row/u);
+      expect(engine.hosts!()[0]).toMatchObject({ state: "failing", restarts: { crash: 1 } });
+      // ...and once the back-off (0.5 s) has passed, a new host serves.
+      await new Promise((resolve) => setTimeout(resolve, 600));
       const after = await engine.synthesize({
         text: "Still here.",
         language: "en",
@@ -279,6 +286,7 @@ describe("the host process", () => {
       const [replacement] = (await hostPids()).filter((pid) => !before.has(pid));
       expect(replacement).toBeDefined();
       expect(replacement).not.toBe(host);
+      expect(engine.hosts!()[0]).toMatchObject({ state: "up", failures: 0 });
     } finally {
       await engine.close();
       await rm(dir, { recursive: true, force: true });

@@ -26,7 +26,7 @@ import { channel } from "node:diagnostics_channel";
 import { fileURLToPath } from "node:url";
 import { EngineUnavailableError } from "../busy.js";
 import type { HostStatus } from "../types.js";
-import type { HostCancel, HostReply, HostRequest } from "./protocol.js";
+import type { HostCancel, HostReady, HostReply, HostRequest } from "./protocol.js";
 
 /** A request the process answered with an error (a bad input, a model that failed on it). */
 export class ModelHostError extends Error {
@@ -87,6 +87,11 @@ interface Process {
   retiring: boolean;
   /** Ended by this side (recycled, closed, killed as stuck): its exit is no crash. */
   endedByUs: boolean;
+  /**
+   * Settles once the process serves: it has said it is ready and loaded again what the previous
+   * one had loaded. Deadlines start when a request is sent, after this.
+   */
+  ready: Promise<unknown>;
 }
 
 interface Pending {
@@ -131,8 +136,6 @@ export class ModelHost {
   private readonly pending = new Map<number, Pending>();
   /** Requests that set the process up (model loads), sent again to a new process. */
   private readonly setup: { method: string; params: unknown }[] = [];
-  /** Settles once the current process has set up again what the previous one had (see `start`). */
-  private setUpAgain: Promise<unknown> = Promise.resolve();
   private closed = false;
   private failures = 0;
   /** No new process before this (a restart backing off). */
@@ -283,7 +286,7 @@ export class ModelHost {
       };
       this.pending.set(id, request);
       // A restarted process serves nothing before its models are loaded again.
-      void this.setUpAgain.then(() => {
+      void process.ready.then(() => {
         if (this.pending.get(id) !== request) return;
         if (!process.child.connected) {
           this.settle(id, request);
@@ -336,6 +339,7 @@ export class ModelHost {
       pins: 0,
       retiring: false,
       endedByUs: false,
+      ready: Promise.resolve(),
     };
     this.processes.add(started);
     // What the native code says before it ends the process, for the error message.
@@ -344,10 +348,30 @@ export class ModelHost {
     child.stderr!.on("data", (text: string) => {
       stderr = (stderr + text).slice(-2000);
     });
-    child.on("message", (reply: HostReply) => this.receive(started, reply));
+    // A process that never gets as far as serving (its code hangs as it loads) is stuck too.
+    const starting = setTimeout(() => {
+      this.restarts.timeout++;
+      this.failed(
+        `${this.label} did not start within ${this.setUpTimeoutMs / 1000} s and is killed`,
+        "timed-out",
+      );
+      started.endedByUs = true;
+      child.kill("SIGKILL");
+    }, this.setUpTimeoutMs);
+    starting.unref();
+    const serving = new Promise<void>((resolve) => {
+      child.on("message", (message: HostReply | HostReady) => {
+        if ("ready" in message) {
+          clearTimeout(starting);
+          started.lastHeard = Date.now();
+          resolve();
+        } else this.receive(started, message);
+      });
+    });
     // A message sent as the process dies fails here; its request fails with the process's exit.
     child.on("error", () => undefined);
     child.on("exit", (code, signal) => {
+      clearTimeout(starting);
       this.processes.delete(started);
       if (this.current === started) this.current = undefined;
       const last = stderr.trim().split("\n").slice(-3).join(" | ");
@@ -362,27 +386,30 @@ export class ModelHost {
     });
     this.current = started;
     // A new process loads what the previous one had loaded, before anything else it is asked.
-    this.setUpAgain = Promise.allSettled(
-      this.setup.map(
-        ({ method, params }) =>
-          new Promise((resolve, reject) => {
-            const id = this.nextId++;
-            const request: Pending = {
-              process: started,
-              method,
-              onChunk: undefined,
-              timeoutMs: this.setUpTimeoutMs,
-              sentAt: Date.now(),
-              timer: undefined,
-              cancelledWith: undefined,
-              sent: true,
-              resolve,
-              reject,
-            };
-            this.pending.set(id, request);
-            this.arm(id, request);
-            child.send({ id, method, params } satisfies HostRequest);
-          }),
+    const replays = [...this.setup];
+    started.ready = serving.then(() =>
+      Promise.allSettled(
+        replays.map(
+          ({ method, params }) =>
+            new Promise((resolve, reject) => {
+              const id = this.nextId++;
+              const request: Pending = {
+                process: started,
+                method,
+                onChunk: undefined,
+                timeoutMs: this.setUpTimeoutMs,
+                sentAt: Date.now(),
+                timer: undefined,
+                cancelledWith: undefined,
+                sent: true,
+                resolve,
+                reject,
+              };
+              this.pending.set(id, request);
+              this.arm(id, request);
+              child.send({ id, method, params } satisfies HostRequest);
+            }),
+        ),
       ),
     );
     if (this.restarts.crash + this.restarts.timeout + this.restarts.memory > 0 && this.failures > 0) {

@@ -10,6 +10,11 @@ export interface HostRequest {
   readonly params: unknown;
 }
 
+/** The process's first message: it has loaded its code and serves requests from now on. */
+export interface HostReady {
+  readonly ready: true;
+}
+
 /** A request's cancellation (its reply still comes: an error or what was done before it stopped). */
 export interface HostCancel {
   readonly id: number;

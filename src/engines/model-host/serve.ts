@@ -2,7 +2,7 @@
  * The host process's side (host.ts starts it): serves the service's requests over the IPC channel
  * with the entry point's handlers, one per method, and ends when the service goes away.
  */
-import type { HostCancel, HostReply, HostRequest } from "./protocol.js";
+import type { HostCancel, HostReady, HostReply, HostRequest } from "./protocol.js";
 
 /** The request a handler serves. */
 export interface HandlerRequest {
@@ -50,6 +50,7 @@ export function serveRequests(handlers: Readonly<Record<string, Handler>>): void
       )
       .finally(() => running.delete(message.id));
   });
+  process.send!({ ready: true } satisfies HostReady);
   // The service went away: nothing left to serve.
   process.on("disconnect", () => process.exit(0));
 }

@@ -1,0 +1,41 @@
+/**
+ * A model host entry point for the tests of src/engines/model-host/host.ts: served by the real
+ * `serveRequests`, with methods that behave as a misbehaving model would (never answers, ends the
+ * process, streams until told to stop, holds memory).
+ */
+import { serveRequests, type HandlerRequest } from "../../../src/engines/model-host/serve.js";
+
+const held: Buffer[] = [];
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+serveRequests({
+  pid: () => process.pid,
+  echo: (value: unknown) => value,
+  /** Never answers. */
+  hang: () => new Promise(() => undefined),
+  /** Answers after `ms`. */
+  wait: async ({ ms }: { ms: number }) => {
+    await sleep(ms);
+    return "waited";
+  },
+  /** Ends the process as a native library's `_Exit` would. */
+  crash: () => process.exit(3),
+  /** A model load that ends the process when `crash` is set. */
+  load: ({ crash }: { crash: boolean }) => (crash ? process.exit(4) : "loaded"),
+  /** Sends a part every 20 ms until cancelled; says how many parts it sent. */
+  stream: async (_: null, request: HandlerRequest) => {
+    let parts = 0;
+    while (!request.cancelled() && parts < 500) {
+      request.chunk(parts++);
+      await sleep(20);
+    }
+    // The work goes on a little after the cancellation, as a model pass would.
+    await sleep(100);
+    return parts;
+  },
+  /** Holds `mib` more MiB (touched, so resident). */
+  grow: ({ mib }: { mib: number }) => {
+    held.push(Buffer.alloc(mib * 1024 * 1024, 1));
+    return process.pid;
+  },
+});
