@@ -18,8 +18,10 @@ import { isMtPulled, mtModelDir } from "../models/mt-models.js";
 import { pullMtModel, readMtManifest, verifyMtModel } from "../models/mt-pull.js";
 import { SHERPA_CATALOGUE, findSherpaModel, type SherpaModelEntry } from "../models/sherpa-catalogue.js";
 import { isPulled } from "../models/sherpa-models.js";
+import { plainText } from "../models/model-dir.js";
 import { pullSherpaModel, readManifest, verifySherpaModel } from "../models/sherpa-pull.js";
 import { CliError, printTable } from "./common.js";
+import { checkModels } from "./models-check.js";
 import { ProgressLine } from "./progress.js";
 
 /**
@@ -76,10 +78,10 @@ export async function listModels(dir: string): Promise<number> {
   );
   if (others.length > 0) console.log(`other model files there: ${others.sort().join(", ")}`);
   console.log(
-    "\nNeural models (sherpa-onnx; DEFAULT: pulled by `npm run setup`; LICENCE: as the pulled model's card states it):\n",
+    "\nNeural models (sherpa-onnx; SIZE: download; DEFAULT: pulled by `npm run setup`; COMMERCIAL: whether the licence clearly allows commercial use):\n",
   );
   printTable(
-    ["NAME", "KIND", "LANGUAGES", "SIZE", "DEFAULT", "PULLED", "LICENCE", "DESCRIPTION"],
+    ["NAME", "KIND", "LANGUAGES", "SIZE", "DEFAULT", "PULLED", "COMMERCIAL", "LICENCE", "DESCRIPTION"],
     await Promise.all(
       SHERPA_CATALOGUE.map(async (entry) => {
         const partial = await fileSize(
@@ -97,7 +99,8 @@ export async function listModels(dir: string): Promise<number> {
           `~${entry.approxMiB} MiB`,
           entry.default ? "yes" : "",
           state,
-          (await readManifest(path.join(dir, entry.dir)))?.licence ?? "-",
+          entry.licence.commercialUse,
+          licenceOf(entry, readManifest(path.join(dir, entry.dir))?.licence),
           entry.description,
         ];
       }),
@@ -105,6 +108,17 @@ export async function listModels(dir: string): Promise<number> {
   );
   await listTranslationModels(dir);
   return 0;
+}
+
+/**
+ * The catalogue's licence, and what the pulled model's own card states where it says something
+ * else (plain text: the card is the archive's).
+ */
+function licenceOf(entry: SherpaModelEntry, stated: string | undefined): string {
+  const card = stated === undefined ? "" : plainText(stated, 80);
+  return card && !entry.licence.text.includes(card)
+    ? `${entry.licence.text} (its card: ${card})`
+    : entry.licence.text;
 }
 
 /** "en-es BLEU 26.7, COMET 0.850 (FLORES-101 devtest) [1]": the first test set's figures. */
@@ -125,7 +139,7 @@ async function listTranslationModels(dir: string): Promise<void> {
   const rows = await Promise.all(
     MT_CATALOGUE.map(async (entry) => {
       const pulled = isMtPulled(entry, dir);
-      const manifest = pulled ? await readMtManifest(mtModelDir(entry, dir)) : undefined;
+      const manifest = pulled ? readMtManifest(mtModelDir(entry, dir)) : undefined;
       const decoder = manifest?.files["onnx/decoder_model_merged_quantized.onnx"];
       return [
         entry.name,
@@ -416,6 +430,16 @@ export function modelsCommand(): Command {
     .option("--dir <dir>", dirHelp)
     .action(async (name: string | undefined, options: DirOptions) => {
       process.exitCode = await verifyModels(name, dirOf(options));
+    });
+  models
+    .command("check")
+    .description(
+      "self-test the installed neural voices, recognizer and translation models on shipped sentences: WER, chrF and speed against the published figures",
+    )
+    .option("--dir <dir>", dirHelp)
+    .option("--verbose", "print each sentence and what the models made of it", false)
+    .action(async (options: DirOptions & { verbose: boolean }) => {
+      process.exitCode = await checkModels(dirOf(options), { verbose: options.verbose });
     });
   return models;
 }

@@ -48,6 +48,14 @@ const base = {
   languages: languages.optional(),
 };
 
+/**
+ * An engine in a model host (src/engines/model-host/host.ts): a request with no answer for
+ * `timeoutMs` goes to the next engine, and a host that has said nothing since is replaced.
+ */
+const hostLimits = {
+  timeoutMs: z.number().int().min(100).max(600_000).optional(),
+};
+
 /** How every remote engine's calls are limited, retried and timed out (src/engines/remote/guard.ts). */
 const resilience = {
   timeoutMs: z.number().int().min(100).default(30_000),
@@ -162,6 +170,7 @@ export const ENGINE_DESCRIPTORS = [
         maxQueued: z.number().int().min(1).max(4096).optional(),
         maxLoaded: z.number().int().min(1).max(64).optional(),
         maxHostMiB: z.number().int().min(256).optional(),
+        ...hostLimits,
       }),
       async (spec, c): Promise<MtEngine> => {
         const [{ createTransformersEngine }, { translationModels }] = await Promise.all([
@@ -175,6 +184,7 @@ export const ENGINE_DESCRIPTORS = [
           maxQueued: spec.maxQueued,
           maxLoaded: spec.maxLoaded,
           maxHostMiB: spec.maxHostMiB,
+          timeoutMs: spec.timeoutMs,
         });
       },
     ),
@@ -213,6 +223,8 @@ export const ENGINE_DESCRIPTORS = [
         punctuation: z.union([z.string().min(1), z.literal(false)]).optional(),
         threads: z.number().int().min(1).max(16).optional(),
         maxStreams: z.number().int().min(1).max(1024).optional(),
+        maxHostMiB: z.number().int().min(256).optional(),
+        ...hostLimits,
       }),
       async (spec, c): Promise<AsrEngine> => {
         const [{ createSherpaRecognizer }, { recognizerFiles }] = await Promise.all([
@@ -223,6 +235,8 @@ export const ENGINE_DESCRIPTORS = [
           ...recognizerFiles(spec.model, spec.punctuation, c.modelsDir),
           threads: spec.threads,
           maxStreams: spec.maxStreams,
+          maxHostMiB: spec.maxHostMiB,
+          timeoutMs: spec.timeoutMs,
         });
       },
     ),
@@ -235,6 +249,9 @@ export const ENGINE_DESCRIPTORS = [
         threads: z.number().int().min(1).max(16).optional(),
         maxConcurrent: z.number().int().min(1).max(16).optional(),
         maxQueued: z.number().int().min(0).max(1024).optional(),
+        maxQueuedPerAccount: z.number().int().min(1).max(1024).optional(),
+        maxHostMiB: z.number().int().min(256).optional(),
+        ...hostLimits,
       }),
       async (spec, c): Promise<TtsEngine> => {
         const [{ createSherpaTtsEngine }, { neuralVoiceModels }, { voiceMeasurementStore }] =
@@ -248,6 +265,9 @@ export const ENGINE_DESCRIPTORS = [
           threads: spec.threads,
           maxConcurrent: spec.maxConcurrent,
           maxQueued: spec.maxQueued,
+          maxQueuedPerAccount: spec.maxQueuedPerAccount,
+          maxHostMiB: spec.maxHostMiB,
+          timeoutMs: spec.timeoutMs,
           measurements: voiceMeasurementStore(c.voiceMeasurementsDir),
         });
       },

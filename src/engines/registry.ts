@@ -1,3 +1,5 @@
+import path from "node:path";
+import { loadProblem } from "../models/model-dir.js";
 import { DEFAULT_PIVOT_LANGUAGES, idOf, recognizersToBuild, type EngineSettings } from "../engine-config.js";
 import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
 import { createMfccSpeakerEngine } from "./mfcc-speaker/index.js";
@@ -335,6 +337,8 @@ async function buildSpeakerEngine(
 ): Promise<SpeakerEngine> {
   if (config.speakerModel === undefined) return createMfccSpeakerEngine();
   try {
+    const problem = loadProblem(path.dirname(config.speakerModel), config.modelsDir, [config.speakerModel]);
+    if (problem) throw new Error(`the speaker model is not loaded: ${problem}`);
     // Loaded only when configured, as every other engine (src/engines/descriptors.ts).
     const { createSherpaSpeakerEngine } = await import("./sherpa-onnx/speaker.js");
     return await createSherpaSpeakerEngine({ model: config.speakerModel, ...config.speakerThresholds });

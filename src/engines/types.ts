@@ -33,6 +33,8 @@ export interface HostStatus {
   readonly restarts: { readonly crash: number; readonly timeout: number; readonly memory: number };
   /** Resident memory of the current process at its last reply (0 when none is running). */
   readonly rssBytes: number;
+  /** The current process, when one is running. */
+  readonly pid: number | undefined;
 }
 
 interface Engine {

@@ -6,6 +6,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import type { TranslationModel } from "../engines/transformers-js/index.js";
 import { ModelError } from "./download.js";
+import { loadProblem } from "./model-dir.js";
 import { findMtModel, MT_CATALOGUE, type MtModelEntry } from "./mt-catalogue.js";
 
 /** Files transformers.js cannot load a model without (with `dtype: "q8"`). */
@@ -47,10 +48,19 @@ export function translationModels(
         return entry;
       })
     : MT_CATALOGUE.filter((entry) => isMtPulled(entry, modelsDir));
-  return entries.map((entry) => ({
-    name: entry.name,
-    dir: mtModelDir(entry, modelsDir),
-    family: entry.family,
-    directions: entry.directions,
-  }));
+  return entries.map((entry) => {
+    const dir = mtModelDir(entry, modelsDir);
+    const problem = loadProblem(
+      dir,
+      modelsDir,
+      REQUIRED_MT_FILES.map((file) => path.join(dir, file)),
+    );
+    return {
+      name: entry.name,
+      dir,
+      family: entry.family,
+      directions: entry.directions,
+      ...(problem ? { problem: `${entry.name} is not loaded: ${problem}` } : {}),
+    };
+  });
 }

@@ -11,7 +11,7 @@
  * what transformers.js needs (model-check.ts).
  */
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { lstat, mkdir, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { problemWithTranslationModel } from "../engines/transformers-js/model-check.js";
@@ -24,10 +24,10 @@ import {
   type DownloadOptions,
 } from "./download.js";
 import type { MtModelEntry } from "./mt-catalogue.js";
+import { readRecord, writeRecord } from "./model-dir.js";
 import { isMtPulled, mtModelDir } from "./mt-models.js";
 
 export const HUGGING_FACE = "https://huggingface.co";
-const MANIFEST = ".relay-model.json";
 /** Files a repository may lack (transformers.js falls back to the model's config). */
 const OPTIONAL = new Set(["generation_config.json"]);
 
@@ -37,15 +37,16 @@ const manifestSchema = z.object({
   licence: z.string(),
   /** SHA-256 of each file, as pulled. */
   files: z.record(z.string(), z.string()),
+  /** Size of each file, as pulled (checked at every load). */
+  sizes: z.record(z.string(), z.number()).optional(),
   /** The files whose SHA-256 Hugging Face stated, and which matched it. */
   checkedAgainstSource: z.array(z.string()),
 });
 export type MtManifest = z.infer<typeof manifestSchema>;
 
-export async function readMtManifest(dir: string): Promise<MtManifest | undefined> {
-  return readFile(path.join(dir, MANIFEST), "utf8")
-    .then((text) => manifestSchema.parse(JSON.parse(text)))
-    .catch(() => undefined);
+/** The record `pull` leaves in a model's directory, if it is there, whole, and not a link. */
+export function readMtManifest(dir: string): MtManifest | undefined {
+  return readRecord(dir, manifestSchema);
 }
 
 /** What the source says of a file before it is downloaded. */
@@ -96,7 +97,11 @@ export async function pullMtModel(
   const staging = path.join(modelsDir, "mt", `.pull-${entry.name}`);
   const base = (options.baseUrl ?? HUGGING_FACE).replace(/\/+$/u, "");
   const digests: Record<string, string> = {};
+  const sizes: Record<string, number> = {};
   const checked: string[] = [];
+  // Whatever is where the staging directory goes and is not a real directory (a planted link) goes.
+  const planted = await lstat(staging).catch(() => undefined);
+  if (planted && !planted.isDirectory()) await rm(staging, { force: true });
   let bytes = 0;
   let resumedFrom = 0;
   for (const file of entry.files) {
@@ -113,7 +118,8 @@ export async function pullMtModel(
     if (done !== undefined && (statement.sha256 === undefined || done === statement.sha256)) {
       digests[file] = done;
       if (statement.sha256) checked.push(file);
-      bytes += (await stat(local)).size;
+      sizes[file] = (await stat(local)).size;
+      bytes += sizes[file];
       continue;
     }
     await rm(local, { force: true });
@@ -129,6 +135,7 @@ export async function pullMtModel(
       { ...options, baseUrl: undefined },
     );
     digests[file] = result.sha256;
+    sizes[file] = result.bytes;
     if (statement.sha256) checked.push(file);
     bytes += result.bytes;
     resumedFrom += result.resumedFrom;
@@ -143,9 +150,10 @@ export async function pullMtModel(
     repo: entry.repo,
     licence: entry.licence,
     files: digests,
+    sizes,
     checkedAgainstSource: checked,
   };
-  await writeFile(path.join(staging, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+  await writeRecord(staging, manifest);
   await mkdir(path.dirname(target), { recursive: true });
   await rm(target, { recursive: true, force: true });
   await rename(staging, target);
@@ -160,7 +168,7 @@ export interface MtVerifyResult {
 /** Checks a pulled model's files against its manifest and what transformers.js needs. */
 export async function verifyMtModel(entry: MtModelEntry, modelsDir: string): Promise<MtVerifyResult> {
   const dir = mtModelDir(entry, modelsDir);
-  const manifest = await readMtManifest(dir);
+  const manifest = readMtManifest(dir);
   const recorded = await checkPulledFiles(entry.name, dir, isMtPulled(entry, modelsDir), manifest?.files);
   if (!recorded.ok) return recorded;
   const problem = await problemWithTranslationModel(dir, entry.family);

@@ -7,6 +7,7 @@ import path from "node:path";
 import type { SherpaRecognizerOptions } from "../engines/sherpa-onnx/recognizer.js";
 import type { NeuralVoiceModel } from "../engines/sherpa-onnx/tts.js";
 import { ModelError } from "./download.js";
+import { loadProblem } from "./model-dir.js";
 import {
   findSherpaModelOf,
   sherpaModelsOf,
@@ -38,6 +39,18 @@ export function requiredFiles(entry: SherpaModelEntry, modelsDir: string): strin
     }
   })();
   return relative.map((file) => path.join(dir, file));
+}
+
+/**
+ * Refuses to load a pulled model whose files are not what `pull` recorded or lead out of the
+ * models directory (model-dir.ts); `also` are further paths it reads (eSpeak NG's data).
+ */
+function checkLoadable(entry: SherpaModelEntry, modelsDir: string, also: readonly string[] = []): void {
+  const problem = loadProblem(sherpaModelDir(entry, modelsDir), modelsDir, [
+    ...requiredFiles(entry, modelsDir),
+    ...also,
+  ]);
+  if (problem) throw new ModelError(`${entry.name} is not loaded: ${problem}`);
 }
 
 export function isPulled(entry: SherpaModelEntry, modelsDir: string): boolean {
@@ -94,6 +107,12 @@ export function neuralVoiceModels(
     const file = (name: string) => path.join(dir, name);
     // The archives carry the eSpeak NG data their phonemizer was built against.
     const dataDir = file("espeak-ng-data");
+    let problem: string | undefined;
+    try {
+      checkLoadable(entry, modelsDir, [dataDir]);
+    } catch (error) {
+      problem = (error as Error).message;
+    }
     const files: NeuralVoiceModel["files"] =
       layout.kind === "vits"
         ? { kind: "vits", model: file(layout.model), tokens: file(layout.tokens), dataDir }
@@ -108,6 +127,7 @@ export function neuralVoiceModels(
     return {
       name: entry.name,
       languages: entry.languages,
+      ...(problem ? { problem } : {}),
       ...(layout.kind === "vits" && layout.genders ? { genders: layout.genders } : {}),
       files,
     };
@@ -126,6 +146,8 @@ export function recognizerFiles(
   const [entry] = pulledModels("streaming-asr", model === undefined ? undefined : [model], modelsDir);
   const file = (dir: string, name: string) => path.join(modelsDir, dir, name);
   const punct = punctuationModel(punctuation, modelsDir);
+  checkLoadable(entry!, modelsDir);
+  if (punct) checkLoadable(punct, modelsDir);
   return {
     name: entry!.name,
     files: {

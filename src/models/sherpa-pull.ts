@@ -1,15 +1,16 @@
 /**
  * Pulling and verifying sherpa-onnx models. The download itself is download.ts's (resumable, into
- * `<file>.partial`); an archive is then unpacked beside the final directory and renamed into place,
- * so `<models>/<dir>` is never half-unpacked. A manifest in the directory records the archive's
- * SHA-256 and each loaded file's, and `verify` checks the files against it and against the metadata
- * sherpa-onnx needs (a file without it would end the process that loads it).
+ * `<file>.partial`); an archive is then unpacked in JavaScript (unpack.ts: regular files and
+ * directories only, nothing outside the staging directory, no owners or setuid bits kept, and no
+ * `bzip2` program needed) beside the final directory, its tree checked, and renamed into place, so
+ * `<models>/<dir>` is never half-unpacked. What upstream leaves out is made from what it ships (the
+ * zipformer's `bpe.vocab` from its `bpe.model`). A manifest in the directory records the archive's
+ * SHA-256 and each loaded file's SHA-256 and size, and `verify` checks the files against it and
+ * against the metadata sherpa-onnx needs (a file without it would end the process that loads it).
  */
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readFile, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { promisify } from "node:util";
 import { z } from "zod";
 import {
   checkKokoroVoices,
@@ -25,40 +26,44 @@ import {
   ModelError,
   type DownloadOptions,
 } from "./download.js";
+import { writeBpeVocab } from "./bpe-vocab.js";
+import { plainText, readRecord, writeRecord } from "./model-dir.js";
 import type { SherpaModelEntry } from "./sherpa-catalogue.js";
 import { isPulled, requiredFiles, sherpaModelDir } from "./sherpa-models.js";
-
-const execFileAsync = promisify(execFile);
-
-const MANIFEST = ".relay-model.json";
+import { checkTree, unpackTarBz2, UnsafeArchiveError } from "./unpack.js";
 
 const manifestSchema = z.object({
   name: z.string(),
   url: z.string(),
   archiveSha256: z.string(),
   files: z.record(z.string(), z.string()),
-  /** What the model's own card says of its licence, when it says (the catalogue cannot: it varies per voice). */
+  sizes: z.record(z.string(), z.number()).optional(),
+  /** What the model's own card says of its licence, when it says (shown beside the catalogue's). */
   licence: z.string().optional(),
 });
 
 /** Where a model archive states its licence: the model card first, then a README. */
 const CARDS = ["MODEL_CARD", "MODEL_CARD.md", "README.md"];
 
-/** The licence line of the model's card ("License: CC BY 4.0" → "CC BY 4.0"), if it has one. */
+/**
+ * The licence line of the model's card ("License: CC BY 4.0" → "CC BY 4.0"), if it has one, as
+ * plain text (a card is the archive's: it may hold terminal escapes). Cards are regular files of
+ * the checked tree, never links.
+ */
 async function statedLicence(dir: string): Promise<string | undefined> {
   for (const card of CARDS) {
-    const text = await readFile(path.join(dir, card), "utf8").catch(() => undefined);
+    const file = path.join(dir, card);
+    if (!(await lstat(file).catch(() => undefined))?.isFile()) continue;
+    const text = await readFile(file, "utf8").catch(() => undefined);
     const line = text && /^\W*licen[cs]e\W*[:=]\s*(.+?)\s*$/imu.exec(text);
-    if (line) return line[1]!.slice(0, 120);
+    if (line) return plainText(line[1]!, 120);
   }
   return undefined;
 }
 
-/** The record `pull` leaves in a model's directory, if it is there and whole. */
-export async function readManifest(dir: string): Promise<z.infer<typeof manifestSchema> | undefined> {
-  return readFile(path.join(dir, MANIFEST), "utf8")
-    .then((text) => manifestSchema.parse(JSON.parse(text)))
-    .catch(() => undefined);
+/** The record `pull` leaves in a model's directory, if it is there, whole, and not a link. */
+export function readManifest(dir: string): z.infer<typeof manifestSchema> | undefined {
+  return readRecord(dir, manifestSchema);
 }
 
 /** The ONNX files of an entry and what sherpa-onnx requires of each (model-check.ts). */
@@ -96,23 +101,47 @@ export async function pullSherpaModel(
 ): Promise<SherpaPullResult> {
   const archive = entry.file.endsWith(".tar.bz2");
   const target = sherpaModelDir(entry, modelsDir);
+  await mkdir(modelsDir, { recursive: true });
+  // Whatever is where the model goes and is not a real directory (a planted link) is replaced.
+  const existing = await lstat(target).catch(() => undefined);
+  if (existing && !existing.isDirectory()) await rm(target, { force: true });
   // A single model file downloads straight into its directory; an archive next to it.
   const downloadDir = archive ? modelsDir : target;
   const result = await downloadModel(entry, downloadDir, options);
   if (archive) {
     const staging = await mkdtemp(path.join(modelsDir, `.unpack-${entry.dir}-`));
     try {
-      await execFileAsync("tar", ["-xjf", result.path, "-C", staging], { maxBuffer: 1024 * 1024 });
+      await unpackTarBz2(result.path, staging);
+      const unpacked = path.join(staging, entry.dir);
+      if (!(await lstat(unpacked).catch(() => undefined))?.isDirectory())
+        throw new Error(`the archive has no directory ${entry.dir}/`);
+      await checkTree(unpacked);
       await rm(target, { recursive: true, force: true });
-      await rename(path.join(staging, entry.dir), target);
+      await rename(unpacked, target);
     } catch (error) {
+      const unsafe = error instanceof UnsafeArchiveError ? "refused: " : "";
       throw new ModelError(
-        `${entry.file} did not unpack into ${entry.dir}/ (${(error as Error).message.split("\n")[0]}); ` +
+        `${entry.file} did not unpack into ${entry.dir}/ (${unsafe}${plainText((error as Error).message)}); ` +
           "the archive was deleted: pull again",
       );
     } finally {
       await rm(staging, { recursive: true, force: true });
       await rm(result.path, { force: true });
+    }
+  }
+  // Upstream's zipformer ships bpe.model only: its hotwords need bpe.vocab (k2-fsa's hotwords docs).
+  if (entry.kind === "streaming-asr") {
+    const vocab = path.join(target, entry.asr.bpeVocab);
+    const model = path.join(target, entry.asr.bpeModel);
+    if (!existsSync(vocab) && existsSync(model)) {
+      try {
+        await writeBpeVocab(model, vocab);
+      } catch (error) {
+        await rm(target, { recursive: true, force: true });
+        throw new ModelError(
+          `${entry.name}: ${plainText((error as Error).message)}; the download was deleted`,
+        );
+      }
     }
   }
   const problem = await problemWith(entry, modelsDir);
@@ -121,18 +150,21 @@ export async function pullSherpaModel(
     throw new ModelError(`${entry.name}: ${problem}; the download was deleted (${entry.url})`);
   }
   const files: Record<string, string> = {};
-  for (const file of requiredFiles(entry, modelsDir))
+  const sizes: Record<string, number> = {};
+  for (const file of requiredFiles(entry, modelsDir)) {
     files[path.relative(target, file)] = await fileDigest(file, "sha256");
+    sizes[path.relative(target, file)] = (await stat(file)).size;
+  }
   const licence = await statedLicence(target);
   const manifest = {
     name: entry.name,
     url: entry.url,
     archiveSha256: result.sha256,
     files,
+    sizes,
     ...(licence ? { licence } : {}),
   };
-  await mkdir(target, { recursive: true });
-  await writeFile(path.join(target, MANIFEST), `${JSON.stringify(manifest, null, 2)}\n`);
+  await writeRecord(target, manifest);
   return {
     dir: target,
     licence,
@@ -170,7 +202,7 @@ export async function verifySherpaModel(
   modelsDir: string,
 ): Promise<SherpaVerifyResult> {
   const dir = sherpaModelDir(entry, modelsDir);
-  const manifest = await readManifest(dir);
+  const manifest = readManifest(dir);
   const recorded = await checkPulledFiles(entry.name, dir, isPulled(entry, modelsDir), manifest?.files);
   if (!recorded.ok) return recorded;
   const problem = await problemWith(entry, modelsDir);

@@ -210,6 +210,7 @@ export class ModelHost {
       failures: this.failures,
       restarts: { ...this.restarts },
       rssBytes: this.current?.rss ?? 0,
+      pid: this.current?.child.pid,
     };
   }
 

@@ -24,6 +24,7 @@ import type {
   LoadedRecognizer,
   OpenParams,
   RecognitionResult,
+  RecognizerStats,
   StreamParams,
 } from "./host-protocol.js";
 
@@ -246,9 +247,11 @@ function close({ stream: id }: StreamParams): void {
   end(id);
 }
 
-/** Recognizers alive (not yet freed), hotword sets cached and streams open, with the memory they take. */
-function stats(): { recognizers: number; hotwordSets: number; streams: number; rss: number } {
-  const hotwordSets = [...models.values()].reduce((sum, model) => sum + model.biased.size, 0);
+/** Recognizers alive (not yet freed), hotword sets cached per account, streams open, and the memory they take. */
+function stats(): RecognizerStats {
+  const hotwordSets: Record<string, number> = {};
+  for (const model of models.values())
+    for (const { account } of model.biased.values()) hotwordSets[account] = (hotwordSets[account] ?? 0) + 1;
   return { recognizers: alive, hotwordSets, streams: streams.size, rss: process.memoryUsage.rss() };
 }
 

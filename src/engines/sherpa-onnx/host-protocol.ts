@@ -94,6 +94,16 @@ export interface RecognitionResult {
   readonly endpoint: boolean;
 }
 
+/** A recognizer host's state (for tests and benchmarks). */
+export interface RecognizerStats {
+  /** Native recognizers not yet freed (the plain one included where the host has one). */
+  readonly recognizers: number;
+  /** Hotword recognizers cached, by account. */
+  readonly hotwordSets: Readonly<Record<string, number>>;
+  readonly streams: number;
+  readonly rss: number;
+}
+
 /** A speaker-embedding model (CAM++, WeSpeaker). */
 export interface LoadSpeakerParams {
   readonly model: string;

@@ -18,6 +18,8 @@ interface OfflineTts {
 const { OfflineTts } = sherpa as { OfflineTts: { createAsync(config: unknown): Promise<OfflineTts> } };
 
 const models = new Map<string, OfflineTts>();
+/** Model passes running now, the most ever at once, and passes run (for tests and benchmarks). */
+const passes = { running: 0, mostAtOnce: 0, total: 0 };
 
 async function loadTts({ name, files, threads }: LoadTtsParams): Promise<LoadedTts> {
   const { kind, ...paths } = files;
@@ -44,19 +46,28 @@ async function generate(
   for (const text of texts) {
     // Stopped between pieces: a cancelled request never starts another pass.
     if (request.cancelled()) break;
-    await tts.generateAsync({
-      text,
-      // Kokoro takes its language per request, in the generation config's extras.
-      ...(lang ? { generationConfig: { sid: speaker, speed, extra: { lang } } } : { sid: speaker, speed }),
-      onProgress: ({ samples }) => {
-        if (request.cancelled()) return 0;
-        // The callback's array is sherpa-onnx's own buffer: copy before it is reused.
-        request.chunk(Float32Array.from(samples));
-        return 1;
-      },
-    });
+    passes.running++;
+    passes.total++;
+    passes.mostAtOnce = Math.max(passes.mostAtOnce, passes.running);
+    await tts
+      .generateAsync({
+        text,
+        // Kokoro takes its language per request, in the generation config's extras.
+        ...(lang ? { generationConfig: { sid: speaker, speed, extra: { lang } } } : { sid: speaker, speed }),
+        onProgress: ({ samples }) => {
+          if (request.cancelled()) return 0;
+          // The callback's array is sherpa-onnx's own buffer: copy before it is reused.
+          request.chunk(Float32Array.from(samples));
+          return 1;
+        },
+      })
+      .finally(() => passes.running--);
   }
   return { sampleRate: tts.sampleRate };
 }
 
-export const ttsHandlers: Record<string, Handler> = { loadTts, generate };
+export const ttsHandlers: Record<string, Handler> = {
+  loadTts,
+  generate,
+  ttsStats: () => ({ ...passes, rss: process.memoryUsage.rss() }),
+};

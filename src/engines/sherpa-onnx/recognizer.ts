@@ -20,7 +20,12 @@ import type {
 import { ModelHost, type PinnedHost } from "../model-host/host.js";
 import { NO_ACCOUNT } from "../model-host/fair-queue.js";
 import { SHERPA_HOST } from "./host-entry.js";
-import type { LoadedRecognizer, LoadRecognizerParams, RecognitionResult } from "./host-protocol.js";
+import type {
+  LoadedRecognizer,
+  LoadRecognizerParams,
+  RecognitionResult,
+  RecognizerStats,
+} from "./host-protocol.js";
 import { hotwordsFromContext } from "./hotwords.js";
 import { checkModelFile } from "./model-check.js";
 
@@ -46,7 +51,14 @@ const SAMPLE_RATE = 16_000;
  */
 const SEND_SAMPLES = 2_560;
 
-export async function createSherpaRecognizer(options: SherpaRecognizerOptions): Promise<AsrEngine> {
+export interface SherpaRecognizerEngine extends AsrEngine {
+  /** The hotword host's recognizers, cached sets and memory (for tests and benchmarks). */
+  hotwordStats(): Promise<RecognizerStats>;
+}
+
+export async function createSherpaRecognizer(
+  options: SherpaRecognizerOptions,
+): Promise<SherpaRecognizerEngine> {
   await checkModelFile(options.files.encoder, "zipformer2-encoder");
   await checkModelFile(options.files.decoder, "transducer-decoder");
   if (options.punctuation) await checkModelFile(options.punctuation.model, "punctuation");
@@ -137,6 +149,7 @@ export async function createSherpaRecognizer(options: SherpaRecognizerOptions): 
         return new PushedRecognition(await openStream(recognition), recognition.onEvent);
       },
       hosts: () => [host.status(), hotwordHost.status()],
+      hotwordStats: async () => (await hotwordHost.request("recognizerStats", null)) as RecognizerStats,
       async close() {
         await Promise.all([host.close(), hotwordHost.close()]);
       },

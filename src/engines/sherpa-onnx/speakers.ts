@@ -88,23 +88,39 @@ export interface SpeakerMapOptions {
     speaker: number,
     text: string,
   ) => Promise<{ samples: Float32Array; sampleRate: number }>;
+  /**
+   * A model whose speakers could not be measured is left out and told here (the others serve);
+   * without it, the failure is the map's.
+   */
+  readonly onFailed?: (model: string, error: Error) => void;
 }
 
 export async function speakerMap(options: SpeakerMapOptions): Promise<SpeakerMap> {
   const all: (NeuralSpeaker & { languages: readonly LanguageCode[] })[] = [];
+  const usable: ModelSpeakers[] = [];
   for (const model of options.models) {
     if (model.named) {
       for (const { id, language, gender, lang } of model.named) {
         if (model.languages.includes(language))
           all.push({ model: model.name, id, gender, lang, languages: [language] });
       }
+      usable.push(model);
       continue;
     }
-    const genders = model.genders ? knownGenders(model) : await measuredGenders(model, options);
+    let genders: Map<number, Voice["gender"]>;
+    try {
+      genders = model.genders ? knownGenders(model) : await measuredGenders(model, options);
+    } catch (error) {
+      if (!options.onFailed) throw error;
+      options.onFailed(model.name, error as Error);
+      continue;
+    }
+    usable.push(model);
     for (const [id, gender] of genders)
       all.push({ model: model.name, id, gender, languages: model.languages });
   }
-  const languages = [...new Set(options.models.flatMap((model) => model.languages))];
+  if (usable.length === 0) throw new Error("sherpa-onnx TTS: no voice model could be measured");
+  const languages = [...new Set(usable.flatMap((model) => model.languages))];
   const byGender = (gender: Voice["gender"]) => VOICES.filter((voice) => voice.gender === gender);
   return {
     languages: () => languages,

@@ -34,6 +34,8 @@ export interface NeuralVoiceModel {
   readonly files: TtsModelFiles;
   /** Genders of the model's speakers by speaker id, when known (single-speaker voices); else measured. */
   readonly genders?: readonly NeuralSpeaker["gender"][];
+  /** Why its files must not be loaded (src/models/model-dir.ts): the voice is left out, the others serve. */
+  readonly problem?: string;
 }
 
 export interface SherpaTtsOptions {
@@ -65,7 +67,19 @@ const SPEED_RANGE = { min: 0.5, max: 2.5 };
  */
 const MAX_PASS_WEIGHT = 200;
 
-export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<TtsEngine> {
+/** The TTS host's model passes (for tests and benchmarks). */
+export interface SherpaTtsPasses {
+  readonly running: number;
+  readonly mostAtOnce: number;
+  readonly total: number;
+  readonly rss: number;
+}
+
+export interface SherpaTtsEngine extends TtsEngine {
+  passes(): Promise<SherpaTtsPasses>;
+}
+
+export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<SherpaTtsEngine> {
   if (options.models.length === 0) throw new Error("sherpa-onnx TTS: no voice model given");
   const threads = options.threads ?? 1;
   const host = new ModelHost("sherpa-onnx TTS", SHERPA_HOST, {
@@ -84,6 +98,7 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
     const loaded = new Map<string, LoadedTts>();
     for (const model of options.models) {
       try {
+        if (model.problem) throw new Error(model.problem);
         const metadata = await checkModelFile(model.files.model, model.files.kind);
         if (model.files.kind === "kokoro") {
           await checkKokoroVoices(model.files.voices, metadata);
@@ -136,6 +151,11 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
         };
       }),
       store: options.measurements,
+      onFailed: (model, error) => {
+        unavailableParts.push({ id: `sherpa-onnx-voice ${model}`, reason: error.message });
+        const at = models.findIndex((m) => m.name === model);
+        if (at >= 0) models.splice(at, 1);
+      },
       sample: async (model, speaker, text) => {
         const parts: Float32Array[] = [];
         const sampleRate = await generate(
@@ -193,6 +213,7 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
     return {
       info,
       capabilities: { languages: Object.freeze(speakers.languages()) },
+      passes: async () => (await host.request("ttsStats", null)) as SherpaTtsPasses,
       unavailableParts,
       hosts: () => [host.status()],
       synthesizeStream,

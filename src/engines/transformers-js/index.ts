@@ -13,6 +13,7 @@ import { ModelHost } from "../model-host/host.js";
 import { SentenceSplitter } from "../../pipeline/sentence-splitter.js";
 import type { EngineInfo, LanguageCode, MtEngine, TranslateRequest, TranslationPair } from "../types.js";
 import { SentenceBatcher } from "./batches.js";
+import { problemWithTranslationModel } from "./model-check.js";
 import type {
   HostStats,
   TranslateBatchParams,
@@ -27,6 +28,8 @@ export interface TranslationModel extends TranslationModelFiles {
    * leading the text (`>>pt<<`).
    */
   readonly directions: readonly (TranslationPair & { readonly targetToken?: string })[];
+  /** Why its files must not be loaded (src/models/model-dir.ts): the model is left out, the others serve. */
+  readonly problem?: string;
 }
 
 export interface TransformersEngineOptions {
@@ -73,7 +76,25 @@ const HOST_MAIN = new URL("./host-main.js", import.meta.url);
 export async function createTransformersEngine(
   options: TransformersEngineOptions,
 ): Promise<TransformersEngine> {
-  if (options.models.length === 0) throw new Error("no translation model is pulled (relay models list)");
+  // A model that cannot load is found now, not at its first sentence, and serves no direction.
+  const unavailableParts: { id: string; reason: string }[] = [];
+  const usable: TranslationModel[] = [];
+  for (const model of options.models) {
+    const problem = model.problem ?? (await problemWithTranslationModel(model.dir, model.family));
+    if (problem) unavailableParts.push({ id: `transformers-js ${model.name}`, reason: problem });
+    else usable.push(model);
+  }
+  if (usable.length === 0) {
+    const why = unavailableParts.map((part) => part.reason).join("; ");
+    throw new Error(`no translation model is pulled (relay models list)${why ? `: ${why}` : ""}`);
+  }
+  return createWith({ ...options, models: usable }, unavailableParts);
+}
+
+async function createWith(
+  options: TransformersEngineOptions,
+  unavailableParts: readonly { id: string; reason: string }[],
+): Promise<TransformersEngine> {
   const maxLoaded = options.maxLoaded ?? 4;
   const host = new ModelHost("transformers.js translation", HOST_MAIN, {
     env: { RELAY_MT_THREADS: String(options.threads ?? 1), RELAY_MT_MAX_LOADED: String(maxLoaded) },
@@ -135,6 +156,7 @@ export async function createTransformersEngine(
   return {
     info,
     capabilities: { pairs, usesContext: false, streaming: true },
+    unavailableParts,
     hosts: () => [host.status()],
     async translate(request, signal) {
       const translations = await Promise.all(translateSentences(request, signal));

@@ -2,7 +2,8 @@
  * Puts stand-in models where `relay models pull` would: the catalogue's directory and file names
  * under a models directory, so the service finds and loads them as it would the real ones.
  */
-import { mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { cp, mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { findMtModel } from "../../../src/models/mt-catalogue.js";
 import { mtModelDir } from "../../../src/models/mt-models.js";
@@ -12,6 +13,16 @@ import { writePunctuationStandIn } from "./punctuation.js";
 import { writeStreamingTransducerStandIn } from "./streaming-transducer.js";
 import { writeTranslationStandIn } from "./translation.js";
 import { buildVitsStandIn, findEspeakNgData, piperTokensText, type VitsStandInOptions } from "./vits.js";
+
+/**
+ * The real archives carry their own espeak-ng-data; Debian's serves the stand-ins. Copied once into
+ * the models directory and linked from each voice: the service refuses links leading out of it.
+ */
+async function linkEspeakNgData(modelsDir: string, voiceDir: string): Promise<void> {
+  const shared = path.join(modelsDir, ".stand-in-espeak-ng-data");
+  if (!existsSync(shared)) await cp(findEspeakNgData(), shared, { recursive: true });
+  await symlink(path.relative(voiceDir, shared), path.join(voiceDir, "espeak-ng-data"));
+}
 
 /** A stand-in Piper voice as catalogue model `name` (e.g. "piper-en_US-libritts_r-medium"). */
 export async function installStandInVoice(
@@ -25,8 +36,7 @@ export async function installStandInVoice(
   await mkdir(dir, { recursive: true });
   await writeFile(path.join(dir, entry.tts.model), buildVitsStandIn(options));
   await writeFile(path.join(dir, entry.tts.tokens), piperTokensText());
-  // The real archives carry their own espeak-ng-data; Debian's serves the stand-in.
-  await symlink(findEspeakNgData(), path.join(dir, "espeak-ng-data"));
+  await linkEspeakNgData(modelsDir, dir);
   return dir;
 }
 
@@ -78,7 +88,7 @@ export async function installStandInKokoro(
   const [english, chinese] = entry.tts.lexicons;
   await writeFile(path.join(dir, english!), "hello h ə l o\nworld w ɜ l d\n");
   await writeFile(path.join(dir, chinese!), "你好 n i h a o\n谢谢 ɕ j e ɕ j e\n今天 ʨ i n t j ɛ n\n");
-  await symlink(findEspeakNgData(), path.join(dir, "espeak-ng-data"));
+  await linkEspeakNgData(modelsDir, dir);
   return dir;
 }
 

@@ -1,0 +1,100 @@
+/**
+ * A pulled model's directory as the service trusts it: the record `pull` leaves there (read and
+ * written without following links), and the checks made before anything in it is loaded. A model
+ * archive comes from a mirror or a release nobody signs, and a models directory may be shared:
+ * nothing is read through a link that leads out of the models directory, and what is loaded must
+ * be what `pull` recorded (its size, at least: hashing every file at each start would cost seconds).
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, realpathSync } from "node:fs";
+import { rename, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { z } from "zod";
+
+/** The record's file name in a model's directory. */
+export const MANIFEST = ".relay-model.json";
+
+/** What every record holds besides its own fields: the size of each file loaded, by path in the directory. */
+const recordedSizes = z.object({ sizes: z.record(z.string(), z.number().int().nonnegative()) });
+
+/** Text from a model's files made safe to print: no control characters (terminal escapes), bounded. */
+export function plainText(text: string, max = 200): string {
+  return text
+    .replace(/\p{Cc}|\p{Cf}/gu, " ")
+    .replace(/\s+/gu, " ")
+    .trim()
+    .slice(0, max);
+}
+
+/** Whether `file` (resolved) lies inside `dir` (resolved). */
+function inside(dir: string, file: string): boolean {
+  const relative = path.relative(dir, file);
+  return relative === "" || (!relative.startsWith("..") && !path.isAbsolute(relative));
+}
+
+/**
+ * The record in `dir` as `schema` reads it, if it is there, whole, and a regular file (never read
+ * through a link).
+ */
+export function readRecord<T>(dir: string, schema: z.ZodType<T>): T | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path.join(dir, MANIFEST), constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return undefined;
+  }
+  try {
+    if (!fstatSync(fd).isFile()) return undefined;
+    return schema.parse(JSON.parse(readFileSync(fd, "utf8")));
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Writes the record into `dir`, a real directory: through a new file renamed into place, so a link
+ * planted where the record goes is replaced, not written through.
+ */
+export async function writeRecord(dir: string, record: unknown): Promise<void> {
+  if (!lstatSync(dir).isDirectory()) throw new Error(`${dir} is not a directory`);
+  const temporary = path.join(dir, `${MANIFEST}.${process.pid}.tmp`);
+  await writeFile(temporary, `${JSON.stringify(record, null, 2)}\n`, { flag: "wx" });
+  await rename(temporary, path.join(dir, MANIFEST));
+}
+
+/**
+ * What keeps the model in `dir` from being loaded, if anything: the directory, or a path that must
+ * be loaded from it (`paths`, inside `dir`), is a link leading out of `modelsDir` or is neither a
+ * regular file nor a directory; or a file's size differs from what `pull` recorded.
+ */
+export function loadProblem(dir: string, modelsDir: string, paths: readonly string[]): string | undefined {
+  let root: string;
+  try {
+    root = realpathSync(modelsDir);
+  } catch {
+    return `the models directory ${modelsDir} cannot be read`;
+  }
+  const name = path.basename(dir);
+  for (const file of [dir, ...paths]) {
+    const shown = path.relative(modelsDir, file) || name;
+    let real: string;
+    try {
+      real = realpathSync(file);
+    } catch {
+      return `${shown} is missing`;
+    }
+    if (!inside(root, real)) return `${shown} is a link leading out of the models directory`;
+    const stats = lstatSync(real);
+    if (!stats.isFile() && !stats.isDirectory()) return `${shown} is neither a regular file nor a directory`;
+  }
+  // Older records have no sizes: only `verify`'s checksums then.
+  const sizes = readRecord(dir, z.looseObject(recordedSizes.shape))?.sizes ?? {};
+  for (const [relative, size] of Object.entries(sizes)) {
+    const actual = lstatSync(path.join(dir, relative), { throwIfNoEntry: false });
+    if (actual?.size !== size) {
+      return `${name}/${relative} is ${actual ? `${actual.size} bytes` : "missing"}, not the ${size} bytes pulled (run \`relay models verify\`)`;
+    }
+  }
+  return undefined;
+}
