@@ -42,6 +42,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/packages/client/package.json ./packages/client/
 COPY --from=build /app/packages/client/dist ./packages/client/dist
 COPY --from=build /app/dist ./dist
+COPY data/check ./data/check
 COPY --from=build /out/whisper ./native/whisper-cpp/build
 ENV NODE_ENV=production HOST=0.0.0.0 PORT=8080 DATA_DIR=/data
 USER node

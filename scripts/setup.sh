@@ -48,7 +48,9 @@ elif node dist/cli/main.js models pull base >/tmp/relay-setup-models.err 2>&1; t
 else
   echo "setup: whisper model base not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-models.err | cut -c8- | sed "s/\. .*//")); the embedded engines serve (English recognition); \`npx relay models pull base\` adds it later"
 fi
-# Pulls the default models of one kind, in turn; offline, the first failed pull says why in one line.
+# Pulls the default models of one kind, in turn. A model that fails is reported and the next one is
+# tried (one bad download costs that model only); offline, the first failure says so and the rest
+# are not tried.
 #   pull_defaults <kind> <catalogue module> <catalogue export> <what serves instead>
 pull_defaults() {
   if [ -n "${RELAY_SKIP_MODELS:-}" ]; then
@@ -62,12 +64,12 @@ pull_defaults() {
       pulled="$pulled $model"
     else
       echo "setup: $1 $model not downloaded ($(grep -m1 "^relay: " /tmp/relay-setup-pull.err | cut -c8- | sed "s/\. .*//")); $4 instead; \`npx relay models pull $model\` adds it later"
-      break
+      grep -q "offline" /tmp/relay-setup-pull.err && break
     fi
   done
   [ -z "$pulled" ] || echo "setup: $1s ready:$pulled"
 }
-# The default neural models (sherpa-onnx, about 250 MiB): the streaming English recognizer and its
+# The default neural models (sherpa-onnx, about 510 MiB to download): the streaming English recognizer and its
 # punctuation, the speaker-embedding model, and Piper voices for English and Spanish (eSpeak NG
 # speaks the other languages).
 pull_defaults "neural model" sherpa-catalogue SHERPA_CATALOGUE "the embedded engines serve"

@@ -14,9 +14,16 @@
  * fresh empty directory; files get 0o644 (0o755 when the archive gave any execute bit), directories
  * 0o755, never an owner, setuid, setgid or sticky bit from the archive. The archive is streamed: about
  * 3 MB of compressed input and one bzip2 block's output (≤ 46.6 MB) are held in memory at a time.
+ *
+ * Speed: the JavaScript decoder manages about 3 MB/s on model weights (a 300 MB archive takes about
+ * 100 s), native `bzip2` about three times that. Where a `bzip2` program is on PATH it decompresses
+ * (`bzip2 -dc`, its output read as it comes, the program ended once a bound is passed); the tar
+ * stream it produces goes through exactly the same checks, so safety does not depend on which
+ * decoded it. Without one (slim images), the JavaScript decoder does.
  */
+import { spawn } from "node:child_process";
 import { constants, createReadStream, type Stats } from "node:fs";
-import { chmod, lstat, mkdir, open, readdir, rm } from "node:fs/promises";
+import { access, chmod, lstat, mkdir, open, readdir, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { Parser, type ReadEntry } from "tar";
@@ -171,12 +178,11 @@ class Unpacker {
     );
     parser.on("eof", () => (sawEnd = true));
 
-    const input = createReadStream(this.archive, { highWaterMark: 1024 * 1024 });
     const maxTarBytes = this.maxBytes + this.maxEntries * TAR_OVERHEAD_PER_ENTRY + TAR_OVERHEAD;
     let tarBytes = 0;
     try {
       try {
-        for await (const chunk of bunzip2(input, this.signal)) {
+        for await (const chunk of decompressed(this.archive, this.signal)) {
           this.signal?.throwIfAborted();
           if (tarBytes === 0 && isCompressed(chunk))
             throw new Error(`${this.label} holds compressed data inside its bzip2, not a tar archive`);
@@ -213,8 +219,6 @@ class Unpacker {
       this.fail(error);
       await queue;
       throw error;
-    } finally {
-      input.destroy();
     }
   }
 
@@ -378,6 +382,48 @@ const BZIP2_READ_AHEAD = 3 * 1024 * 1024;
  * blocks that each expand to 45 MB (the bzip2 maximum) would be materialised all at once, whatever the
  * consumer's limits (measured: a 3 kB archive, 5.6 GB of memory).
  */
+/** The `bzip2` program on PATH, if there is one. */
+async function bzip2Program(): Promise<string | undefined> {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter).filter(Boolean)) {
+    const file = path.join(dir, "bzip2");
+    if (
+      await access(file, constants.X_OK).then(
+        () => true,
+        () => false,
+      )
+    )
+      return file;
+  }
+  return undefined;
+}
+
+/** The archive's tar stream: through `bzip2 -dc` where the program is installed, else in JavaScript. */
+async function* decompressed(archive: string, signal: AbortSignal | undefined): AsyncGenerator<Buffer> {
+  const program = await bzip2Program();
+  if (!program) {
+    const input = createReadStream(archive, { highWaterMark: 1024 * 1024 });
+    try {
+      yield* bunzip2(input, signal);
+    } finally {
+      input.destroy();
+    }
+    return;
+  }
+  const child = spawn(program, ["-dc", archive], { stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr = (stderr + text).slice(-500)));
+  const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
+  child.once("error", () => undefined);
+  try {
+    for await (const chunk of child.stdout) yield chunk as Buffer;
+    const code = await exited;
+    if (code !== 0) throw new CorruptBzip2(stderr.trim().split("\n").at(-1) || `bzip2 exited with ${code}`);
+  } finally {
+    // Stopped early (a bound passed, a refusal, cancellation): the program goes too.
+    if (child.exitCode === null) child.kill("SIGKILL");
+  }
+}
+
 async function* bunzip2(
   input: AsyncIterable<Buffer>,
   signal: AbortSignal | undefined,

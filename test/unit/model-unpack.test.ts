@@ -440,7 +440,8 @@ describe("unpackTarBz2", () => {
     const badChecksum = tar([{ name: "a.txt", data: "a" }]);
     badChecksum[0] = "b".charCodeAt(0);
     const cases: [Buffer, RegExp][] = [
-      [damaged, /is not a valid bzip2 archive/u],
+      // Native bzip2 hands on a block's output before its checksum fails: the tar parse may fail first.
+      [damaged, /is not a valid (bzip2|tar) archive/u],
       [good.subarray(0, good.length - 1000), /is not a valid bzip2 archive/u],
       [tar([{ name: "a.txt", data: "a" }]), /is not a valid bzip2 archive/u],
       [bzip2(badChecksum), /is not a valid tar archive/u],
