@@ -57,6 +57,8 @@ export interface DubOptions {
   readonly outputName?: string;
   /** Segments recognized, synthesized or fitted at once; default min(2, CPUs). */
   readonly concurrency?: number;
+  /** Whose job: shared engines serve accounts in turn (`TranslateRequest.account`). */
+  readonly account?: string;
 }
 
 export interface DubResult {
@@ -147,6 +149,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
       throw new UnsupportedLanguageError(`no translation from "${language}" to "${targetLang}"`);
     progress.report("translating", 0);
     const segments = await translateAll(translatorFor(registry, targetLang), language, speech, {
+      ...(options.account === undefined ? {} : { account: options.account }),
       onProgress: (fraction) => progress.report("translating", fraction),
       ...withSignal,
     });
@@ -171,6 +174,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
       voices: lineVoices,
       workDir: work,
       concurrency,
+      ...(options.account === undefined ? {} : { account: options.account }),
       onProgress: (fraction) => progress.report("synthesizing", fraction),
       ...withSignal,
     });

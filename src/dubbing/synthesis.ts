@@ -36,6 +36,8 @@ export async function synthesizeAll(
     concurrency: number;
     onProgress: (fraction: number) => void;
     signal?: AbortSignal;
+    /** Whose job (`SynthesisRequest.account`). */
+    account?: string;
   },
 ): Promise<(StoredClip | null)[]> {
   let synthesized = 0;
@@ -50,6 +52,7 @@ export async function synthesizeAll(
         options.voices[i]!,
         options.workDir,
         i,
+        options.account,
       );
       options.onProgress(++synthesized / segments.length);
       return clip;
@@ -65,9 +68,15 @@ async function synthesizeClip(
   voice: Voice,
   workDir: string,
   index: number,
+  account: string | undefined,
 ): Promise<StoredClip | null> {
   if (!text) return null;
-  const audio = await synthesizer.synthesize({ text, language, voice });
+  const audio = await synthesizer.synthesize({
+    text,
+    language,
+    voice,
+    ...(account === undefined ? {} : { account }),
+  });
   const clip = await resample(
     trimSilence(audio.samples, audio.sampleRate),
     audio.sampleRate,

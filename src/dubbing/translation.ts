@@ -27,13 +27,19 @@ export async function translateAll(
   translator: Translator,
   language: LanguageCode,
   speech: readonly Recognized[],
-  options: { onProgress: (fraction: number) => void; signal?: AbortSignal },
+  options: { onProgress: (fraction: number) => void; signal?: AbortSignal; account?: string },
 ): Promise<DubSegment[]> {
   const history = new TranslationHistory();
   const segments: DubSegment[] = [];
   for (const [i, line] of speech.entries()) {
     options.signal?.throwIfAborted();
-    const call = { from: language, text: line.text, context: "", previous: history.recent };
+    const call = {
+      from: language,
+      text: line.text,
+      context: "",
+      previous: history.recent,
+      ...(options.account === undefined ? {} : { account: options.account }),
+    };
     const translatedText = (await translator.translate(call, options.signal)).trim();
     history.record(line.text, translatedText);
     segments.push({

@@ -8,7 +8,7 @@
  * English is recognized by PocketSphinx from real speech; German and Japanese by a stand-in
  * OpenAI-compatible recognizer told which language each utterance is (test/support/openai-server.ts).
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -335,6 +335,32 @@ describe("the transformers-js engine (stand-in models, its own host process)", (
       expect(stats.host.loaded).toEqual([]);
     } finally {
       await small.close();
+    }
+  });
+
+  it("finds a model that cannot load at start: it serves no direction and is listed unavailable", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "relay-mt-truncated-"));
+    try {
+      installStandInTranslation(dir, "opus-mt-en-es");
+      installStandInTranslation(dir, "opus-mt-en-de");
+      const decoder = path.join(dir, "mt", "opus-mt-en-de", "onnx", "decoder_model_merged_quantized.onnx");
+      const bytes = await readFile(decoder);
+      await writeFile(decoder, bytes.subarray(0, Math.floor(bytes.length / 2)));
+      const partial = await createTransformersEngine({ models: translationModels(undefined, dir) });
+      try {
+        expect(partial.capabilities.pairs).toEqual([{ from: "en", to: "es" }]);
+        expect(partial.unavailableParts).toEqual([
+          {
+            id: "transformers-js opus-mt-en-de",
+            reason: expect.stringMatching(/decoder_model_merged_quantized/),
+          },
+        ]);
+        expect(await partial.translate({ text: "hello", from: "en", to: "es" })).toBe("hello [es]");
+      } finally {
+        await partial.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });

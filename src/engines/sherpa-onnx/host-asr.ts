@@ -90,7 +90,11 @@ let hotwordsDir: string | undefined;
 /** Native recognizers not yet freed (for `stats`: proves that dropped ones go). */
 let alive = 0;
 const freed = new FinalizationRegistry<void>(() => alive--);
-const collect = (globalThis as { gc?: () => void }).gc;
+const gc = (globalThis as { gc?: () => void }).gc;
+/** Collects once the caller's references are gone (the next turn of the event loop). */
+const collect = () => {
+  if (gc) setImmediate(gc);
+};
 
 function createRecognizer({ files, threads }: LoadRecognizerParams, hotwordsFile?: string): OnlineRecognizer {
   const recognizer = new OnlineRecognizer({
@@ -138,7 +142,7 @@ function drop(model: LoadedModel, key: string): void {
   const biased = model.biased.get(key)!;
   model.biased.delete(key);
   biased.dropped = true;
-  if (biased.users === 0) collect?.();
+  if (biased.users === 0) collect();
 }
 
 async function biasedFor(model: LoadedModel, hotwords: readonly string[], account: string): Promise<Biased> {
@@ -206,7 +210,7 @@ function end(id: number): void {
   if (!open) return;
   streams.delete(id);
   open.stream = undefined;
-  if (open.biased && --open.biased.users === 0 && open.biased.dropped) collect?.();
+  if (open.biased && --open.biased.users === 0 && open.biased.dropped) collect();
 }
 
 function streamOf(id: number) {

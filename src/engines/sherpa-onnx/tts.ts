@@ -61,11 +61,13 @@ const CONTROL_CHARACTERS = /(?![\t\n])\p{Cc}/gu;
 /** The model's speed is clamped like eSpeak NG's rate: faster is unintelligible. */
 const SPEED_RANGE = { min: 0.5, max: 2.5 };
 /**
- * The longest piece of text one model pass speaks (Latin letters; see text-chunks.ts): a pass's
- * time and memory grow faster than its length (measured: docs/benchmarks.md), and cancellation is
- * checked between passes. About 15 s of speech.
+ * The longest piece of text one model pass speaks (Latin letters; see text-chunks.ts): a pass
+ * cannot be stopped once started, and its time and memory grow with its length (on a real-size
+ * Piper medium stand-in about 13 ms and 3 MiB a letter: docs/benchmarks.md), so this bounds what an
+ * abandoned request costs everyone else (about 1 s) while a usual sentence stays whole. About 8 s
+ * of speech.
  */
-const MAX_PASS_WEIGHT = 200;
+const MAX_PASS_WEIGHT = 80;
 
 /** The TTS host's model passes (for tests and benchmarks). */
 export interface SherpaTtsPasses {
