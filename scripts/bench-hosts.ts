@@ -55,11 +55,11 @@ async function hotwords(dir: string): Promise<void> {
   };
   let change = 0;
   for (const upTo of [1, 12, 50]) {
-    while (change < upTo) await utterance(`Project ${nameOf(change++)} with Doctor Baker`, "a");
+    while (change < upTo) await utterance(nameOf(change++), "a");
     await row(`${upTo} (one account)`);
   }
   for (const account of ["b", "c"])
-    for (let i = 0; i < 12; i++) await utterance(`${nameOf(100 + i)} for ${account.toUpperCase()}`, account);
+    for (let i = 0; i < 12; i++) await utterance(nameOf(account === "b" ? 100 + i : 200 + i), account);
   await row("+ 12 each for two more accounts");
   const plain = engine.hosts!().find((host) => host.host === "sherpa-onnx recognizer")!;
   console.log(`\nThe plain recognizer's host meanwhile: ${(plain.rssBytes / MiB).toFixed(0)} MiB.`);
@@ -93,9 +93,12 @@ async function abandonedSpeech(dir: string): Promise<void> {
   const voice = defaultVoice("female");
   const firstAudio = async (account: string) => {
     const start = performance.now();
-    for await (const _ of engine.synthesizeStream!({ text: "Hello there.", language: "en", voice, account }))
-      return performance.now() - start;
-    return NaN;
+    const speech = engine.synthesizeStream!({ text: "Hello there.", language: "en", voice, account });
+    const iterator = speech[Symbol.asyncIterator]();
+    await iterator.next();
+    const first = performance.now() - start;
+    await iterator.return?.();
+    return first;
   };
   await firstAudio("warm");
   const idle = [await firstAudio("y"), await firstAudio("y"), await firstAudio("y")];
@@ -106,18 +109,21 @@ async function abandonedSpeech(dir: string): Promise<void> {
   const abandoned = Array.from({ length: 4 }, async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("the session closed")), 300);
+    let chunks = 0;
     try {
-      for await (const _ of engine.synthesizeStream!(
+      for await (const chunk of engine.synthesizeStream!(
         { text: unpunctuated, language: "en", voice, account: "x" },
         controller.signal,
-      ));
+      ))
+        chunks += chunk.samples.length > 0 ? 1 : 0;
     } catch {
       // cancelled, as meant
     }
+    return chunks;
   });
   await new Promise((resolve) => setTimeout(resolve, 300));
   const other = await firstAudio("y");
-  await Promise.all(abandoned);
+  const delivered = (await Promise.all(abandoned)).reduce((sum, n) => sum + n, 0);
   const after = await engine.passes();
   console.log("\nB. Four abandoned 1,000-character speaks (real-size Piper medium stand-in)\n");
   console.log("| | value |");
@@ -126,6 +132,7 @@ async function abandonedSpeech(dir: string): Promise<void> {
     `| another account's "Hello there.", first audio, idle host (median of 3) | ${percentile(idle, 50).toFixed(0)} ms |`,
   );
   console.log(`| the same, right after the four were abandoned | ${other.toFixed(0)} ms |`);
+  console.log(`| audio chunks the four delivered before they were abandoned | ${delivered} |`);
   console.log(
     `| TTS host RSS before / after | ${(before.rss / MiB).toFixed(0)} / ${(after.rss / MiB).toFixed(0)} MiB |`,
   );

@@ -2,7 +2,6 @@ import { buildApp } from "./app.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { startRetention } from "./dubbing/retention.js";
 import { startDubbingWorkers } from "./dubbing/worker.js";
-import { HOST_EVENTS, type HostEvent } from "./engines/model-host/host.js";
 import { openServices } from "./services.js";
 
 /**
@@ -21,11 +20,6 @@ async function main(): Promise<void> {
     app.http.log.warn(`engine ${id} unavailable: ${reason}`);
   if (config.apiKeys.length === 0)
     app.http.log.warn("API_KEYS is empty: only keys already in the database work");
-  // Model hosts' crashes, missed deadlines and replacements (src/engines/model-host/host.ts).
-  HOST_EVENTS.subscribe((event) => {
-    const { host, event: what, message } = event as HostEvent;
-    app.http.log.warn({ host, event: what }, message);
-  });
   await app.http.listen({ port: config.port, host: config.host });
   void services.registry.warmUp();
   const workers = startDubbingWorkers(config, services, app.http.log, { observer: app.metrics.dubbing });

@@ -5,7 +5,16 @@
  * nothing is read through a link that leads out of the models directory, and what is loaded must
  * be what `pull` recorded (its size, at least: hashing every file at each start would cost seconds).
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, realpathSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+} from "node:fs";
 import { rename, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
@@ -23,6 +32,26 @@ export function plainText(text: string, max = 200): string {
     .replace(/\s+/gu, " ")
     .trim()
     .slice(0, max);
+}
+
+/** Something under `tree` (resolved) that leads out of `root` or is not a file or directory, if any. */
+function treeProblem(tree: string, root: string): string | undefined {
+  for (const entry of readdirSync(tree, { withFileTypes: true, recursive: true })) {
+    const file = path.join(entry.parentPath, entry.name);
+    const shown = path.relative(tree, file);
+    if (entry.isSymbolicLink()) {
+      let real: string;
+      try {
+        real = realpathSync(file);
+      } catch {
+        return `${shown} is a broken link`;
+      }
+      if (!inside(root, real)) return `${shown} is a link leading out of the models directory`;
+    } else if (!entry.isFile() && !entry.isDirectory()) {
+      return `${shown} is neither a regular file nor a directory`;
+    }
+  }
+  return undefined;
 }
 
 /** Whether `file` (resolved) lies inside `dir` (resolved). */
@@ -65,8 +94,9 @@ export async function writeRecord(dir: string, record: unknown): Promise<void> {
 
 /**
  * What keeps the model in `dir` from being loaded, if anything: the directory, or a path that must
- * be loaded from it (`paths`, inside `dir`), is a link leading out of `modelsDir` or is neither a
- * regular file nor a directory; or a file's size differs from what `pull` recorded.
+ * be loaded from it (`paths`, inside `dir`; a directory among them with everything beneath it), is
+ * a link leading out of `modelsDir` or is neither a regular file nor a directory; or a file's size
+ * differs from what `pull` recorded.
  */
 export function loadProblem(dir: string, modelsDir: string, paths: readonly string[]): string | undefined {
   let root: string;
@@ -84,9 +114,13 @@ export function loadProblem(dir: string, modelsDir: string, paths: readonly stri
     } catch {
       return `${shown} is missing`;
     }
-    if (!inside(root, real)) return `${shown} is a link leading out of the models directory`;
+    if (!inside(root, real)) return `${shown} is a link leading out of the models directory (pull it again)`;
     const stats = lstatSync(real);
     if (!stats.isFile() && !stats.isDirectory()) return `${shown} is neither a regular file nor a directory`;
+    if (stats.isDirectory() && file !== dir) {
+      const beneath = treeProblem(real, root);
+      if (beneath) return `${shown}/${beneath} (pull it again)`;
+    }
   }
   // Older records have no sizes: only `verify`'s checksums then.
   const sizes = readRecord(dir, z.looseObject(recordedSizes.shape))?.sizes ?? {};

@@ -27,6 +27,16 @@ export function isMtPulled(entry: MtModelEntry, modelsDir: string): boolean {
   return REQUIRED_MT_FILES.every((file) => existsSync(path.join(dir, file)));
 }
 
+/** What keeps a pulled model from loading (model-dir.ts: links out of the models directory, sizes). */
+export function mtLoadProblem(entry: MtModelEntry, modelsDir: string): string | undefined {
+  const dir = mtModelDir(entry, modelsDir);
+  return loadProblem(
+    dir,
+    modelsDir,
+    REQUIRED_MT_FILES.map((file) => path.join(dir, file)),
+  );
+}
+
 export function anyMtPulled(modelsDir: string): boolean {
   return MT_CATALOGUE.some((entry) => isMtPulled(entry, modelsDir));
 }
@@ -50,11 +60,7 @@ export function translationModels(
     : MT_CATALOGUE.filter((entry) => isMtPulled(entry, modelsDir));
   return entries.map((entry) => {
     const dir = mtModelDir(entry, modelsDir);
-    const problem = loadProblem(
-      dir,
-      modelsDir,
-      REQUIRED_MT_FILES.map((file) => path.join(dir, file)),
-    );
+    const problem = mtLoadProblem(entry, modelsDir);
     return {
       name: entry.name,
       dir,

@@ -25,7 +25,7 @@ import {
 } from "./download.js";
 import type { MtModelEntry } from "./mt-catalogue.js";
 import { readRecord, writeRecord } from "./model-dir.js";
-import { isMtPulled, mtModelDir } from "./mt-models.js";
+import { isMtPulled, mtLoadProblem, mtModelDir } from "./mt-models.js";
 
 export const HUGGING_FACE = "https://huggingface.co";
 /** Files a repository may lack (transformers.js falls back to the model's config). */
@@ -100,8 +100,10 @@ export async function pullMtModel(
   const sizes: Record<string, number> = {};
   const checked: string[] = [];
   // Whatever is where the staging directory goes and is not a real directory (a planted link) goes.
-  const planted = await lstat(staging).catch(() => undefined);
-  if (planted && !planted.isDirectory()) await rm(staging, { force: true });
+  for (const where of [path.dirname(staging), staging]) {
+    const planted = await lstat(where).catch(() => undefined);
+    if (planted && !planted.isDirectory()) await rm(where, { force: true });
+  }
   let bytes = 0;
   let resumedFrom = 0;
   for (const file of entry.files) {
@@ -171,6 +173,9 @@ export async function verifyMtModel(entry: MtModelEntry, modelsDir: string): Pro
   const manifest = readMtManifest(dir);
   const recorded = await checkPulledFiles(entry.name, dir, isMtPulled(entry, modelsDir), manifest?.files);
   if (!recorded.ok) return recorded;
+  // What the service checks before it loads the model (links out of MODELS_DIR, sizes).
+  const loading = mtLoadProblem(entry, modelsDir);
+  if (loading) return { ok: false, message: `${loading} (run \`relay models pull ${entry.name}\`)` };
   const problem = await problemWithTranslationModel(dir, entry.family);
   if (problem) return { ok: false, message: problem };
   const files = Object.keys(manifest!.files).length;

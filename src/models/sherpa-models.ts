@@ -42,14 +42,20 @@ export function requiredFiles(entry: SherpaModelEntry, modelsDir: string): strin
 }
 
 /**
- * Refuses to load a pulled model whose files are not what `pull` recorded or lead out of the
- * models directory (model-dir.ts); `also` are further paths it reads (eSpeak NG's data).
+ * What keeps a pulled model from loading: files that are not what `pull` recorded or lead out of
+ * the models directory (model-dir.ts), a voice's eSpeak NG data included.
  */
-function checkLoadable(entry: SherpaModelEntry, modelsDir: string, also: readonly string[] = []): void {
-  const problem = loadProblem(sherpaModelDir(entry, modelsDir), modelsDir, [
+export function loadProblemOf(entry: SherpaModelEntry, modelsDir: string): string | undefined {
+  const espeak = entry.kind === "tts" ? [path.join(sherpaModelDir(entry, modelsDir), "espeak-ng-data")] : [];
+  return loadProblem(sherpaModelDir(entry, modelsDir), modelsDir, [
     ...requiredFiles(entry, modelsDir),
-    ...also,
+    ...espeak.filter((dir) => existsSync(dir)),
   ]);
+}
+
+/** Refuses to load a pulled model `loadProblemOf` finds a problem with. */
+function checkLoadable(entry: SherpaModelEntry, modelsDir: string): void {
+  const problem = loadProblemOf(entry, modelsDir);
   if (problem) throw new ModelError(`${entry.name} is not loaded: ${problem}`);
 }
 
@@ -109,7 +115,7 @@ export function neuralVoiceModels(
     const dataDir = file("espeak-ng-data");
     let problem: string | undefined;
     try {
-      checkLoadable(entry, modelsDir, [dataDir]);
+      checkLoadable(entry, modelsDir);
     } catch (error) {
       problem = (error as Error).message;
     }

@@ -29,7 +29,7 @@ import {
 import { writeBpeVocab } from "./bpe-vocab.js";
 import { plainText, readRecord, writeRecord } from "./model-dir.js";
 import type { SherpaModelEntry } from "./sherpa-catalogue.js";
-import { isPulled, requiredFiles, sherpaModelDir } from "./sherpa-models.js";
+import { isPulled, loadProblemOf, requiredFiles, sherpaModelDir } from "./sherpa-models.js";
 import { checkTree, unpackTarBz2, UnsafeArchiveError } from "./unpack.js";
 
 const manifestSchema = z.object({
@@ -205,6 +205,9 @@ export async function verifySherpaModel(
   const manifest = readManifest(dir);
   const recorded = await checkPulledFiles(entry.name, dir, isPulled(entry, modelsDir), manifest?.files);
   if (!recorded.ok) return recorded;
+  // What the service checks before it loads the model (links out of MODELS_DIR, sizes).
+  const loading = loadProblemOf(entry, modelsDir);
+  if (loading) return { ok: false, message: `${loading} (run \`relay models pull ${entry.name}\`)` };
   const problem = await problemWith(entry, modelsDir);
   if (problem) return { ok: false, message: problem };
   return {

@@ -284,5 +284,13 @@ describe("a voice that crashes its host as it loads", () => {
     expect(crashes).toBeGreaterThanOrEqual(1);
     expect(crashes).toBeLessThanOrEqual(4);
     expect(spoken).toBeGreaterThan(0);
+    // Counted and shown for Prometheus.
+    const metrics = await (await server.inject("/metrics")).text();
+    const crashed = /relay_model_host_restarts_total\{host="sherpa-onnx TTS",reason="crash"\} (\d+)/u.exec(
+      metrics,
+    );
+    expect(Number(crashed?.[1])).toBeGreaterThanOrEqual(crashes);
+    expect(metrics).toMatch(/relay_model_host_resident_bytes\{host="sherpa-onnx recognizer"\} [1-9]\d*/u);
+    expect(metrics).toMatch(/relay_model_host_failing\{host="sherpa-onnx TTS"\} [01]/u);
   });
 });

@@ -318,3 +318,38 @@ describe("model files sherpa-onnx would die on are refused with a message", () =
     }
   });
 });
+
+describe("one bad voice disables only itself", () => {
+  it("a voice whose tokens sherpa-onnx cannot read is left out; the others speak", async () => {
+    const dir = await mkdtemp(path.join(tmpdir(), "relay-one-bad-voice-"));
+    try {
+      await installStandInVoice(dir, ENGLISH, { speakers: 1 });
+      const spanishDir = await installStandInVoice(dir, SPANISH, {
+        speakers: 1,
+        voice: "es",
+        language: "Spanish",
+      });
+      // A tokens.txt sherpa-onnx ends its process over as it loads the voice.
+      await writeFile(path.join(spanishDir, "tokens.txt"), "\u0000\u0001garbage line without id\n");
+      const engine = await createSherpaTtsEngine({ models: neuralVoiceModels(undefined, dir) });
+      try {
+        expect(engine.capabilities.languages).toEqual(["en"]);
+        expect(engine.unavailableParts).toEqual([
+          { id: `sherpa-onnx-voice ${SPANISH}`, reason: expect.stringMatching(/stopped|tokens/u) },
+        ]);
+        // Its process died loading the bad voice: a bad model, not a failing host.
+        expect(engine.hosts!()[0]).toMatchObject({ failures: 0 });
+        const audio = await engine.synthesize({
+          text: "Hello.",
+          language: "en",
+          voice: defaultVoice("male"),
+        });
+        expect(audio.samples.length).toBeGreaterThan(0);
+      } finally {
+        await engine.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -295,9 +295,9 @@ function hostileArchive(hostile: HostileCase): Promise<Buffer> {
   return hostileArchives.get(hostile.name)!;
 }
 
-describe.each(DECODERS)(
-  "hostile archives, $name: refused, nothing kept, nothing written outside the models directory",
-  (decoder) => {
+describe.each(DECODERS.map((decoder) => [decoder.name, decoder] as const))(
+  "hostile archives %s: refused, nothing kept, nothing written outside the models directory",
+  (_name, decoder) => {
     for (const hostile of HOSTILE) {
       it.skipIf(decoder.skip)(hostile.name, async () => {
         const dir = await freshModelsDir();
@@ -427,7 +427,7 @@ describe("a pulled voice changed since: the service leaves it out with a reason,
         (e) => e.id === `sherpa-onnx-voice ${ENGLISH.name}`,
       )?.reason;
       expect(reason).toBe(
-        `${ENGLISH.name} is not loaded: ${ENGLISH.dir}/${ENGLISH.tts.model} is a link leading out of the models directory`,
+        `${ENGLISH.name} is not loaded: ${ENGLISH.dir}/${ENGLISH.tts.model} is a link leading out of the models directory (pull it again)`,
       );
       expect(reason).not.toContain(tmp);
       const tts = linked.health.engines.find((e) => e.kind === "tts" && e.id === "sherpa-onnx");

@@ -78,8 +78,8 @@ const BACKOFF_MAX_MS = 60_000;
 
 interface Process {
   readonly child: ChildProcess;
-  /** When the process last said anything (a reply or a part). */
-  lastHeard: number;
+  /** Messages received from the process (replies and parts): whether it said anything since. */
+  heard: number;
   rss: number;
   /** Streams bound to this process (see `pin`). */
   pins: number;
@@ -101,8 +101,8 @@ interface Pending {
   readonly reject: (error: Error) => void;
   readonly onChunk: ((chunk: unknown) => void) | undefined;
   readonly timeoutMs: number;
-  /** When the request went out (or its deadline was last renewed by a part). */
-  sentAt: number;
+  /** The process's `heard` when the request went out (or its deadline was last renewed by a part). */
+  heardAtSend: number;
   timer: NodeJS.Timeout | undefined;
   /** Cancelled by the caller: rejects with this once the host has stopped. */
   cancelledWith: Error | undefined;
@@ -226,7 +226,9 @@ export class ModelHost {
           process.endedByUs = true;
           if (process.child.connected) process.child.disconnect();
           else process.child.kill("SIGKILL");
-          return exited;
+          // A process that does not end when told (stopped, stuck in native code) is killed.
+          const kill = setTimeout(() => process.child.kill("SIGKILL"), 5_000);
+          return exited.finally(() => clearTimeout(kill));
         }),
     );
   }
@@ -271,7 +273,7 @@ export class ModelHost {
         method,
         onChunk: options.onChunk,
         timeoutMs: options.timeoutMs ?? this.timeoutMs,
-        sentAt: Date.now(),
+        heardAtSend: process.heard,
         timer: undefined,
         cancelledWith: undefined,
         sent: false,
@@ -295,7 +297,7 @@ export class ModelHost {
           return;
         }
         request.sent = true;
-        request.sentAt = Date.now();
+        request.heardAtSend = process.heard;
         this.arm(id, request);
         process.child.send({ id, method, params } satisfies HostRequest);
       });
@@ -317,7 +319,7 @@ export class ModelHost {
     request.reject(new EngineUnavailableError(message));
     if (process.child.connected) process.child.send({ id, cancel: true } satisfies HostCancel);
     // A process that has said nothing since this request went out is not busy but stuck.
-    if (process.lastHeard < request.sentAt && process.child.exitCode === null) {
+    if (process.heard === request.heardAtSend && process.child.exitCode === null) {
       this.restarts.timeout++;
       this.failed(`${message}; it has said nothing since and is killed`, "timed-out");
       process.endedByUs = true;
@@ -335,7 +337,7 @@ export class ModelHost {
     });
     const started: Process = {
       child,
-      lastHeard: Date.now(),
+      heard: 0,
       rss: 0,
       pins: 0,
       retiring: false,
@@ -364,7 +366,7 @@ export class ModelHost {
       child.on("message", (message: HostReply | HostReady) => {
         if ("ready" in message) {
           clearTimeout(starting);
-          started.lastHeard = Date.now();
+          started.heard++;
           resolve();
         } else this.receive(started, message);
       });
@@ -399,7 +401,7 @@ export class ModelHost {
                 method,
                 onChunk: undefined,
                 timeoutMs: this.setUpTimeoutMs,
-                sentAt: Date.now(),
+                heardAtSend: started.heard,
                 timer: undefined,
                 cancelledWith: undefined,
                 sent: true,
@@ -436,11 +438,11 @@ export class ModelHost {
   }
 
   private receive(process: Process, reply: HostReply): void {
-    process.lastHeard = Date.now();
+    process.heard++;
     const request = this.pending.get(reply.id);
     if (!request) return; // timed out: its reply is not wanted
     if ("chunk" in reply) {
-      request.sentAt = process.lastHeard;
+      request.heardAtSend = process.heard;
       this.arm(reply.id, request);
       if (!request.cancelledWith) request.onChunk?.(reply.chunk);
       return;
