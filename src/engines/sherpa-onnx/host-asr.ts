@@ -154,8 +154,9 @@ async function biasedFor(model: LoadedModel, hotwords: readonly string[], accoun
     return cached;
   }
   // The account's own least recently used set makes room first, then the least recently used of all.
-  const mine = [...model.biased].filter(([, biased]) => biased.account === account);
-  if (mine.length >= MAX_BIASED_PER_ACCOUNT) drop(model, mine[0]![0]);
+  // Keys only: nothing here may keep a dropped recognizer from being collected.
+  const mine = [...model.biased].filter(([, biased]) => biased.account === account).map(([key]) => key);
+  if (mine.length >= MAX_BIASED_PER_ACCOUNT) drop(model, mine[0]!);
   if (model.biased.size >= MAX_BIASED) drop(model, model.biased.keys().next().value!);
   hotwordsDir ??= await mkdtemp(path.join(tmpdir(), "relay-hotwords-"));
   const file = path.join(
