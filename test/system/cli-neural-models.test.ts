@@ -91,12 +91,23 @@ const relay = (args: string[], dir: string, searchPath = nodeOnlyPath): Promise<
  * unpack.ts decompresses with the `bzip2` program where PATH has one, in JavaScript where not: the
  * hostile archives go through both (the former only where this machine has a `bzip2`).
  */
+/**
+ * Every case with no bzip2 program on PATH; with the program, the cases whose entries are refused
+ * before, inside and after the inner directory (the tar checks are the same whoever decompresses:
+ * these show the program's output reaches them, and is stopped with the archive).
+ */
 const DECODERS = [
-  { name: "decompressed in JavaScript (no bzip2 on PATH)", path: () => nodeOnlyPath, skip: false },
+  {
+    name: "decompressed in JavaScript (no bzip2 on PATH)",
+    path: () => nodeOnlyPath,
+    skip: false,
+    cases: (_: string) => true,
+  },
   {
     name: "decompressed by the bzip2 program",
     path: () => process.env.PATH ?? "",
     skip: whichOn("bzip2", process.env.PATH ?? "") === undefined,
+    cases: (name: string) => /manifest.s path|itself a symbolic link|an absolute path/u.test(name),
   },
 ];
 
@@ -298,7 +309,7 @@ function hostileArchive(hostile: HostileCase): Promise<Buffer> {
 describe.each(DECODERS.map((decoder) => [decoder.name, decoder] as const))(
   "hostile archives %s: refused, nothing kept, nothing written outside the models directory",
   (_name, decoder) => {
-    for (const hostile of HOSTILE) {
+    for (const hostile of HOSTILE.filter((hostile) => decoder.cases(hostile.name))) {
       it.skipIf(decoder.skip)(hostile.name, async () => {
         const dir = await freshModelsDir();
         const before = { outside: await snapshot(outside), top: (await readdir(tmp)).sort() };
