@@ -1,3 +1,4 @@
+import { EngineUnavailableError } from "./busy.js";
 import type { AsrEngine, AsrStream, Hypothesis, RecognitionOptions, RecognitionStream } from "./types.js";
 
 type State = "open" | "finished" | "aborted";
@@ -135,9 +136,15 @@ export async function openRecognition(
   lead: readonly Int16Array[] = [],
 ): Promise<RecognitionStream> {
   if (engine.openRecognition) {
-    const stream = await engine.openRecognition(options);
-    for (const pcm of lead) await stream.write(pcm);
-    return stream;
+    try {
+      const stream = await engine.openRecognition(options);
+      for (const pcm of lead) await stream.write(pcm);
+      return stream;
+    } catch (error) {
+      // Its process is down (restarting): `createStream` below may still serve, and the registry's
+      // recognizer hands it to the next engine for the language.
+      if (!(error instanceof EngineUnavailableError)) throw error;
+    }
   }
   const stream = await engine.createStream(options);
   const intervalSamples = engine.capabilities.partialResults ? polling.intervalSamples : Infinity;
