@@ -162,6 +162,14 @@ describe("model host", () => {
     pinned.release();
   });
 
+  it("a long load said to be still working outlasts the deadline; the process is not taken for stuck", async () => {
+    const h = host({ timeoutMs: 2_500 });
+    const pid = await pidOf(h);
+    expect(await h.request("slowLoad", { ms: 4_500 })).toBe("loaded");
+    expect(await pidOf(h)).toBe(pid);
+    expect(h.status()).toMatchObject({ state: "up", failures: 0, restarts: { timeout: 0 } });
+  });
+
   it("a handler's error is the request's, not the host's", async () => {
     const h = host();
     await expect(h.request("nonsense", null)).rejects.toBeInstanceOf(ModelHostError);

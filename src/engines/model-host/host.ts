@@ -441,9 +441,10 @@ export class ModelHost {
     process.heard++;
     const request = this.pending.get(reply.id);
     if (!request) return; // timed out: its reply is not wanted
-    if ("chunk" in reply) {
+    if ("alive" in reply || "chunk" in reply) {
       request.heardAtSend = process.heard;
       this.arm(reply.id, request);
+      if ("alive" in reply) return;
       if (!request.cancelledWith) request.onChunk?.(reply.chunk);
       return;
     }

@@ -25,5 +25,7 @@ export interface HostCancel {
 export type HostReply =
   /** Part of the result, for methods that stream (speech, chunk by chunk). */
   | { readonly id: number; readonly chunk: unknown }
+  /** Still working on a long step (a model load) with its event loop free: renews the deadline. */
+  | { readonly id: number; readonly alive: true }
   | { readonly id: number; readonly result: unknown; readonly rss?: number }
   | { readonly id: number; readonly error: string; readonly rss?: number };

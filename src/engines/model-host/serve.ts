@@ -11,7 +11,16 @@ export interface HandlerRequest {
   chunk(value: unknown): void;
   /** Whether the service has asked this request to stop. */
   cancelled(): boolean;
+  /**
+   * Tells the service, while `work` runs, that the request is still being worked on: for steps that
+   * may outlast the request's deadline without blocking the process (loading a large model). Work
+   * that blocks the process sends nothing, and a process that says nothing is taken for stuck.
+   */
+  whileWorking<T>(work: Promise<T>): Promise<T>;
 }
+
+/** How often `whileWorking` says so: well inside any deadline. */
+const ALIVE_EVERY_MS = 2_000;
 
 export type Handler = (params: never, request: HandlerRequest) => unknown;
 
@@ -26,6 +35,10 @@ export function serveRequests(handlers: Readonly<Record<string, Handler>>): void
     return (handler as (params: unknown, request: HandlerRequest) => unknown)(params, {
       id,
       chunk: (value) => send({ id, chunk: value }),
+      whileWorking: (work) => {
+        const alive = setInterval(() => send({ id, alive: true }), ALIVE_EVERY_MS);
+        return work.finally(() => clearInterval(alive));
+      },
       cancelled: () => running.get(id)?.cancelled ?? true,
     });
   }

@@ -100,7 +100,8 @@ async function translate(
   { model: files, from, to, texts }: TranslateBatchParams,
   request: HandlerRequest,
 ): Promise<TranslateBatchResult> {
-  const { tokenizer, model } = await modelFor(files);
+  // A first use loads the model (seconds for M2M100): the service is told the host is not stuck.
+  const { tokenizer, model } = await request.whileWorking(modelFor(files));
   const options = { padding: true, truncation: true };
   // M2M100 is told both languages: the source's token leads the input, and the target's, which
   // the tokenizer puts in `forced_bos_token_id`, is generated first.
@@ -149,9 +150,9 @@ export function translationHandlers(): Record<string, Handler> {
     version: () => env.version,
     translate: ((params: TranslateBatchParams, request: HandlerRequest) =>
       oneAtATime(() => translate(params, request))) as Handler,
-    load: ((files: TranslationModelFiles) =>
+    load: ((files: TranslationModelFiles, request: HandlerRequest) =>
       oneAtATime(async () => {
-        await modelFor(files);
+        await request.whileWorking(modelFor(files));
         return null;
       })) as Handler,
     stats,

@@ -18,6 +18,11 @@ serveRequests({
     await sleep(ms);
     return "waited";
   },
+  /** A long step that leaves the process free (a model load), said to be still working. */
+  slowLoad: async ({ ms }: { ms: number }, request: HandlerRequest) => {
+    await request.whileWorking(sleep(ms));
+    return "loaded";
+  },
   /** Ends the process as a native library's `_Exit` would. */
   crash: () => process.exit(3),
   /** A model load that ends the process when `crash` is set. */
