@@ -44,6 +44,31 @@ describe("the sentence batcher", () => {
     expect(batcher.stats()).toMatchObject({ batches: 3, sentences: 5 });
   });
 
+  it("lets accounts take turns: a flood from one waits behind another account's sentence", async () => {
+    const { batches, run } = controlledRunner();
+    const batcher = new SentenceBatcher(run, { maxBatch: 1, maxQueued: 20 });
+    const first = batcher.translate("m", "en", "es", "x0", { account: "x" });
+    await tick();
+    const flood = ["x1", "x2", "x3"].map((text) =>
+      batcher.translate("m", "en", "es", text, { account: "x" }),
+    );
+    const other = batcher.translate("m", "en", "es", "y0", { account: "y" });
+    // One account may fill half of the queue, not more.
+    const mine = Array.from({ length: 7 }, (_, i) =>
+      batcher.translate("m", "en", "es", `more${i}`, { account: "x" }),
+    );
+    await expect(batcher.translate("m", "en", "es", "too many", { account: "x" })).rejects.toBeInstanceOf(
+      EngineBusyError,
+    );
+    for (let i = 0; i < 12; i++) {
+      batches[i]!.finish();
+      await tick();
+    }
+    await Promise.all([first, ...flood, other, ...mine]);
+    // x led the first batch; y, served longest ago, leads the next, before x's older sentences.
+    expect(batches.slice(0, 3).map((b) => b.batch.texts[0])).toEqual(["x0", "y0", "x1"]);
+  });
+
   it("refuses interims from half the bound and finals at the bound, per model", async () => {
     const { batches, run } = controlledRunner();
     const batcher = new SentenceBatcher(run, { maxBatch: 8, maxQueued: 4 });

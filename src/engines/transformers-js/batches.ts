@@ -191,10 +191,13 @@ export class SentenceBatcher {
     // Bounded: accounts long unserved are forgotten (they come back first in line, as new ones do).
     if (this.served.size > 1024) this.served.delete(this.served.keys().next().value!);
     const queue = this.waiting.get(first.model)!;
-    const mates = queue
-      .filter((s) => s.from === first.from && s.to === first.to)
-      .sort((a, b) => Number(a.interim) - Number(b.interim) || a.seq - b.seq)
-      .slice(0, this.limits.maxBatch);
+    // The leader, then what else waits for the same model and direction, finals first.
+    const mates = [
+      first,
+      ...queue
+        .filter((s) => s !== first && s.from === first.from && s.to === first.to)
+        .sort((a, b) => Number(a.interim) - Number(b.interim) || a.seq - b.seq),
+    ].slice(0, this.limits.maxBatch);
     this.waiting.set(
       first.model,
       queue.filter((s) => !mates.includes(s)),
