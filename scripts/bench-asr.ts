@@ -16,7 +16,7 @@ import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createPocketSphinxEngine } from "../src/engines/pocketsphinx/index.js";
 import type { AsrStreamOptions } from "../src/engines/types.js";
 import { createWhisperCppEngine } from "../src/engines/whisper-cpp/index.js";
-import { wordErrors } from "../test/support/word-errors.js";
+import { wordEdits } from "../src/models/check-metrics.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 const DIR = path.resolve(SHARED, "data/speech/librivox-pocketsphinx");
@@ -69,7 +69,7 @@ async function benchPocketSphinx(): Promise<void> {
         .replace(/\./gu, "")
         .split(" ")
         .filter(Boolean);
-      errors += wordErrors(clip.words, words);
+      errors += wordEdits(clip.words, words);
     }
     const cpu = process.cpuUsage(cpuBefore);
     const cpuPerSecond = (cpu.user + cpu.system) / 1e6 / audioSeconds;

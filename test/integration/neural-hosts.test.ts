@@ -21,6 +21,7 @@ import {
   installStandInTranslation,
   installStandInVoice,
 } from "../support/stand-in-models/install.js";
+import { alive, until } from "../support/processes.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { openTtsSession, speakLine } from "../support/tts-session.js";
@@ -40,24 +41,9 @@ const hostsOf = (label: string): HostStatus => {
   if (!found) throw new Error(`no host ${label}: ${JSON.stringify(server.registry.hosts())}`);
   return found;
 };
-const until = async (condition: () => boolean | Promise<boolean>, what: string, limitMs = 30_000) => {
-  const started = Date.now();
-  while (!(await condition())) {
-    if (Date.now() - started > limitMs) throw new Error(`gave up waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-};
 /** The n-th of many distinct names (hotwords leave out words with digits). */
 const nameOf = (n: number) =>
   `Zeph${String.fromCharCode(97 + (n % 26))}${String.fromCharCode(97 + Math.floor(n / 26))}yr`;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 const health = async () =>
   (await (await server.inject("/healthz")).json()) as {
     status: string;

@@ -8,7 +8,7 @@ import {
 } from "../../src/engines/pocketsphinx/index.js";
 import type { AsrStream, Hypothesis } from "../../src/engines/types.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
-import { wordErrors } from "../support/word-errors.js";
+import { wordEdits } from "../../src/models/check-metrics.js";
 
 const CLIPS = "librivox-pocketsphinx";
 const SPEECH_MISSING = sharedMissing("data", "speech", CLIPS);
@@ -41,7 +41,7 @@ const words = (text: string): string[] =>
 /** Word errors of a hypothesis against its reference, and the reference's length. */
 function scoreOf(reference: string, hypothesis: string): { errors: number; words: number } {
   const ref = words(reference);
-  return { errors: wordErrors(ref, words(hypothesis)), words: ref.length };
+  return { errors: wordEdits(ref, words(hypothesis)), words: ref.length };
 }
 
 async function writeAll(stream: AsrStream, pcm: Int16Array, chunk: number): Promise<void> {

@@ -6,7 +6,7 @@ import { encodeWav, readWavAsPcm16 } from "../../src/audio/wav.js";
 import { dubMedia } from "../../src/dubbing/index.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
-import { wordErrors } from "../support/word-errors.js";
+import { wordEdits } from "../../src/models/check-metrics.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
 /**
@@ -144,9 +144,9 @@ describe.skipIf(SPEECH_MISSING)("quiet (-50 dBFS peak) and loud (clipped) microp
       expectSameUtterances(quiet, full, "quiet");
       expectSameUtterances(loud, full, "loud");
       const reference = references.get(clip)!;
-      const fullErrors = wordErrors(reference, wordsOf(full));
+      const fullErrors = wordEdits(reference, wordsOf(full));
       expect(
-        wordErrors(reference, wordsOf(quiet)),
+        wordEdits(reference, wordsOf(quiet)),
         `reference "${reference.join(" ")}", full level "${wordsOf(full).join(" ")}" (${fullErrors} errors), quiet "${wordsOf(quiet).join(" ")}"`,
       ).toBeLessThanOrEqual(fullErrors + EXTRA_WORD_ERRORS);
     },
@@ -196,9 +196,9 @@ describe.skipIf(SPEECH_MISSING)("quiet (-50 dBFS peak) and loud (clipped) microp
       const full = await dub("full", program(recordings));
       const quiet = await dub("quiet", program(recordings.map((pcm) => atPeak(pcm, -50))));
       expectSameUtterances(quiet, full, "quiet");
-      const fullErrors = wordErrors(reference, wordsOf(full));
+      const fullErrors = wordEdits(reference, wordsOf(full));
       expect(
-        wordErrors(reference, wordsOf(quiet)),
+        wordEdits(reference, wordsOf(quiet)),
         `full level "${wordsOf(full).join(" ")}" (${fullErrors} errors), quiet "${wordsOf(quiet).join(" ")}"`,
       ).toBeLessThanOrEqual(fullErrors + EXTRA_WORD_ERRORS);
     } finally {

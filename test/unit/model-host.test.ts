@@ -8,6 +8,7 @@ import { subscribe, unsubscribe } from "node:diagnostics_channel";
 import { afterEach, describe, expect, it } from "vitest";
 import { EngineUnavailableError } from "../../src/engines/busy.js";
 import { ModelHost, ModelHostError, type HostEvent } from "../../src/engines/model-host/host.js";
+import { alive, until } from "../support/processes.js";
 
 const MAIN = new URL("../support/model-host/test-host-main.js", import.meta.url);
 const hosts: ModelHost[] = [];
@@ -22,17 +23,6 @@ function host(options: ConstructorParameters<typeof ModelHost>[2] = {}): ModelHo
 }
 
 const pidOf = async (h: ModelHost) => (await h.request("pid", null)) as number;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-const until = async (condition: () => boolean) => {
-  while (!condition()) await new Promise((resolve) => setTimeout(resolve, 20));
-};
 
 afterEach(async () => {
   await Promise.all(hosts.splice(0).map((h) => h.close()));
@@ -58,7 +48,7 @@ describe("model host", () => {
     const pid = await pidOf(h);
     process.kill(pid, "SIGSTOP");
     await expect(h.request("echo", 1)).rejects.toThrow(/did not answer echo within 0.3 s/);
-    await until(() => !alive(pid));
+    await until(() => !alive(pid), "the process to end");
     expect(h.status()).toMatchObject({ state: "failing", failures: 1, restarts: { timeout: 1 } });
     expect(events.map((e) => e.event)).toEqual(["timed-out"]);
     expect(events[0]!.message).toMatch(/has said nothing since and is killed/);
@@ -109,7 +99,7 @@ describe("model host", () => {
     const controller = new AbortController();
     let parts = 0;
     const streaming = h.request("stream", null, { signal: controller.signal, onChunk: () => parts++ });
-    await until(() => parts >= 3);
+    await until(() => parts >= 3, "three parts");
     const cancelledAt = performance.now();
     controller.abort(new Error("no longer wanted"));
     await expect(streaming).rejects.toThrow("no longer wanted");
@@ -126,7 +116,7 @@ describe("model host", () => {
     const controller = new AbortController();
     let parts = 0;
     const streaming = h.request("stream", null, { signal: controller.signal, onChunk: () => parts++ });
-    await until(() => parts >= 30); // 600 ms: three deadlines
+    await until(() => parts >= 30, "thirty parts"); // 600 ms: three deadlines
     controller.abort(new Error("enough"));
     await expect(streaming).rejects.toThrow("enough");
     expect(h.status().failures).toBe(0);
@@ -148,7 +138,7 @@ describe("model host", () => {
     expect(await pinned.request("pid", null)).toBe(first);
     expect(alive(first)).toBe(true);
     pinned.release();
-    await until(() => !alive(first));
+    await until(() => !alive(first), "the replaced process to end");
     expect(h.status()).toMatchObject({ state: "up", failures: 0 });
   });
 
@@ -157,7 +147,7 @@ describe("model host", () => {
     const pinned = h.pin();
     const pid = (await pinned.request("pid", null)) as number;
     process.kill(pid, "SIGKILL");
-    await until(() => !alive(pid));
+    await until(() => !alive(pid), "the process to end");
     await expect(pinned.request("echo", 1)).rejects.toBeInstanceOf(EngineUnavailableError);
     pinned.release();
   });
