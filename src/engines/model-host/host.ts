@@ -194,7 +194,7 @@ export class ModelHost {
    * Replaces the process: the current one ends once its requests are answered and its streams
    * released, and the next request starts a new one (which sets up again what this one had).
    */
-  recycle(): void {
+  private recycle(): void {
     const process = this.current;
     if (!process) return;
     this.current = undefined;
