@@ -14,6 +14,25 @@ export async function readWav(path: string): Promise<MonoAudio> {
   return decodeWav(await readFile(path));
 }
 
+/** A WAV file whose encoding this module does not decode (compressed: A-law, ADPCM, MP3 in WAV…). */
+export class UnsupportedWavError extends Error {
+  override readonly name = "UnsupportedWavError";
+}
+
+/** WAVE_FORMAT_EXTENSIBLE: the encoding is the first field of the sub-format GUID. */
+const EXTENSIBLE = 0xfffe;
+const PCM = 1;
+const IEEE_FLOAT = 3;
+const ENCODING_NAMES: Record<number, string> = {
+  2: "Microsoft ADPCM",
+  6: "A-law",
+  7: "µ-law",
+  17: "IMA ADPCM",
+  49: "GSM 6.10",
+  80: "MPEG",
+  85: "MP3",
+};
+
 /** Decodes the bytes of a WAV file of any common encoding as mono float samples (see `readWav`). */
 export function decodeWav(bytes: Uint8Array): MonoAudio {
   const wav = new WaveFile(bytes);
@@ -22,24 +41,56 @@ export function decodeWav(bytes: Uint8Array): MonoAudio {
     bitsPerSample: number;
     numChannels: number;
     sampleRate: number;
+    subformat?: readonly number[];
   };
+  // Extensible files (ffmpeg writes them for float, 24-bit and multichannel audio) name their
+  // encoding in the sub-format; read as the plain format they would be, not as raw integers.
+  const encoding = format.audioFormat === EXTENSIBLE ? (format.subformat?.[0] ?? 0) : format.audioFormat;
+  if (encoding !== PCM && encoding !== IEEE_FLOAT) {
+    const name = ENCODING_NAMES[encoding] ?? `format 0x${encoding.toString(16).padStart(4, "0")}`;
+    throw new UnsupportedWavError(`a WAV file in ${name}, which relay does not decode itself`);
+  }
+  const data = (wav.data as { samples: Uint8Array }).samples;
   // 16-bit PCM (what eSpeak NG, Pico and most servers answer) directly: wavefile's generic
   // conversion unpacks sample by sample and takes about 60 ms per second of speech.
-  if (format.audioFormat === 1 && format.bitsPerSample === 16 && format.numChannels >= 1) {
+  if (encoding === PCM && format.bitsPerSample === 16 && format.numChannels >= 1) {
+    return { samples: pcm16ToMono(data, format.numChannels), sampleRate: format.sampleRate };
+  }
+  if (encoding === IEEE_FLOAT && (format.bitsPerSample === 32 || format.bitsPerSample === 64)) {
     return {
-      samples: pcm16ToMono((wav.data as { samples: Uint8Array }).samples, format.numChannels),
+      samples: floatToMono(data, format.bitsPerSample, format.numChannels),
       sampleRate: format.sampleRate,
     };
   }
-  wav.toBitDepth("32f");
-  const channels = wav.getSamples(false, Float64Array) as unknown as Float64Array[] | Float64Array;
-  const fmt = wav.fmt as { sampleRate: number };
-  const list = Array.isArray(channels) ? channels : [channels];
-  const samples = new Float32Array(list[0]?.length ?? 0);
-  for (const channel of list) {
-    for (let i = 0; i < samples.length; i++) samples[i]! += channel[i]! / list.length;
+  if (encoding === PCM && [8, 24, 32].includes(format.bitsPerSample)) {
+    return {
+      samples: pcmToMono(data, format.bitsPerSample, format.numChannels),
+      sampleRate: format.sampleRate,
+    };
   }
-  return { samples, sampleRate: fmt.sampleRate };
+  throw new UnsupportedWavError(
+    `a WAV file of ${format.bitsPerSample}-bit ${encoding === PCM ? "PCM" : "float"} samples, which relay does not decode itself`,
+  );
+}
+
+/** Interleaved little-endian 8 (unsigned), 24 or 32-bit PCM frames as mono floats, channels averaged. */
+function pcmToMono(data: Uint8Array, bits: number, channels: number): Float32Array {
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const width = bits / 8;
+  const frames = Math.floor(data.byteLength / (width * channels));
+  const samples = new Float32Array(frames);
+  const read = (offset: number): number => {
+    if (width === 1) return (view.getUint8(offset) - 128) / 128;
+    if (width === 4) return view.getInt32(offset, true) / 2 ** 31;
+    const value = view.getUint8(offset) | (view.getUint8(offset + 1) << 8) | (view.getInt8(offset + 2) << 16);
+    return value / 2 ** 23;
+  };
+  for (let frame = 0, offset = 0; frame < frames; frame++) {
+    let sum = 0;
+    for (let channel = 0; channel < channels; channel++, offset += width) sum += read(offset);
+    samples[frame] = sum / channels;
+  }
+  return samples;
 }
 
 /**
@@ -58,6 +109,21 @@ function pcm16ToMono(data: Uint8Array, channels: number): Float32Array {
       sum = Math.fround(sum + (value < 0 ? value / 32768 : value / 32767) / channels);
     }
     samples[frame] = sum;
+  }
+  return samples;
+}
+
+/** Interleaved little-endian float frames (32 or 64 bits) as mono floats, channels averaged. */
+function floatToMono(data: Uint8Array, bits: number, channels: number): Float32Array {
+  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
+  const width = bits / 8;
+  const frames = Math.floor(data.byteLength / (width * channels));
+  const samples = new Float32Array(frames);
+  for (let frame = 0, offset = 0; frame < frames; frame++) {
+    let sum = 0;
+    for (let channel = 0; channel < channels; channel++, offset += width)
+      sum += width === 4 ? view.getFloat32(offset, true) : view.getFloat64(offset, true);
+    samples[frame] = sum / channels;
   }
   return samples;
 }

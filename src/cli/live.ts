@@ -1,4 +1,4 @@
-import { readWavAsPcm16 } from "../audio/wav.js";
+import { readAudioInput } from "./audio-input.js";
 import type { Received, RealtimeSocket, ServerMessage } from "./recording-socket.js";
 import {
   checkSession,
@@ -44,7 +44,7 @@ export async function live(connection: Connection, options: LiveOptions): Promis
   // Usage problems first, before the input is read or a session is spent.
   if (options.audio && !options.out) throw new CliError("--out is required (or pass --no-audio)");
   requireKey(connection);
-  const pcm = await readWavAsPcm16(options.in, 16_000);
+  const pcm = await readAudioInput(options.in, 16_000);
   const { session, socket } = await openSession(connection, {
     sourceLanguage: options.from,
     targetLanguage: options.to,

@@ -49,8 +49,11 @@ const program = new Command("relay")
 withServer(
   program
     .command("live")
-    .description("stream a WAV file for translation; print transcripts and save the translated speech")
-    .argument("<wav>", "input WAV (any rate or channels; sent as 16 kHz mono)")
+    .description("stream an audio file for translation; print transcripts and save the translated speech")
+    .argument(
+      "<audio>",
+      "input audio: WAV of any encoding, rate or channels, or anything ffmpeg decodes (sent as 16 kHz mono)",
+    )
     .option("--from <lang>", "spoken language (see `relay languages`)", "en")
     .option("--to <lang>", "language to translate into (see `relay languages`)", "es")
     .option("--out <wav>", "where to write the translated speech (float32, 24 kHz)")
