@@ -70,7 +70,7 @@ beforeAll(async () => {
   for (const entry of [ENGLISH, SPANISH])
     upstream.set(entry.url, await buildUpstreamArchive(entry.name, work));
   server = await startReleaseServer([...upstream].map(([url, body]) => ({ url, body })));
-}, 60_000);
+}, 180_000);
 afterAll(async () => {
   await server?.close();
   if (tmp) await rm(tmp, { recursive: true, force: true });

@@ -56,7 +56,7 @@ beforeAll(async () => {
   for (const entry of SHERPA_DEFAULTS) files.push(await sherpaReleaseFile(entry.name, work));
   for (const entry of MT_DEFAULTS) files.push(...(await huggingFaceFiles(entry.name, work)));
   server = await startReleaseServer(files);
-}, 60_000);
+}, 180_000);
 afterAll(async () => {
   for (const child of children) child.kill("SIGKILL");
   await server?.close();
