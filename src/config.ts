@@ -53,7 +53,7 @@ const envSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().default("0.0.0.0"),
   DATA_DIR: z.string().default(path.join(PROJECT_ROOT, "data")),
-  PUBLIC_BASE_URL: z.string().url().optional(),
+  PUBLIC_BASE_URL: z.preprocess((v) => (v === "" ? undefined : v), z.string().url().optional()),
   API_KEYS: list.pipe(z.array(apiKeySpec)).default([]),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   REQUEST_LOG_PER_SEC: z.coerce.number().int().min(1).default(20),

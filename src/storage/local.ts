@@ -180,7 +180,10 @@ export function createLocalObjectStore(options: LocalObjectStoreOptions): LocalO
     dir: root,
     filePath: objectPath,
 
-    async presignUpload(key, { contentType, maxBytes, expiresInSec }): Promise<PresignedUpload> {
+    async presignUpload(
+      key,
+      { contentType, maxBytes, expiresInSec, baseUrl: asked },
+    ): Promise<PresignedUpload> {
       assertValidObjectKey(key);
       assertPresignOptions({ contentType, maxBytes, expiresInSec });
       const expires = expiryFor(expiresInSec);
@@ -193,13 +196,13 @@ export function createLocalObjectStore(options: LocalObjectStoreOptions): LocalO
         sig: sig.toString("hex"),
       });
       return {
-        url: `${baseUrl}/storage/${key}?${query}`,
+        url: `${asked?.replace(/\/+$/u, "") ?? baseUrl}/storage/${key}?${query}`,
         expiresAt: new Date(expires * 1000),
         headers: { "Content-Type": contentType },
       };
     },
 
-    async presignDownload(key, { expiresInSec, downloadName }): Promise<PresignedDownload> {
+    async presignDownload(key, { expiresInSec, downloadName, baseUrl: asked }): Promise<PresignedDownload> {
       assertValidObjectKey(key);
       assertPresignOptions({ expiresInSec, downloadName });
       const expires = expiryFor(expiresInSec);
@@ -207,7 +210,10 @@ export function createLocalObjectStore(options: LocalObjectStoreOptions): LocalO
       const query = new URLSearchParams({ method: "GET", expires: String(expires) });
       if (downloadName !== undefined) query.set("name", downloadName);
       query.set("sig", sig.toString("hex"));
-      return { url: `${baseUrl}/storage/${key}?${query}`, expiresAt: new Date(expires * 1000) };
+      return {
+        url: `${asked?.replace(/\/+$/u, "") ?? baseUrl}/storage/${key}?${query}`,
+        expiresAt: new Date(expires * 1000),
+      };
     },
 
     verify(method, key, query): GrantCheck {

@@ -50,12 +50,15 @@ export interface ObjectStore {
    */
   presignUpload(
     key: string,
-    options: { contentType: string; maxBytes: number; expiresInSec: number },
+    options: { contentType: string; maxBytes: number; expiresInSec: number; baseUrl?: string },
   ): Promise<PresignedUpload>;
-  /** A URL anyone holding it can GET the object from until it expires. */
+  /**
+   * A URL anyone holding it can GET the object from until it expires. `baseUrl` (both): where the
+   * client reached the service, for the embedded store's URLs (S3's are S3's own).
+   */
   presignDownload(
     key: string,
-    options: { expiresInSec: number; downloadName?: string },
+    options: { expiresInSec: number; downloadName?: string; baseUrl?: string },
   ): Promise<PresignedDownload>;
   /** Stores a local file under `key` (replacing any previous object atomically). */
   putFile(key: string, path: string, contentType: string): Promise<void>;

@@ -75,7 +75,7 @@ export async function jobRoutes(app: FastifyInstance, options: DubbingRouteOptio
     async (request) => {
       const job = await ownJob(request);
       const output =
-        job.status === "completed" && !job.outputExpiredAt ? await presignResult(job) : undefined;
+        job.status === "completed" && !job.outputExpiredAt ? await presignResult(job, request) : undefined;
       return {
         job_id: job.id,
         status: job.status,
@@ -153,7 +153,7 @@ export async function jobRoutes(app: FastifyInstance, options: DubbingRouteOptio
             `${formatDuration(options.retention.resultRetentionMs)} after the job completed`,
         );
       }
-      const output = await presignResult(job);
+      const output = await presignResult(job, request);
       return { job_id: job.id, download_url: output.url, expires_at: output.expiresAt.toISOString() };
     },
   );
@@ -200,13 +200,15 @@ export async function jobRoutes(app: FastifyInstance, options: DubbingRouteOptio
     return new Date(job.updatedAt.getTime() + options.retention.resultRetentionMs);
   }
 
-  async function presignResult(job: JobRecord) {
+  /** The result's URL, at the origin the client used (PUBLIC_BASE_URL when set). */
+  async function presignResult(job: JobRecord, request: FastifyRequest) {
     const extension = job.outputKind === "audio" ? "mp3" : "mp4";
     // Never valid past the result's deletion (at least a second, which presigning needs).
     const retainedSec = Math.floor((retainedUntil(job).getTime() - Date.now()) / 1000);
     return store.presignDownload(job.outputKey!, {
       expiresInSec: Math.max(1, Math.min(OUTPUT_URL_TTL_SEC, retainedSec)),
       downloadName: `dubbed-${job.targetLang}-${job.id}.${extension}`,
+      baseUrl: options.publicBaseUrl(request),
     });
   }
 }

@@ -87,6 +87,8 @@ export async function submissionRoutes(app: FastifyInstance, options: DubbingRou
         contentType: body.content_type,
         maxBytes,
         expiresInSec: ttlSec,
+        // The embedded store's URL at the origin the client used (PUBLIC_BASE_URL when set).
+        baseUrl: options.publicBaseUrl(request),
       });
       return {
         upload_url: upload.url,
