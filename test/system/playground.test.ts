@@ -36,7 +36,9 @@ beforeAll(async () => {
   if (problem) return;
   // The page loads the SDK from its build, which test/support/global-setup.ts keeps fresh (building
   // it here would rewrite the files other test processes are loading).
-  server = await startServer({ DUBBING_WORKERS: "1" });
+  // As a new user runs it: no PUBLIC_BASE_URL, the page opened at localhost (every URL the service
+  // hands out must follow that origin, or the page's CSP refuses them).
+  server = await startServer({ DUBBING_WORKERS: "1", PUBLIC_BASE_URL: "" });
   dir = await mkdtemp(path.join(tmpdir(), "relay-playground-"));
   browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -53,7 +55,7 @@ beforeAll(async () => {
   });
   page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
   page.on("request", (request) => urls.push(request.url()));
-  await page.goto(server.baseUrl);
+  await page.goto(server.baseUrl.replace("127.0.0.1", "localhost"));
   await page.fill("#api-key", API_KEY);
   await page.waitForSelector("#live-to option[value=es]", { state: "attached" });
 }, 120_000);
@@ -119,5 +121,14 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
   it("never puts the API key in a URL", () => {
     expect(urls.length).toBeGreaterThan(5);
     expect(urls.filter((url) => url.includes(API_KEY))).toEqual([]);
+  });
+
+  it("reaches the service only at the origin the page was opened at (uploads and results included)", () => {
+    const origin = new URL(server.baseUrl.replace("127.0.0.1", "localhost")).origin;
+    const elsewhere = urls.filter(
+      (url) => /^(https?|wss?):/u.test(url) && new URL(url).host !== new URL(origin).host,
+    );
+    expect(elsewhere).toEqual([]);
+    expect(urls.some((url) => url.startsWith(`${origin}/storage/`))).toBe(true);
   });
 });
