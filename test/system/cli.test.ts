@@ -33,6 +33,17 @@ const relay = (...args: string[]) => run("src/cli/main.ts", args);
 const errorLines = (result: Run) => result.stderr.split("\n").filter((line) => line.startsWith("relay:"));
 
 describe.skipIf(SPEECH_MISSING)("relay live", () => {
+  it("prints each utterance once, whole, however many growing finals the stable mode sends", async () => {
+    const clip = sharedPath("data/speech/misc/librispeech-1995-1837-0001.wav");
+    const result = await relay("live", clip, "--from", "en", "--to", "es", "--no-audio", "--speed", "0");
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.split("\n").filter((line) => line.startsWith("[en]"));
+    expect(lines.length).toBeGreaterThan(0);
+    // No line is an earlier, shorter version of a later one (the growing finals of one utterance).
+    for (const [i, line] of lines.entries())
+      for (const later of lines.slice(i + 1)) expect(later.startsWith(line)).toBe(false);
+  });
+
   it("streams a WAV file, prints the final transcripts and writes the translated speech", async () => {
     const out = path.join(tmp, "live.wav");
     const result = await relay("live", goForward, "--from", "en", "--to", "es", "--out", out, "--speed", "0");
