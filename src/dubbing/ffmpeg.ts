@@ -3,31 +3,15 @@
  * time limits; abort; errors carrying the tail of stderr) and `probe`.
  */
 import { spawn } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
+import { findOnPath } from "../os/programs.js";
 import { MediaToolError, UnsupportedFormatError } from "./errors.js";
 
 export interface MediaBinaries {
   readonly ffmpeg: string;
   readonly ffprobe: string;
-}
-
-const EXE = process.platform === "win32" ? ".exe" : "";
-
-function findOnPath(name: string): string | undefined {
-  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
-    if (!dir) continue;
-    const candidate = path.join(dir, name + EXE);
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // Not here: keep looking.
-    }
-  }
-  return undefined;
 }
 
 let resolved: MediaBinaries | undefined;

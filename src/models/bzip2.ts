@@ -6,10 +6,9 @@
  * stop it). The decoder's internal files are used, so the package is pinned to one version.
  */
 import { spawn } from "node:child_process";
-import { constants, createReadStream } from "node:fs";
-import { access } from "node:fs/promises";
+import { createReadStream } from "node:fs";
 import { createRequire } from "node:module";
-import path from "node:path";
+import { findOnPath } from "../os/programs.js";
 
 /** The bzip2 data is damaged, truncated, or not bzip2 at all. */
 export class CorruptBzip2 extends Error {}
@@ -55,27 +54,12 @@ const BZIP2_READ_AHEAD = 3 * 1024 * 1024;
  * blocks that each expand to 45 MB (the bzip2 maximum) would be materialised all at once, whatever the
  * consumer's limits (measured: a 3 kB archive, 5.6 GB of memory).
  */
-/** The `bzip2` program on PATH, if there is one. */
-async function bzip2Program(): Promise<string | undefined> {
-  for (const dir of (process.env.PATH ?? "").split(path.delimiter).filter(Boolean)) {
-    const file = path.join(dir, "bzip2");
-    if (
-      await access(file, constants.X_OK).then(
-        () => true,
-        () => false,
-      )
-    )
-      return file;
-  }
-  return undefined;
-}
-
 /** The archive's tar stream: through `bzip2 -dc` where the program is installed, else in JavaScript. */
 export async function* decompressed(
   archive: string,
   signal: AbortSignal | undefined,
 ): AsyncGenerator<Buffer> {
-  const program = await bzip2Program();
+  const program = findOnPath("bzip2");
   if (!program) {
     const input = createReadStream(archive, { highWaterMark: 1024 * 1024 });
     try {

@@ -11,6 +11,7 @@
 import { execFile } from "node:child_process";
 import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
+import { findOnPath } from "../../os/programs.js";
 import { promisify } from "node:util";
 import type { EngineInfo, MtCapabilities, MtEngine, TranslateRequest, TranslationPair } from "../types.js";
 import { DEFAULT_MODES_DIRS, discoverModes, type DiscoveredMode } from "./modes.js";
@@ -155,17 +156,13 @@ function missingFileOf(mode: DiscoveredMode): string | undefined {
 }
 
 function isExecutable(program: string): boolean {
-  const candidates = program.includes("/")
-    ? [program]
-    : (process.env.PATH ?? "").split(path.delimiter).map((dir) => path.join(dir, program));
-  return candidates.some((file) => {
-    try {
-      accessSync(file, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  if (!program.includes("/")) return findOnPath(program) !== undefined;
+  try {
+    accessSync(program, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function pairKey(pair: TranslationPair): string {

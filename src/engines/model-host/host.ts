@@ -161,12 +161,17 @@ export class ModelHost {
 
   /** Runs `method` now and again in every later process (model loads). */
   async setUp(method: string, params: unknown): Promise<unknown> {
-    const result = await this.request(method, params, { timeoutMs: this.setUpTimeoutMs, loading: true });
+    const result = await this.requestOn(method, params, { timeoutMs: this.setUpTimeoutMs, loading: true });
     this.setup.push({ method, params });
     return result;
   }
 
-  request(method: string, params: unknown, options: SendOptions = {}): Promise<unknown> {
+  request(method: string, params: unknown, options: RequestOptions = {}): Promise<unknown> {
+    return this.requestOn(method, params, options);
+  }
+
+  /** `request`, on the process new work goes to. */
+  private requestOn(method: string, params: unknown, options: SendOptions): Promise<unknown> {
     try {
       return this.send(this.processForWork(), method, params, options);
     } catch (error) {

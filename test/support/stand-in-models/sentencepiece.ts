@@ -6,6 +6,7 @@
  * So stand-in archives can ship a bpe.model, as sherpa-onnx-streaming-zipformer-en-2023-06-26 does,
  * and the service derive bpe.vocab from it (src/models/bpe-vocab.ts).
  */
+import { pieceScore } from "./streaming-transducer.js";
 import protobuf from "protobufjs/minimal.js";
 import { ModelType, PieceType } from "../../../src/models/bpe-vocab.js";
 
@@ -51,17 +52,6 @@ export function buildSentencePieceModel(pieces: readonly PieceSpec[]): Uint8Arra
   return writer.finish();
 }
 
-/**
- * The stand-in recognizer's piece scores (test/support/stand-in-models/streaming-transducer.ts,
- * pieceScore: longer pieces score higher, so the hotword encoder prefers whole words to letters).
- * Kept in step with it by test/unit/bpe-vocab.test.ts.
- */
-export function standInPieceScore(piece: string, id: number): number {
-  if (id < 3) return 0;
-  const letters = piece.replace("▁", "").length;
-  return letters <= 1 ? -20 : -(10 - Math.min(letters, 8) * 0.5) - id * 1e-4;
-}
-
 /** The special pieces of icefall's BPE models: user-defined <blk> and <sos/eos>, then <unk>. */
 const SPECIAL_TYPES: Readonly<Record<string, number>> = {
   "<blk>": PieceType.USER_DEFINED,
@@ -78,7 +68,7 @@ const SPECIAL_TYPES: Readonly<Record<string, number>> = {
  */
 export function bpeModelForTokens(
   tokensTxt: string,
-  score: (piece: string, id: number) => number = standInPieceScore,
+  score: (piece: string, id: number) => number = pieceScore,
 ): Uint8Array {
   const byId = new Map<number, string>();
   for (const line of tokensTxt.split("\n")) {

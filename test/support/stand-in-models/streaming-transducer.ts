@@ -140,7 +140,7 @@ function standInTokens(): string[] {
 }
 
 /** Longer pieces score higher, so the sentencepiece encoder prefers whole words to letters. */
-function pieceScore(piece: string, id: number): number {
+export function pieceScore(piece: string, id: number): number {
   if (id < 3) return 0;
   const letters = piece.replace("▁", "").length;
   return letters <= 1 ? -20 : -(10 - Math.min(letters, 8) * 0.5) - id * 1e-4;
