@@ -157,3 +157,59 @@ export function servedDubbingLanguages(registry: LanguageCapabilities): {
     ),
   };
 }
+
+/** The model that widens recognition from one language to whisper's 99 (src/models/catalogue.ts). */
+const WIDER_RECOGNITION = "`npx relay models pull base`, then restart, for 99 languages";
+
+/** How operators and users know the recognizers, where their ids would mean nothing. */
+const RECOGNIZER_NAMES: Readonly<Record<string, string>> = {
+  pocketsphinx: "PocketSphinx",
+  "whisper-cpp": "whisper.cpp",
+  "sherpa-onnx": "streaming zipformer",
+  "openai-asr": "remote Whisper server",
+};
+
+/**
+ * The recognition this server offers, in a user's words, and the step that widens it: the start-up
+ * banner, `GET /v1/languages`, `relay languages`, the playground and the "cannot be recognized"
+ * errors all say why "From" offers what it does with this one rule.
+ */
+export interface RecognitionTier {
+  /** e.g. "English recognition only: PocketSphinx". */
+  readonly summary: string;
+  /** What the operator can do for more languages, when there is a next step. */
+  readonly upgrade?: string;
+}
+
+export function recognitionTier(
+  registry: Pick<LanguageCapabilities, "recognitionLanguages" | "recognizer" | "languageIdentifier">,
+): RecognitionTier {
+  const languages = registry.recognitionLanguages();
+  const engines = [...new Set(languages.map((language) => registry.recognizer(language)!.info.id))].map(
+    (id) => RECOGNIZER_NAMES[id] ?? id,
+  );
+  const upgrade = registry.languageIdentifier() ? {} : { upgrade: WIDER_RECOGNITION };
+  if (languages.length === 0) return { summary: "No speech recognition: no recognizer loaded", ...upgrade };
+  const [only] = languages;
+  const summary =
+    languages.length === 1
+      ? `${languageName(only!)} recognition only: ${engines.join(", ")}`
+      : `Recognition in ${languages.length} languages${registry.languageIdentifier() ? ", spoken language identified" : ""}: ${engines.join(", ")}`;
+  return { summary, ...upgrade };
+}
+
+/** The tier's next step as the end of a "cannot be recognized" message ("" when there is none). */
+export function recognitionAdvice(tier: RecognitionTier): string {
+  return tier.upgrade ? ` (the server's operator can add languages: ${tier.upgrade})` : "";
+}
+
+const LANGUAGE_NAMES = new Intl.DisplayNames(["en"], { type: "language", fallback: "code" });
+
+/** "English" for "en": people read names; the codes stay where they are typed. */
+export function languageName(code: string): string {
+  try {
+    return LANGUAGE_NAMES.of(code) ?? code;
+  } catch {
+    return code; // not a well-formed tag
+  }
+}

@@ -1,8 +1,10 @@
 import { buildApp } from "./app.js";
-import { ConfigError, loadConfig } from "./config.js";
+import { ConfigError, loadConfig, type Config } from "./config.js";
 import { startRetention } from "./dubbing/retention.js";
 import { startDubbingWorkers } from "./dubbing/worker.js";
+import { recognitionTier, type RecognitionTier } from "./languages.js";
 import { openServices } from "./services.js";
+import { SERVICE_VERSION } from "./version.js";
 
 /**
  * Process entry: configuration → engines, database, storage → HTTP/WebSocket server and dubbing
@@ -18,9 +20,14 @@ async function main(): Promise<void> {
     app.http.log.info(`engine ${kind} ${id} ${version}${detail ? `: ${detail}` : ""}`);
   for (const { id, reason } of services.registry.unavailable)
     app.http.log.warn(`engine ${id} unavailable: ${reason}`);
-  if (config.apiKeys.length === 0)
-    app.http.log.warn("API_KEYS is empty: only keys already in the database work");
+  const noKeys = config.apiKeys.length === 0 && (await services.db.accounts.listKeys()).length === 0;
+  if (noKeys)
+    app.http.log.warn(
+      "no API key can open a session: API_KEYS is empty and the database holds no key. " +
+        "Start with `API_KEYS=dev-key npm start`, or create one with `npx relay keys create`",
+    );
   await app.http.listen({ port: config.port, host: config.host });
+  process.stdout.write(banner(config, recognitionTier(services.registry)));
   void services.registry.warmUp();
   const workers = startDubbingWorkers(config, services, app.http.log, { observer: app.metrics.dubbing });
   const retention = startRetention(config, services, app.http.log);
@@ -36,6 +43,20 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));
   process.on("SIGINT", () => void stop("SIGINT"));
+}
+
+/**
+ * The human lines after the JSON log: where to point a browser, and what recognition this start
+ * offers (the tier decides most of the quality, and why the playground's "From" lists what it does).
+ */
+function banner(config: Config, tier: RecognitionTier): string {
+  const local = ["0.0.0.0", "::", "127.0.0.1", "::1"].includes(config.host);
+  const host = local ? "localhost" : config.host.includes(":") ? `[${config.host}]` : config.host;
+  const origin = config.publicBaseUrl ?? `http://${host}:${config.port}`;
+  return (
+    `relay ${SERVICE_VERSION} is listening on ${origin} (playground: ${origin}/, API reference: ${origin}/docs)\n` +
+    `${tier.summary}${tier.upgrade ? ` — ${tier.upgrade}` : ""}\n`
+  );
 }
 
 main().catch((error: unknown) => {

@@ -1,3 +1,4 @@
+import { languageName, type RecognitionTier } from "../languages.js";
 import { getJson, printTable, type Connection } from "./common.js";
 
 /** The listings' shapes as this client reads them (fields it does not print are left out). */
@@ -13,6 +14,8 @@ interface LanguagesReport {
   readonly translation: readonly { from: string; to: string; via: string | null }[];
   readonly voice_output: readonly { language: string; engine: string }[];
   readonly engines: readonly { kind: string; id: string; version: string }[];
+  /** Absent from servers older than this client. */
+  readonly recognition_tier?: RecognitionTier;
 }
 
 /** `relay voices`: GET /v1/voices as a table. */
@@ -28,7 +31,11 @@ export async function voices(connection: Connection, gender: string | undefined)
 /** `relay languages`: GET /v1/languages as what can be spoken, translated and voiced. */
 export async function languages(connection: Connection): Promise<number> {
   const report = (await getJson(connection, "/v1/languages")) as LanguagesReport;
-  console.log(`Speech input (--from): ${report.recognition.map((r) => r.language).join(", ") || "none"}`);
+  const tier = report.recognition_tier;
+  if (tier) console.log(`${tier.summary}${tier.upgrade ? `\n  for more: ${tier.upgrade}` : ""}`);
+  const spoken = report.recognition.map((r) => `${r.language} (${languageName(r.language)})`);
+  console.log(`Speech input (--from; ${spoken.length} languages):`);
+  console.log(spoken.length > 0 ? wrap(spoken, ", ", 100, "  ") : "  none");
 
   console.log("Translation (--from → --to):");
   const targets = new Map<string, string[]>();
@@ -39,7 +46,7 @@ export async function languages(connection: Connection): Promise<number> {
 
   const voiced = report.voice_output.map((v) => v.language);
   console.log(`Voice output (--to without --no-audio, and of speak; ${voiced.length} languages):`);
-  console.log(wrap(voiced.join(" "), 100, "  "));
+  console.log(wrap(voiced, " ", 100, "  "));
 
   console.log("Engines:");
   for (const engine of report.engines)
@@ -47,15 +54,16 @@ export async function languages(connection: Connection): Promise<number> {
   return 0;
 }
 
-function wrap(text: string, width: number, indent: string): string {
+/** Items joined by `separator` in lines of at most `width` characters (an item is never split). */
+function wrap(items: readonly string[], separator: string, width: number, indent: string): string {
   const lines: string[] = [];
   let line = "";
-  for (const word of text.split(" ")) {
-    if (line && indent.length + line.length + 1 + word.length > width) {
-      lines.push(indent + line);
-      line = word;
+  for (const item of items) {
+    if (line && indent.length + line.length + separator.length + item.length > width) {
+      lines.push(indent + line + separator.trimEnd());
+      line = item;
     } else {
-      line = line ? `${line} ${word}` : word;
+      line = line ? `${line}${separator}${item}` : item;
     }
   }
   if (line) lines.push(indent + line);

@@ -1,4 +1,5 @@
 import { writeWavFloat32 } from "../audio/wav.js";
+import { CliError, networkCause, request } from "./network.js";
 import {
   createSession,
   HttpError,
@@ -10,8 +11,7 @@ import {
 /** Output speech format of the service (float32 mono). */
 export const OUTPUT_SAMPLE_RATE = 24_000;
 
-/** A failure already phrased for the user: printed as `relay: <message>`, exit status 1. */
-export class CliError extends Error {}
+export { CliError, request } from "./network.js";
 
 export interface Connection {
   readonly server: string;
@@ -43,13 +43,32 @@ export function describeError(error: unknown): string {
     return `HTTP ${error.status}${code}${message}${hint ? ` (${hint})` : ""}`;
   }
   if (error instanceof Error) {
-    // fetch() hides the network cause (ECONNREFUSED, ENOTFOUND) one level down.
-    const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
-    if (error.message === "fetch failed" && cause)
-      return `cannot reach the server: ${cause.code ?? cause.message}`;
+    const cause = networkCause(error);
+    if (cause) return `cannot reach the server: ${cause}`;
     return error.message;
   }
   return String(error);
+}
+
+/** The CLI's flag for each request parameter the service names in its messages, per command. */
+export type FlagNames = Readonly<Record<string, string>>;
+
+/**
+ * The service names request parameters as the API spells them (`modelName=relay-2`,
+ * `target_lang "xx"`); someone at the command line knows the flags (`--model relay-2`, `--to xx`).
+ * A `name=value` entry of `flags` replaces that exact pair (`audioOutputEnabled=false` → `--no-audio`).
+ */
+export function inFlagTerms(message: string, flags: FlagNames): string {
+  const names = [...new Set(Object.keys(flags).map((key) => key.split("=")[0]!))];
+  if (names.length === 0) return message;
+  // name=value, name="value" (sessions) or name "value" (dubbing); a bare name is the flag alone.
+  const pattern = new RegExp(`\\b(${names.join("|")})\\b(?:="?([^\\s",;:)]*)"?| "([^"]*)")?`, "gu");
+  return message.replace(pattern, (whole: string, name: string, assigned?: string, quoted?: string) => {
+    const value = assigned ?? quoted;
+    const flag = flags[name];
+    if (value === undefined) return flag ?? whole;
+    return flags[`${name}=${value}`] ?? (flag ? `${flag} ${value}` : whole);
+  });
 }
 
 /**
@@ -58,7 +77,7 @@ export function describeError(error: unknown): string {
  */
 export async function getJson({ server, apiKey }: Connection, path: string): Promise<unknown> {
   const headers: Record<string, string> = apiKey ? { authorization: `Bearer ${apiKey}` } : {};
-  const response = await fetch(new URL(path, server), { headers });
+  const response = await request(new URL(path, server), { headers });
   const body: unknown = await response.json().catch(() => undefined);
   if (!response.ok) throw new HttpError(response.status, body);
   return body;

@@ -13,7 +13,7 @@ import {
   type JobStatus,
 } from "@relay-translate/client";
 import { parseLanguageTag } from "../language-tags.js";
-import { CliError, describeError, requireKey, type Connection } from "./common.js";
+import { CliError, describeError, request, requireKey, type Connection } from "./common.js";
 import { ProgressLine } from "./progress.js";
 
 /** `relay dub`: a local file or URL through the dubbing REST API, polled to the end, result saved to disk. */
@@ -112,9 +112,11 @@ export async function downloadTo(
 ): Promise<{ bytes: number; contentType: string | undefined }> {
   let response: Response;
   try {
-    response = await fetch(url);
+    response = await request(url);
   } catch (error) {
-    throw new CliError(`download failed: ${describeError(error)}`);
+    throw new CliError(
+      `download failed: ${error instanceof CliError ? error.message : describeError(error)}`,
+    );
   }
   if (!response.ok || !response.body) {
     throw new CliError(

@@ -2,7 +2,7 @@
 import { Command, InvalidArgumentError, Option } from "commander";
 import { SERVICE_VERSION } from "../version.js";
 import { languages, voices } from "./catalog.js";
-import { CliError, describeError, type Connection } from "./common.js";
+import { CliError, describeError, inFlagTerms, type Connection, type FlagNames } from "./common.js";
 import { dub, type DubCommandOptions } from "./dub.js";
 import { live } from "./live.js";
 import { keysCommand } from "./keys.js";
@@ -41,10 +41,28 @@ const connection = (options: ServerOptions): Connection => ({
   apiKey: options.apiKey,
 });
 
+/** How each command's flags are named in the service's messages (common.ts `inFlagTerms`). */
+const FLAG_TERMS: Readonly<Record<string, FlagNames>> = {
+  live: {
+    sourceLanguage: "--from",
+    targetLanguage: "--to",
+    voiceId: "--voice",
+    modelName: "--model",
+    finalizeMode: "--finalize-mode",
+    "audioOutputEnabled=false": "--no-audio",
+  },
+  speak: { targetLanguage: "--to", voiceId: "--voice", "mode=tts": "`relay speak`" },
+  dub: { source_lang: "--from", target_lang: "--to", voice: "--voice" },
+};
+let flagTerms: FlagNames = {};
+
 const program = new Command("relay")
   .description("Client for the relay speech translation service")
   .version(SERVICE_VERSION)
-  .showHelpAfterError();
+  .showHelpAfterError()
+  .hook("preAction", (_program, command) => {
+    flagTerms = FLAG_TERMS[command.name()] ?? {};
+  });
 
 withServer(
   program
@@ -121,6 +139,7 @@ program.addCommand(keysCommand());
 
 program.parseAsync().catch((error: unknown) => {
   // CliErrors are already phrased for the user; anything else still gets a single line.
-  console.error(`relay: ${error instanceof CliError ? error.message : describeError(error)}`);
+  const message = error instanceof CliError ? error.message : describeError(error);
+  console.error(`relay: ${inFlagTerms(message, flagTerms)}`);
   process.exitCode = 1;
 });

@@ -1,5 +1,6 @@
 import WebSocket from "ws";
 import { HttpError } from "@relay-translate/client";
+import { request } from "./network.js";
 
 /**
  * The CLI's session socket: it records every message and frame of the session, with arrival
@@ -24,7 +25,7 @@ export async function createSession(
 ): Promise<SessionInfo> {
   const url = new URL("/v1/session", baseUrl);
   for (const [key, value] of Object.entries(params)) url.searchParams.set(key, value);
-  const response = await fetch(url, { headers: { authorization: `Bearer ${apiKey}` } });
+  const response = await request(url, { headers: { authorization: `Bearer ${apiKey}` } });
   const body: unknown = await response.json().catch(() => undefined);
   if (!response.ok) throw new HttpError(response.status, body);
   return body as SessionInfo;

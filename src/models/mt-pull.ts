@@ -49,6 +49,21 @@ export function readMtManifest(dir: string): MtManifest | undefined {
   return readRecord(dir, manifestSchema);
 }
 
+/** The source did not answer (offline, or its name does not resolve). */
+class Unreachable extends ModelError {}
+
+/**
+ * How to install a model on a machine that cannot reach the source: the same pull finishes from
+ * files copied into its staging directory (checked as pulled files are, minus the source's SHA-256).
+ */
+function byHand(entry: MtModelEntry, base: string, staging: string): string {
+  return (
+    `To install ${entry.name} by hand, download ${entry.files.join(", ")} from ${base}/${entry.repo}/resolve/main/ ` +
+    `on a connected machine, copy them into ${staging}/ (keeping their folders), then run ` +
+    `\`relay models pull ${entry.name}\` again: it finishes from those files`
+  );
+}
+
 /** What the source says of a file before it is downloaded. */
 interface Statement {
   readonly exists: boolean;
@@ -64,7 +79,7 @@ async function statementOf(url: string, options: DownloadOptions): Promise<State
     response = await fetchImpl(url, { method: "HEAD", redirect: "manual", signal: options.signal ?? null });
   } catch (error) {
     const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
-    throw new ModelError(`cannot reach ${new URL(url).host} (${cause}). Is this machine offline?`);
+    throw new Unreachable(`cannot reach ${new URL(url).host} (${cause}). Is this machine offline?`);
   }
   if (response.status === 404) return { exists: false };
   if (response.status >= 400) throw new ModelError(`HTTP ${response.status} for ${url}`);
@@ -108,13 +123,18 @@ export async function pullMtModel(
   let resumedFrom = 0;
   for (const file of entry.files) {
     const url = `${base}/${entry.repo}/resolve/main/${file}`;
-    const statement = await statementOf(url, options);
+    const dir = path.join(staging, path.dirname(file));
+    const local = path.join(staging, file);
+    const statement = await statementOf(url, options).catch((error: unknown): Statement => {
+      if (!(error instanceof Unreachable)) throw error;
+      // Offline: a file already here (copied by hand, or from an earlier pull) is taken as it is.
+      if (existsSync(local) || OPTIONAL.has(file)) return { exists: existsSync(local) };
+      throw new Unreachable(`${error.message} ${byHand(entry, base, staging)}`);
+    });
     if (!statement.exists) {
       if (OPTIONAL.has(file)) continue;
       throw new ModelError(`${entry.repo} has no ${file} (${url})`);
     }
-    const dir = path.join(staging, path.dirname(file));
-    const local = path.join(staging, file);
     // A file completed by an interrupted pull is kept when it still matches.
     const done = existsSync(local) ? await fileDigest(local, "sha256") : undefined;
     if (done !== undefined && (statement.sha256 === undefined || done === statement.sha256)) {

@@ -56,7 +56,20 @@ async function loadChoices() {
   const recognized = [...new Set(languages.recognition.map((r) => r.language))];
   const targets = [...new Set(languages.translation.map((t) => t.to))];
   const spoken = [...new Set(languages.voice_output?.map((v) => v.language) ?? targets)];
-  const names = (codes) => codes.sort().map((code) => [code, code]);
+  // Names people read ("German (de)"); the codes are what the API and the CLI take.
+  const displayNames = new Intl.DisplayNames([navigator.language, "en"], { type: "language" });
+  const nameOf = (code) => {
+    try {
+      return `${displayNames.of(code)} (${code})`;
+    } catch {
+      return code;
+    }
+  };
+  const names = (codes) =>
+    codes.map((code) => [code, nameOf(code)]).sort(([, a], [, b]) => a.localeCompare(b));
+  // Why "From" offers what it does: the server's recognition tier and how to widen it.
+  const tier = languages.recognition_tier;
+  $("live-tier").textContent = tier ? `${tier.summary}${tier.upgrade ? ` — ${tier.upgrade}` : ""}` : "";
   fill($("live-from"), names(recognized), "en");
   fill($("live-to"), names(targets), "es");
   // Which engines translate the chosen pair, and through which language (the server's routes).

@@ -7,11 +7,16 @@ export interface ServiceProcess {
   readonly child: ChildProcess;
   /** Resolves with the exit code once the process has exited. */
   readonly exited: Promise<number | null>;
+  /** What it has written to stdout so far (its JSON log and the start-up banner; the last 256 KiB). */
+  stdout(): string;
 }
+
+const STDOUT_KEPT = 256 * 1024;
 
 /**
  * The service as `npm start` runs it (the built src/main.ts in its own process) on a free loopback port,
- * returned once `/healthz` answers; `env` adds to and overrides the defaults. Its stderr is shown.
+ * returned once `/healthz` answers; `env` adds to and overrides the defaults. Its stderr is shown,
+ * its stdout kept.
  */
 export async function startServiceProcess(
   name: string,
@@ -30,12 +35,16 @@ export async function startServiceProcess(
       WORKER_ID: name,
       ...env,
     },
-    stdio: ["ignore", "ignore", "inherit"],
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let stdout = "";
+  child.stdout.setEncoding("utf8").on("data", (text: string) => {
+    stdout = (stdout + text).slice(-STDOUT_KEPT);
   });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   for (;;) {
     if ((await fetch(`${baseUrl}/healthz`).catch(() => undefined))?.status === 200) {
-      return { baseUrl, child, exited };
+      return { baseUrl, child, exited, stdout: () => stdout };
     }
     if (child.exitCode !== null) throw new Error(`${name} exited during start-up`);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -15,6 +15,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findMtModel, type MtModelEntry } from "../../src/models/mt-catalogue.js";
 import { installStandInTranslation } from "../support/stand-in-models/install.js";
+import { freePort } from "../support/ports.js";
 import { runScript, type Run } from "../support/run-script.js";
 
 const DE_EN = findMtModel("opus-mt-de-en")!;
@@ -34,6 +35,8 @@ interface HubFile {
 
 let server: Server;
 let serverUrl: string;
+/** Nothing listens there: the machine is as good as offline. */
+let closedPort: number;
 let tmp: string;
 /** `<repo>/<path>` → the file. */
 const files = new Map<string, HubFile>();
@@ -136,6 +139,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   serverUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   for (const entry of [DE_EN, EN_DE, FR_EN]) await serveStandIn(entry);
+  closedPort = await freePort();
 }, 60_000);
 afterAll(async () => {
   await new Promise((resolve) => server?.close(resolve));
@@ -246,5 +250,32 @@ describe("relay models pull, verify and list: translation models from Hugging Fa
     expect(resumedAt).toBeGreaterThan(0);
     expect(resumedAt).toBeLessThan(decoder.body.length);
     expect(sha256Of(await readFile(path.join(dir, "mt", FR_EN.name, DECODER)))).toBe(decoder.sha256);
+  });
+
+  it("offline, names the files and where to copy them; copied there by hand, the same pull finishes", async () => {
+    const dir = await freshDir("models-by-hand");
+    const offline = (args: string[]) =>
+      runScript("src/cli/main.ts", ["models", ...args, "--dir", dir], {
+        RELAY_MODELS_BASE_URL: `http://127.0.0.1:${closedPort}`,
+      });
+    const refused = await offline(["pull", "mt", "de-en"]);
+    expect(refused.code).toBe(1);
+    const staging = path.join(dir, "mt", `.pull-${DE_EN.name}`);
+    expect(errorLines(refused)).toContain(
+      `To install opus-mt-de-en by hand, download ${DE_EN.files.join(", ")} from ` +
+        `http://127.0.0.1:${closedPort}/${DE_EN.repo}/resolve/main/ on a connected machine, copy them into ${staging}/`,
+    );
+    for (const file of DE_EN.files) {
+      await mkdir(path.dirname(path.join(staging, file)), { recursive: true });
+      await writeFile(path.join(staging, file), files.get(`${DE_EN.repo}/${file}`)!.body);
+    }
+    const finished = await offline(["pull", "mt", "de-en"]);
+    expect(finished.code, finished.stderr).toBe(0);
+    expect(finished.stdout).toMatch(/pulled opus-mt-de-en: .*0 of 6 files checked against the SHA-256/);
+    const verified = await offline(["verify", DE_EN.name]);
+    expect(verified.code, verified.stderr).toBe(0);
+    expect(verified.stdout).toMatch(
+      /opus-mt-de-en\s+ok .*6 files match the SHA-256 recorded at pull, 0 of them/,
+    );
   });
 });

@@ -74,6 +74,12 @@ const frames = async (selector: string) => Number(await page.getAttribute(select
 
 describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
   it("translates the microphone live: transcripts, translation and translated speech", async () => {
+    // Why "From" offers only English here, and languages by their names.
+    expect(await page.textContent("#live-tier")).toBe(
+      "English recognition only: PocketSphinx — `npx relay models pull base`, then restart, for 99 languages",
+    );
+    expect(await page.locator("#live-from option").allTextContents()).toEqual(["English (en)"]);
+    expect(await page.locator("#live-to option[value=fr]").textContent()).toBe("French (fr)");
     await page.selectOption("#live-from", "en");
     await page.selectOption("#live-to", "fr");
     // The page says which engines serve the chosen pair (Apertium, through Spanish).

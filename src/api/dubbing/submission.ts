@@ -13,6 +13,8 @@ import type { LanguageCode } from "../../engines/types.js";
 import {
   dubbingAutoSource,
   isDubbingLanguage,
+  recognitionAdvice,
+  recognitionTier,
   translatableSources,
   unservable,
   type Requirement,
@@ -293,7 +295,10 @@ function unservableMessage(
     return `no translation into "${problem.language}" from ${from} with the configured engines`;
   }
   if (problem.language !== "auto") {
-    return `source_lang "${problem.language}" cannot be recognized by the configured engines (recognition: ${problem.available.join(", ")})`;
+    return (
+      `source_lang "${problem.language}" cannot be recognized by the configured engines ` +
+      `(recognition: ${problem.available.join(", ")})${recognitionAdvice(recognitionTier(registry))}`
+    );
   }
   const named = translatableSources(registry, target).filter(isDubbingLanguage);
   return (

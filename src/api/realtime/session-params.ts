@@ -2,7 +2,13 @@ import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
 import type { FinalizeMode } from "../../pipeline/stabilizer.js";
 import { parseLanguageTag } from "../../language-tags.js";
-import { unservable, type Requirement, type Unservable } from "../../languages.js";
+import {
+  recognitionAdvice,
+  recognitionTier,
+  unservable,
+  type Requirement,
+  type Unservable,
+} from "../../languages.js";
 import { DEFAULT_VOICE_TYPES, languagePlan, requirementsOf, voiceOf } from "../../speech-plan.js";
 import { voiceById } from "../../voices/library.js";
 
@@ -155,12 +161,13 @@ function rejectUnservable(
   if (kind === "recognition" && language === "auto") {
     reject(
       `${roles.needsIdentifier} needs a recognizer that identifies languages (whisper-cpp or a remote ` +
-        "Whisper server in ENGINES_FILE), and the configured engines have none",
+        `Whisper server in ENGINES_FILE), and the configured engines have none${recognitionAdvice(recognitionTier(registry))}`,
     );
   }
   if (kind === "recognition") {
     reject(
-      `${key(language)} cannot be recognized by the configured engines; recognition is available for: ${available.join(", ")}`,
+      `${key(language)} cannot be recognized by the configured engines; recognition is available for: ` +
+        `${available.join(", ")}${recognitionAdvice(recognitionTier(registry))}`,
     );
   }
   if (kind === "identification") {
@@ -219,12 +226,12 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
 
   if (mode === "tts" && !audioOutputEnabled)
     reject("mode=tts needs audioOutputEnabled=true: it produces only audio");
+  if (m.voiceId === "auto" && mode === "tts")
+    reject("voiceId=auto matches voices to speakers, and mode=tts has none; pass a numeric voiceId");
   if (m.voiceId === "auto" && modelName === "relay-1") reject("voiceId=auto needs modelName=relay-2");
   if (sourceIsAuto && modelName === "relay-1") reject("sourceLanguage=auto needs modelName=relay-2");
   if (sourceIsAuto && twoWay)
     reject("sourceLanguage=auto cannot be combined with twoWay=true; name both languages");
-  if (m.voiceId === "auto" && mode === "tts")
-    reject("voiceId=auto matches voices to speakers, and mode=tts has none; pass a numeric voiceId");
 
   // The spec's defaults (en, es) apply in two-way sessions too: the pair is then English–Spanish.
   const sourceLanguage = sourceIsAuto ? "auto" : primaryLanguage("sourceLanguage", m.sourceLanguage ?? "en");

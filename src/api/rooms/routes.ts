@@ -5,7 +5,7 @@ import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/registry.js";
 import type { LanguageCode, Voice } from "../../engines/types.js";
 import { parseLanguageTag } from "../../language-tags.js";
-import { unservable } from "../../languages.js";
+import { recognitionAdvice, recognitionTier, unservable } from "../../languages.js";
 import { EmptyRoomsLimitError, RoomCapacityError, type Rooms } from "../../rooms/rooms.js";
 import { AccountSessionsLimitError } from "../../sessions/capacity.js";
 import { DEFAULT_VOICE_TYPES, voiceOf } from "../../speech-plan.js";
@@ -349,7 +349,7 @@ function checkServable(registry: EngineRegistry, body: z.output<typeof sessionRe
     "invalid_language",
     problem.kind === "recognition"
       ? `${body.sourceNamed} cannot be recognized by the configured engines; ` +
-          `speech recognition is available for: ${available}`
+          `speech recognition is available for: ${available}${recognitionAdvice(recognitionTier(registry))}`
       : problem.kind === "translation"
         ? `${body.targetNamed} is not supported from ${body.sourceNamed} by the ` +
           `configured engines; from "${source}" the targets are: ${available}`
