@@ -1,3 +1,4 @@
+import { pino } from "pino";
 import { buildApp } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
 import { startRetention } from "./dubbing/retention.js";
@@ -15,7 +16,8 @@ import { SERVICE_VERSION } from "./version.js";
 async function main(): Promise<void> {
   const config = loadConfig();
   const services = await openServices(config);
-  const app = await buildApp(config, services);
+  const logOutput = pino.destination({ dest: 1, sync: false });
+  const app = await buildApp(config, services, { logStream: logOutput });
   for (const { kind, id, version, detail } of services.registry.engines())
     app.http.log.info(`engine ${kind} ${id} ${version}${detail ? `: ${detail}` : ""}`);
   for (const { id, reason } of services.registry.unavailable)
@@ -27,7 +29,8 @@ async function main(): Promise<void> {
         "Start with `API_KEYS=dev-key npm start`, or create one with `npx relay keys create`",
     );
   await app.http.listen({ port: config.port, host: config.host });
-  process.stdout.write(banner(config, recognitionTier(services.registry)));
+  // Through the log's own (asynchronous) stream, so that it comes after the lines logged so far.
+  logOutput.write(banner(config, recognitionTier(services.registry)));
   void services.registry.warmUp();
   const workers = startDubbingWorkers(config, services, app.http.log, { observer: app.metrics.dubbing });
   const retention = startRetention(config, services, app.http.log);

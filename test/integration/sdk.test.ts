@@ -1,15 +1,25 @@
 /**
  * The SDK (@relay-translate/client, packages/client) in Node against the real service: a
  * session's messages by async iteration with typed narrowing, translated speech through onAudio,
- * the bounded buffer, text to speech, and the dubbing client from upload to subtitles.
+ * the bounded buffer, text to speech, a session refused at its start, the dubbing client from
+ * upload to subtitles, and what a client that cannot reach the service is told.
  */
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { DubbingClient, HttpError, RealtimeSession, type ServerMessage } from "@relay-translate/client";
+import {
+  ConnectionError,
+  createSession,
+  DubbingClient,
+  HttpError,
+  RealtimeSession,
+  SessionError,
+  type ServerMessage,
+} from "@relay-translate/client";
 import { makeTestVideo } from "../support/media.js";
+import { freePort } from "../support/ports.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
@@ -111,9 +121,43 @@ describe.skipIf(SKIP)("the SDK in Node", () => {
       seen.push(message.type);
       if (message.type === "speech_end") break;
     }
-    expect(seen).toContain("speak_ack");
+    // The second ready of a tts session comes through; the SDK's acceptance check leaves no trace.
+    expect(seen).toEqual(["ready", "speak_ack", "speech_end"]);
     expect(samples).toBeGreaterThan(0);
     session.close();
+  });
+
+  it("rejects open() with the server's message when the session is refused right after ready", async () => {
+    const options = { baseUrl: server.baseUrl, apiKey: API_KEY };
+    // A language no configured engine recognizes.
+    const unservable = await RealtimeSession.open(options, {
+      sourceLanguage: "vo",
+      targetLanguage: "es",
+    }).catch((e: unknown) => e);
+    expect(unservable).toBeInstanceOf(SessionError);
+    expect((unservable as SessionError).message).toMatch(
+      /^sourceLanguage="vo" cannot be recognized by the configured engines; recognition is available for: /u,
+    );
+    expect((unservable as SessionError).close).toEqual({ code: 1000, reason: "session parameters rejected" });
+    // A combination the spec refuses, through connect() with a ws_url made elsewhere.
+    const { ws_url } = await createSession(options, { voiceId: "auto", modelName: "relay-1" });
+    await expect(RealtimeSession.connect(ws_url)).rejects.toMatchObject({
+      name: "SessionError",
+      message: "voiceId=auto needs modelName=relay-2",
+      close: { code: 1000 },
+    });
+  });
+
+  it("says a ws_url was refused at the handshake, without showing its token", async () => {
+    const { ws_url } = await createSession({ baseUrl: server.baseUrl, apiKey: API_KEY });
+    const forged = new URL(ws_url);
+    forged.searchParams.set("token", "forged-token");
+    const error = await RealtimeSession.connect(forged.href).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectionError);
+    expect((error as ConnectionError).message).toBe(
+      `cannot connect to ${forged.origin}${forged.pathname}: ` +
+        "HTTP 401 (the ws_url is invalid or expired; create a new session)",
+    );
   });
 
   it("refuses a bad key with the service's error code", async () => {
@@ -142,4 +186,29 @@ describe.skipIf(SKIP)("the SDK in Node", () => {
     expect((await result.arrayBuffer()).byteLength).toBeGreaterThan(1000);
     expect(await client.subtitles(job.job_id, "translated", "vtt")).toMatch(/^WEBVTT/u);
   }, 120_000);
+});
+
+describe("the SDK when the service cannot be reached", () => {
+  it("names the URL and the network's reason, keeping fetch's error as the cause", async () => {
+    const origin = `127.0.0.1:${await freePort()}`;
+    const open = await RealtimeSession.open({ baseUrl: `http://${origin}`, apiKey: API_KEY }).catch(
+      (e: unknown) => e,
+    );
+    expect(open).toBeInstanceOf(ConnectionError);
+    expect(open).toBeInstanceOf(TypeError);
+    expect((open as ConnectionError).message).toBe(`cannot reach http://${origin}/v1/session: ECONNREFUSED`);
+    expect((open as ConnectionError).cause).toMatchObject({ name: "TypeError", message: "fetch failed" });
+
+    const connect = await RealtimeSession.connect(`ws://${origin}/v1/ws?token=secret`).catch(
+      (e: unknown) => e,
+    );
+    expect(connect).toBeInstanceOf(ConnectionError);
+    expect((connect as ConnectionError).message).toBe(`cannot connect to ws://${origin}/v1/ws: ECONNREFUSED`);
+    expect((connect as ConnectionError).cause).toMatchObject({ code: "ECONNREFUSED" });
+
+    const dubbing = new DubbingClient(`http://${origin}`, API_KEY);
+    await expect(dubbing.job("job-1")).rejects.toThrow(
+      `cannot reach http://${origin}/api/dubbing/jobs/job-1: ECONNREFUSED`,
+    );
+  });
 });

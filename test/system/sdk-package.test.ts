@@ -1,8 +1,9 @@
 /**
- * The SDK as users get it: @relay-translate/client packed as npm would publish it, installed into
- * an empty TypeScript project (nothing of the server comes with it), an example compiled there with
- * tsc (strict, no skipLibCheck: the package's declarations must be clean for Node and for
- * browsers) and run with node against the running service.
+ * The SDK as users get it: @relay-translate/client packed as npm would publish it (and checked as
+ * `npm publish --dry-run` sees it), installed from its tarball into an empty project outside the
+ * workspace with no registry (ws, its one dependency, from a tarball too), imported from plain
+ * Node ESM, and an example compiled there with tsc (strict, no skipLibCheck: the package's
+ * declarations must be clean for Node and for browsers) and run with node against the service.
  */
 import { execFile } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -10,6 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { freePort } from "../support/ports.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
@@ -20,7 +22,7 @@ async function run(
   command: string,
   args: string[],
   options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
-): Promise<{ stdout: string }> {
+): Promise<{ stdout: string; stderr: string }> {
   try {
     return await execFileAsync(command, args, options);
   } catch (error) {
@@ -31,7 +33,22 @@ async function run(
   }
 }
 const PACKAGE_DIR = path.join(PROJECT_ROOT, "packages", "client");
+// The workspace's compiler and Node types: the app installs nothing but the SDK.
 const TSC = path.join(PROJECT_ROOT, "node_modules", "typescript", "bin", "tsc");
+const TYPE_ROOTS = [path.join(PROJECT_ROOT, "node_modules", "@types")];
+
+/** Every export, a refused session and an unreachable service, from plain JavaScript. */
+const ESM_CHECK = `import * as sdk from "@relay-translate/client";
+
+const { ConnectionError, RealtimeSession, SessionError } = sdk;
+console.log(\`exports: \${Object.keys(sdk).sort().join(" ")}\`);
+const options = { baseUrl: process.env.RELAY_SERVER, apiKey: process.env.RELAY_API_KEY };
+const refused = await RealtimeSession.open(options, { sourceLanguage: "vo" }).catch((error) => error);
+console.log(\`refused: \${refused instanceof SessionError} \${refused.message}\`);
+const closed = { baseUrl: process.env.RELAY_CLOSED };
+const unreachable = await RealtimeSession.open(closed).catch((error) => error);
+console.log(\`unreachable: \${unreachable instanceof ConnectionError} \${unreachable.message}\`);
+`;
 
 /** A text-to-speech session and a refused key, as an application writes them. */
 const NODE_EXAMPLE = `import { HttpError, RealtimeSession, type ServerMessage } from "@relay-translate/client";
@@ -79,22 +96,16 @@ const compilerOptions = {
   moduleResolution: "NodeNext",
   strict: true,
   skipLibCheck: false,
+  typeRoots: TYPE_ROOTS,
 };
 
 let server: TestServer;
 let dir: string;
+/** The package as `npm pack` made it, built from the sources (the checkout's dist is left alone). */
+let packed: { copy: string; tarball: string; files: string[]; size: number };
 
-beforeAll(async () => {
-  server = await startServer();
-  dir = await mkdtemp(path.join(tmpdir(), "relay-sdk-package-"));
-}, 60_000);
-afterAll(async () => {
-  await server?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
-});
-
-/** Packs the package from its sources: built into a copy, so the checkout's dist is left alone. */
-async function pack(): Promise<{ tarball: string; files: string[]; size: number }> {
+/** Builds the package into a copy of it and packs that. */
+async function pack(): Promise<typeof packed> {
   const copy = path.join(dir, "package");
   await mkdir(copy);
   await run(process.execPath, [
@@ -104,38 +115,72 @@ async function pack(): Promise<{ tarball: string; files: string[]; size: number 
     "--outDir",
     `${copy}/dist`,
   ]);
-  for (const file of ["package.json", "README.md"])
+  for (const file of ["package.json", "README.md", "LICENSE"])
     await copyFile(path.join(PACKAGE_DIR, file), path.join(copy, file));
   const { stdout } = await run("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", dir], {
     cwd: copy,
   });
-  const [packed] = JSON.parse(stdout) as { filename: string; size: number; files: { path: string }[] }[];
+  const [made] = JSON.parse(stdout) as { filename: string; size: number; files: { path: string }[] }[];
   return {
-    tarball: path.join(dir, packed!.filename),
-    files: packed!.files.map((file) => file.path).sort(),
-    size: packed!.size,
+    copy,
+    tarball: path.join(dir, made!.filename),
+    files: made!.files.map((file) => file.path).sort(),
+    size: made!.size,
   };
 }
 
-describe("the SDK package", () => {
-  it("installs into an empty TypeScript project with ws as its only dependency, compiles and runs against the service", async () => {
-    const { tarball, files, size } = await pack();
-    expect(files).toContain("dist/index.js");
-    expect(files).toContain("dist/index.d.ts");
-    expect(files.filter((file) => !file.startsWith("dist/"))).toEqual(["README.md", "package.json"]);
+beforeAll(async () => {
+  server = await startServer();
+  dir = await mkdtemp(path.join(tmpdir(), "relay-sdk-package-"));
+  packed = await pack();
+}, 120_000);
+afterAll(async () => {
+  await server?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
 
+describe("the SDK package", () => {
+  it("is ready to publish: its README, licence, declarations and code, public, and no warning from npm", async () => {
+    expect(packed.files.filter((file) => !file.startsWith("dist/"))).toEqual([
+      "LICENSE",
+      "README.md",
+      "package.json",
+    ]);
+    expect(packed.files).toEqual(expect.arrayContaining(["dist/index.js", "dist/index.d.ts"]));
+    expect(await readFile(path.join(packed.copy, "LICENSE"), "utf8")).toMatch(/^\s*Apache License/u);
+
+    const { stdout, stderr } = await run("npm", ["publish", "--dry-run", "--ignore-scripts"], {
+      cwd: packed.copy,
+    });
+    const output = `${stdout}${stderr}`;
+    // Logging in is the publisher's business, not the package's.
+    const warnings = output
+      .split("\n")
+      .filter((line) => /^npm warn/iu.test(line) && !/requires you to be logged in/u.test(line));
+    expect(warnings).toEqual([]);
+    // A scoped package is private unless it says otherwise (and a private publish fails).
+    expect(output).toMatch(/with tag latest and public access \(dry-run\)/u);
+    expect(output).toContain("+ @relay-translate/client@0.1.0");
+  });
+
+  it("installs from its tarball with no registry, ws its only dependency, and works from plain Node ESM", async () => {
     const app = path.join(dir, "app");
     await mkdir(path.join(app, "src"), { recursive: true });
     await writeFile(
       path.join(app, "package.json"),
       JSON.stringify({ name: "sdk-app", private: true, type: "module" }),
     );
-    const started = performance.now();
-    await run(
+    // ws from the workspace, as a tarball: with --offline npm may ask no registry for anything.
+    const { stdout: wsPacked } = await run(
       "npm",
-      ["install", tarball, "typescript@5.9", "@types/node@20", "--prefer-offline", "--no-audit", "--no-fund"],
-      { cwd: app },
+      ["pack", "--json", "--pack-destination", dir, path.join(PROJECT_ROOT, "node_modules", "ws")],
+      { cwd: dir },
     );
+    const wsTarball = path.join(dir, (JSON.parse(wsPacked) as { filename: string }[])[0]!.filename);
+    const started = performance.now();
+    await run("npm", ["install", wsTarball, packed.tarball, "--offline", "--no-audit", "--no-fund"], {
+      cwd: app,
+    });
     const installSeconds = (performance.now() - started) / 1000;
     const lock = JSON.parse(await readFile(path.join(app, "node_modules", ".package-lock.json"), "utf8")) as {
       packages: Record<string, unknown>;
@@ -143,17 +188,42 @@ describe("the SDK package", () => {
     const installed = Object.keys(lock.packages)
       .map((key) => key.replace(/^.*node_modules\//u, ""))
       .sort();
-    // The SDK brings ws and nothing else (typescript and the Node types are the app's own).
-    expect(installed).toEqual(["@relay-translate/client", "@types/node", "typescript", "undici-types", "ws"]);
+    expect(installed).toEqual(["@relay-translate/client", "ws"]);
     const { stdout: du } = await run("du", ["-sk", path.join(app, "node_modules")]);
     console.info(
-      `SDK package: tarball ${size} bytes; app install ${installSeconds.toFixed(1)} s, ` +
-        `${installed.length} packages, ${du.split("\t")[0]} KiB (with typescript and @types/node)`,
+      `SDK package: tarball ${packed.size} bytes; app install ${installSeconds.toFixed(1)} s, ` +
+        `${installed.length} packages, ${du.split("\t")[0]} KiB`,
     );
 
+    await writeFile(path.join(app, "check.mjs"), ESM_CHECK);
+    const { stdout } = await run(process.execPath, ["check.mjs"], {
+      cwd: app,
+      env: {
+        ...process.env,
+        RELAY_SERVER: server.baseUrl,
+        RELAY_API_KEY: API_KEY,
+        RELAY_CLOSED: `http://127.0.0.1:${await freePort()}`,
+      },
+    });
+    const lines = stdout.trim().split("\n");
+    expect(lines[0]).toBe(
+      "exports: ConnectionError DubbingClient HttpError RealtimeSession SessionError " +
+        "UPLOAD_CONTENT_TYPES contentTypeFor createSession storageErrorBody",
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^refused: true sourceLanguage="vo" cannot be recognized/u),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^unreachable: true cannot reach http:\/\/127\.0\.0\.1:\d+\/v1\/session: ECONNREFUSED$/u,
+      ),
+    );
+  }, 120_000);
+
+  it("type-checks in TypeScript projects for Node and for browsers and runs against the service", async () => {
+    const app = path.join(dir, "app");
     await writeFile(path.join(app, "src", "speak.ts"), NODE_EXAMPLE);
     await writeFile(path.join(app, "src", "browser.ts"), BROWSER_EXAMPLE);
-    const appTsc = path.join(app, "node_modules", "typescript", "bin", "tsc");
     await writeFile(
       path.join(app, "tsconfig.json"),
       JSON.stringify({
@@ -168,8 +238,8 @@ describe("the SDK package", () => {
         files: ["src/browser.ts"],
       }),
     );
-    await run(process.execPath, [appTsc, "-p", "tsconfig.json"], { cwd: app });
-    await run(process.execPath, [appTsc, "-p", "tsconfig.browser.json"], { cwd: app });
+    await run(process.execPath, [TSC, "-p", "tsconfig.json"], { cwd: app });
+    await run(process.execPath, [TSC, "-p", "tsconfig.browser.json"], { cwd: app });
     await expect(stat(path.join(app, "dist", "speak.js"))).resolves.toBeTruthy();
 
     const { stdout } = await run(process.execPath, ["dist/speak.js"], {
@@ -180,9 +250,9 @@ describe("the SDK package", () => {
     expect(lines).toContain("refused: unauthorized");
     expect(lines).toContain("speak_ack: line-1");
     expect(lines).toContain("closed: 1000");
-    expect(lines.find((line) => line.startsWith("messages: "))).toMatch(
-      /^messages: .*speak_ack.* speech_end$/u,
-    );
+    // The tts session's second ready, then the speak's; the SDK's own acceptance check (an empty
+    // update_metadata) leaves no metadata_ack behind.
+    expect(lines).toContain("messages: ready speak_ack speech_end");
     expect(Number(/^speech samples: (\d+)$/mu.exec(stdout)?.[1])).toBeGreaterThan(0);
-  }, 300_000);
+  }, 120_000);
 });

@@ -1,4 +1,4 @@
-import { HttpError, requestJson } from "./errors.js";
+import { ConnectionError, fetchOrExplain, HttpError, requestJson, shownUrl } from "./errors.js";
 
 /**
  * The dubbing interface for applications, in Node (20+) and browsers: upload through a presigned
@@ -77,7 +77,7 @@ export function contentTypeFor(filename: string): string | undefined {
 /** Network failures and gateway/availability errors: worth repeating an idempotent request. */
 export function isTransient(error: unknown): boolean {
   if (error instanceof HttpError) return error.status === 502 || error.status === 503 || error.status === 504;
-  return error instanceof TypeError;
+  return error instanceof ConnectionError;
 }
 
 const sleep = (ms: number, signal?: AbortSignal) =>
@@ -195,7 +195,7 @@ export class DubbingClient {
   /** The dubbed file's response (a 48-hour URL); read its body as a stream or all at once. */
   async download(job: JobStatus, signal?: AbortSignal): Promise<Response> {
     if (!job.output_url) throw new RangeError(`job ${job.job_id} has no result (status ${job.status})`);
-    const response = await fetch(new URL(job.output_url, this.baseUrl), signal ? { signal } : {});
+    const response = await fetchOrExplain(new URL(job.output_url, this.baseUrl), signal ? { signal } : {});
     if (!response.ok) throw new HttpError(response.status, await storageErrorBody(response));
     return response;
   }
@@ -208,7 +208,7 @@ export class DubbingClient {
     options: { speakers?: boolean } = {},
   ): Promise<string> {
     const query = new URLSearchParams({ track, format, speakers: String(options.speakers ?? false) });
-    const response = await fetch(
+    const response = await fetchOrExplain(
       new URL(`/api/dubbing/jobs/${encodeURIComponent(jobId)}/subtitles?${query}`, this.baseUrl),
       { headers: { authorization: `Bearer ${this.apiKey}` } },
     );
@@ -267,7 +267,9 @@ function xhrPut(
       if (xhr.status >= 200 && xhr.status < 300) resolve();
       else reject(new HttpError(xhr.status, parseOrUndefined(xhr.responseText)));
     };
-    xhr.onerror = () => reject(new TypeError("upload failed: network error"));
+    // Browsers give no reason (the server down, CORS, or the page's Content-Security-Policy).
+    xhr.onerror = () =>
+      reject(new ConnectionError(`cannot reach ${shownUrl(url)}: network error`, shownUrl(url)));
     options.signal?.addEventListener("abort", () => xhr.abort());
     xhr.send(body);
   });
@@ -312,7 +314,7 @@ async function streamPut(
     },
     { highWaterMark: 0 },
   );
-  const response = await fetch(url, {
+  const response = await fetchOrExplain(url, {
     method: "PUT",
     headers,
     body: counted,

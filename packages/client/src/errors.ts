@@ -14,7 +14,52 @@ export class HttpError extends Error {
   }
 }
 
-/** A JSON request with the API key; non-2xx answers throw HttpError. */
+/**
+ * The service (or its storage) could not be reached: the message names the URL and the network's
+ * reason (`ECONNREFUSED`, `ENOTFOUND`, …), and `cause` is the platform's own error. A TypeError, as
+ * fetch's network failures are, so code that recognizes those still does.
+ */
+export class ConnectionError extends TypeError {
+  override readonly name = "ConnectionError";
+
+  constructor(
+    message: string,
+    /** The URL without its query, which can carry a session token or a presigned signature. */
+    readonly url: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/** A URL as errors show it: without its query (see ConnectionError.url). */
+export function shownUrl(url: string | URL): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}`;
+}
+
+/**
+ * How fetch reports a network failure: Node ("fetch failed", the reason in `cause`), Chromium,
+ * Firefox and Safari (no reason). Other TypeErrors are bad arguments (say, a header value), not
+ * the network.
+ */
+const NETWORK_FAILURE = /^(fetch failed|Failed to fetch|NetworkError when attempting to fetch|Load failed)/u;
+
+/** fetch(), with a network failure turned into a ConnectionError. */
+export async function fetchOrExplain(url: URL | string, init: RequestInit = {}): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (error) {
+    if (!(error instanceof TypeError) || !NETWORK_FAILURE.test(error.message)) throw error;
+    const cause = error.cause as { code?: unknown; message?: unknown } | undefined;
+    const reason = cause?.code ?? cause?.message ?? error.message;
+    throw new ConnectionError(`cannot reach ${shownUrl(url)}: ${String(reason)}`, shownUrl(url), {
+      cause: error,
+    });
+  }
+}
+
+/** A JSON request with the API key; non-2xx answers throw HttpError, network failures ConnectionError. */
 export async function requestJson<T>(
   baseUrl: string,
   apiKey: string | undefined,
@@ -22,7 +67,7 @@ export async function requestJson<T>(
   route: string,
   options: { body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
 ): Promise<T> {
-  const response = await fetch(new URL(route, baseUrl), {
+  const response = await fetchOrExplain(new URL(route, baseUrl), {
     method,
     headers: {
       ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),

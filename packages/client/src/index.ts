@@ -3,10 +3,11 @@
  * "@relay-translate/client"`. The message types are those the server builds its messages with (its
  * zod schemas are checked against them).
  */
-export { HttpError } from "./errors.js";
+export { ConnectionError, HttpError } from "./errors.js";
 export {
   createSession,
   RealtimeSession,
+  SessionError,
   type ClientOptions,
   type CloseInfo,
   type SessionInfo,

@@ -1,5 +1,5 @@
 import type { ClientMessage, ServerMessage } from "./messages.js";
-import { requestJson } from "./errors.js";
+import { ConnectionError, requestJson, shownUrl } from "./errors.js";
 
 /**
  * The real-time interface for applications, in Node (20+) and browsers: create a session, open its
@@ -37,22 +37,85 @@ export interface ClientOptions {
   readonly maxBufferedMessages?: number;
 }
 
-/** Session metadata (the query parameters of GET /v1/session), e.g. `{ sourceLanguage: "en", targetLanguage: "es" }`. */
-export type SessionParams = Readonly<Record<string, string | number | boolean>>;
+/**
+ * Session metadata: the query parameters of `GET /v1/session`, each optional (the server's default
+ * in brackets), e.g. `{ sourceLanguage: "en", targetLanguage: "es" }`. Combinations the service
+ * cannot serve are refused when the session starts: `open()` rejects with a SessionError.
+ */
+export interface SessionParams {
+  /** ISO 639-1 code of the speech (a regional tag counts by its language) [en], or "auto" (relay-2): detected per utterance. */
+  readonly sourceLanguage?: string;
+  /** With `sourceLanguage: "auto"`: the languages listened for (a list, or comma-separated). */
+  readonly languageHints?: string | readonly string[];
+  /** The language to translate into [es]. */
+  readonly targetLanguage?: string;
+  /** true: translated speech and transcripts [true]; false: transcripts only. */
+  readonly audioOutputEnabled?: boolean;
+  /** A voice id of `GET /v1/voices`, or "auto" (relay-2): each speaker gets a voice like theirs. */
+  readonly voiceId?: number | `${number}` | "auto";
+  /** The default voice's gender when `voiceId` is not set [male]. */
+  readonly voiceType?: "male" | "female";
+  /** relay-2 adds speakers, utterance times, `voiceId: "auto"` and `sourceLanguage: "auto"` [relay-1]. */
+  readonly modelName?: "relay-1" | "relay-2";
+  /** stable: growing finals as words settle [stable]; sentence: one final per sentence. */
+  readonly finalizeMode?: "stable" | "sentence";
+  /** The two languages are a pair: each utterance goes into the other one [false]. */
+  readonly twoWay?: boolean;
+  /** Names and jargon to expect, up to 2000 characters. */
+  readonly context?: string;
+  /** How the translator is told the source language (e.g. a dialect). */
+  readonly sourceLanguageLabel?: string;
+  /** How the translator is told the target language (a register or persona). */
+  readonly targetLanguageLabel?: string;
+  /** s2tt: speech in [s2tt]; tts: text in (`speak()`), speech out. */
+  readonly mode?: "s2tt" | "tts";
+}
 
 export interface CloseInfo {
   readonly code: number;
   readonly reason: string;
 }
 
+/**
+ * The server ended a session before it started: its message (the `error` frame of a refused
+ * session, e.g. a language the configured engines do not serve), or what the close says.
+ */
+export class SessionError extends Error {
+  override readonly name = "SessionError";
+
+  constructor(
+    message: string,
+    readonly close: CloseInfo,
+  ) {
+    super(message);
+  }
+}
+
 const OPEN = 1;
+
+/** The parameters as the wire carries them: set keys only, lists comma-separated. */
+function metadataOf(params: SessionParams): Record<string, string | number | boolean> {
+  return Object.fromEntries(
+    Object.entries(params)
+      .filter(([, value]) => value !== undefined)
+      .map(([key, value]) => [key, Array.isArray(value) ? value.join(",") : value]),
+  ) as Record<string, string | number | boolean>;
+}
 
 /** `GET /v1/session`: a pre-signed `ws_url`, valid for 60 s. */
 export function createSession(options: ClientOptions, params: SessionParams = {}): Promise<SessionInfo> {
   const query = new URLSearchParams(
-    Object.entries(params).map(([key, value]): [string, string] => [key, String(value)]),
+    Object.entries(metadataOf(params)).map(([key, value]): [string, string] => [key, String(value)]),
   );
   return requestJson<SessionInfo>(options.baseUrl, options.apiKey, "GET", `/v1/session?${query}`);
+}
+
+/** Why a socket failed to connect, from its error event: `ws` gives the network's error, browsers nothing. */
+function connectFailure(event: { error?: { code?: unknown; message?: unknown }; message?: unknown }): string {
+  const detail = String(event.error?.code ?? event.error?.message ?? event.message ?? "connection failed");
+  const status = /Unexpected server response: (\d+)/u.exec(detail)?.[1];
+  if (status === "401") return "HTTP 401 (the ws_url is invalid or expired; create a new session)";
+  return status ? `HTTP ${status}` : detail;
 }
 
 async function webSocketClass(options: ClientOptions): Promise<WebSocketConstructor> {
@@ -90,12 +153,20 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
     });
   }
 
-  /** Creates a session with `params` and connects to it; resolves once the server is ready. */
+  /**
+   * Creates a session with `params` and connects to it; resolves once the server has accepted it,
+   * rejects with a SessionError carrying the server's message when it refuses the parameters.
+   */
   static async open(options: ClientOptions, params: SessionParams = {}): Promise<RealtimeSession> {
     return RealtimeSession.connect((await createSession(options, params)).ws_url, options);
   }
 
-  /** Connects to a `ws_url`; resolves with the session once its `ready` message arrived. */
+  /**
+   * Connects to a `ws_url`; resolves with the session once the server has accepted it. A refused
+   * session sends `ready`, then an `error` frame, then closes; an accepted one sends nothing until
+   * asked, so the client asks: an empty `update_metadata`, whose `metadata_ack` (kept from the
+   * application) can only come from a session that started.
+   */
   static async connect(
     wsUrl: string,
     options: Omit<ClientOptions, "baseUrl"> = {},
@@ -103,28 +174,51 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
     const WebSocketClass = await webSocketClass(options as ClientOptions);
     const socket = new WebSocketClass(wsUrl);
     socket.binaryType = "arraybuffer";
-    // Frames can arrive together: what follows `ready` before the session exists is kept for it.
     const made: { session?: RealtimeSession } = {};
+    // What follows `ready` until the session exists, for it: frames can arrive together.
     const early: unknown[] = [];
-    socket.addEventListener("message", (event: { data: unknown }) => {
-      if (made.session) made.session.receive(event.data);
-      else early.push(event.data);
-    });
     const ready = await new Promise<Extract<ServerMessage, { session_id: string }>>((resolve, reject) => {
+      let opened = false;
+      let ready: Extract<ServerMessage, { session_id: string }> | undefined;
+      let accepted = false;
+      let refusal: string | undefined;
+      socket.addEventListener("open", () => (opened = true));
       socket.addEventListener("message", (event: { data: unknown }) => {
-        if (made.session || typeof event.data !== "string") return;
-        const message = JSON.parse(event.data) as ServerMessage;
-        if (message.type === "ready" && "session_id" in message) resolve(message);
+        if (made.session) return made.session.receive(event.data);
+        if (accepted) return void early.push(event.data);
+        const message =
+          typeof event.data === "string" ? (JSON.parse(event.data) as ServerMessage) : undefined;
+        if (message?.type === "error") refusal ??= message.error;
+        if (!ready) {
+          if (message?.type === "ready" && "session_id" in message) {
+            ready = message;
+            if (socket.readyState === OPEN)
+              socket.send(JSON.stringify({ type: "update_metadata", metadata: {} } satisfies ClientMessage));
+          }
+          return;
+        }
+        if (message?.type !== "metadata_ack") return void early.push(event.data);
+        accepted = true;
+        resolve(ready);
       });
-      socket.addEventListener("close", (event: { code: number; reason: string }) =>
-        reject(new Error(`the session socket closed before it was ready (${event.code} ${event.reason})`)),
-      );
-      socket.addEventListener("error", () => reject(new Error(`cannot connect to ${new URL(wsUrl).origin}`)));
+      socket.addEventListener("close", (event: { code: number; reason: string }) => {
+        const close = { code: event.code, reason: event.reason };
+        const described = `close ${close.code}${close.reason ? ` ${close.reason}` : ""}`;
+        reject(new SessionError(refusal ?? `the session closed before it started (${described})`, close));
+      });
+      socket.addEventListener("error", (event: Parameters<typeof connectFailure>[0]) => {
+        if (opened) return; // the close that follows says what happened
+        const url = shownUrl(wsUrl);
+        reject(
+          new ConnectionError(`cannot connect to ${url}: ${connectFailure(event)}`, url, {
+            cause: event.error ?? event,
+          }),
+        );
+      });
     });
     const session = new RealtimeSession(socket, ready, options.maxBufferedMessages ?? 256);
     made.session = session;
-    for (const data of early.slice(early.findIndex((data) => typeof data === "string") + 1))
-      session.receive(data);
+    for (const data of early) session.receive(data);
     return session;
   }
 
@@ -142,9 +236,12 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
     this.send({ type: "finalize" });
   }
 
-  /** Changes session parameters; the server answers with `metadata_ack`. */
-  updateMetadata(metadata: Extract<ClientMessage, { type: "update_metadata" }>["metadata"]): void {
-    this.send({ type: "update_metadata", metadata });
+  /**
+   * Changes session parameters; the server answers with `metadata_ack`. A running session changes
+   * only some (speech: `context`; tts: `voiceId`, `targetLanguage`); an `error` names the others.
+   */
+  updateMetadata(metadata: SessionParams): void {
+    this.send({ type: "update_metadata", metadata: metadataOf(metadata) });
   }
 
   /** mode=tts: speaks a line; `speak_ack` (with a correlation id), audio, then `speech_end` follow. */
