@@ -1,5 +1,6 @@
-// Dubbing a video with the SDK (npm install @relay-translate/client).
-// Usage: RELAY_SERVER=http://localhost:8080 RELAY_API_KEY=... npx tsx examples/sdk-dub.ts talk.mp4 es dubbed.mp4
+// Dubbing a video with the SDK (@relay-translate/client; not on the npm registry yet:
+// install its packed tarball, see docs/clients.md#sdk).
+// Usage: RELAY_SERVER=http://localhost:8080 RELAY_API_KEY=... npx tsx examples/sdk-dub.ts examples/talk.mp4 es out/dubbed.mp4
 import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { DubbingClient } from "@relay-translate/client";

@@ -1,4 +1,5 @@
-// Real-time speech translation with the SDK (npm install @relay-translate/client).
+// Real-time speech translation with the SDK (@relay-translate/client; not on the npm registry yet:
+// install its packed tarball, see docs/clients.md#sdk).
 // Usage: RELAY_SERVER=http://localhost:8080 RELAY_API_KEY=... npx tsx examples/sdk-translate.ts speech.wav [es]
 import { RealtimeSession } from "@relay-translate/client";
 // Only used to read the WAV file as PCM16 mono 16 kHz, the format the service takes in.
