@@ -13,7 +13,7 @@ import type { Config } from "./config.js";
 import { EmbeddedRoomServer } from "./rooms/embedded/room-server.js";
 import { createRoomBackend } from "./rooms/index.js";
 import { Rooms } from "./rooms/rooms.js";
-import { FleetMembership } from "./fleet/membership.js";
+import { FleetMembership, memberId } from "./fleet/membership.js";
 import { RoomDirectory } from "./fleet/room-directory.js";
 import { HOST_EVENTS, type HostEvent } from "./engines/model-host/host.js";
 import { Metrics } from "./metrics.js";
@@ -52,17 +52,17 @@ export async function buildApp(config: Config, services: Services, options: Buil
   let draining = false;
   const keyPrefix = config.redis?.keyPrefix ?? "";
   const { perAccount, revocationCheckMs } = config.liveSessions;
+  const startedAt = Date.now();
+  const sharedSlots =
+    redis &&
+    new RedisAccountSlots(redis, keyPrefix, perAccount, memberId({ workerId: config.workerId, startedAt }));
   const sessions = new RealtimeSessions({
     capacity: config.maxSessions,
     tokens: new SessionTokens(config.sessionSecret),
     pending: redis
       ? new RedisPendingSessions(redis, keyPrefix, config.unclaimedSessions)
       : new MemoryPendingSessions(config.unclaimedSessions),
-    accountSlots: redis
-      ? new RedisAccountSlots(redis, keyPrefix, perAccount, undefined, (error) =>
-          http.log.warn({ err: error }, "live-session leases could not be renewed in Redis"),
-        )
-      : new MemoryAccountSlots(perAccount),
+    accountSlots: sharedSlots ?? new MemoryAccountSlots(perAccount),
     revokedAmong: (accountIds) => db.accounts.revokedAccounts(accountIds),
     revocationCheckMs,
     fleetHasRoom: () => fleet.hasRoom(),
@@ -72,10 +72,19 @@ export async function buildApp(config: Config, services: Services, options: Buil
   const fleet = await FleetMembership.join({
     db,
     workerId: config.workerId,
+    startedAt,
     address: config.advertiseUrl,
     setup: services.sharedSetup,
     load: () => ({ live: sessions.liveCount, capacity: sessions.capacity, draining: sessions.isDraining }),
     log: http.log,
+    onBeat: (beat) =>
+      void sharedSlots?.heartbeat(beat).then(
+        (dropped) => {
+          for (const { member, slots } of dropped)
+            http.log.warn({ member, slots }, "freed the live-session slots of a process gone from the fleet");
+        },
+        (error: unknown) => http.log.warn({ err: error }, "live-session slots could not be renewed in Redis"),
+      ),
   });
   const roomDirectory = redis ? new RoomDirectory(redis, keyPrefix) : undefined;
   const accounts = new Accounts(db.accounts);

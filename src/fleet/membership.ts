@@ -10,7 +10,9 @@ import type { Database, ProcessRecord } from "../db/types.js";
  * The processes serving one database form a fleet. Each keeps a row in the database's `processes`
  * table up to date (a heartbeat every `HEARTBEAT_MS`): its address, its live sessions and
  * capacity, and a description of the setup every process must share. A process not seen for
- * `STALE_MS` (killed, partitioned) drops out by itself; one that shuts down removes its row.
+ * `STALE_MS` (killed, partitioned) drops out by itself; one that shuts down removes its row. The
+ * same rule frees what a process held in Redis (its live-session slots): the others drop it after
+ * a heartbeat that finds the process gone (`onBeat`).
  *
  * The database is the meeting point because a fleet must share it anyway (jobs, accounts); the
  * short-lived state the processes share (sessions waiting to be claimed, request budgets, where
@@ -21,6 +23,24 @@ export const HEARTBEAT_MS = 2_000;
 export const STALE_MS = 10_000;
 /** Rows of processes gone this long are deleted, so the table holds only recent processes. */
 const FORGET_MS = 60 * 60_000;
+
+/**
+ * A process of the fleet as what it holds beside the table (live-session slots in Redis) is filed
+ * under: its worker id and start time, so a restart under the same WORKER_ID is another member.
+ */
+export function memberId(process: Pick<ProcessRecord, "workerId" | "startedAt">): string {
+  return `${process.workerId}@${process.startedAt}`;
+}
+
+/** What a heartbeat that reached the database learned, for what the fleet shares beside it. */
+export interface FleetBeat {
+  /** When this process was seen (what it wrote in its row). */
+  readonly seenAt: number;
+  /** The members alive (`memberId`), this one included: those seen at or after `staleBefore`. */
+  readonly live: readonly string[];
+  /** A member not seen since is gone: what it held is free. */
+  readonly staleBefore: number;
+}
 
 /** This process's load as the heartbeat reports it. */
 export interface ProcessLoad {
@@ -72,28 +92,37 @@ export async function describeSharedSetup(
 
 export class FleetMembership {
   private others: readonly ProcessRecord[] = [];
-  private readonly startedAt = Date.now();
   private timer: NodeJS.Timeout | undefined;
   private beating: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly db: Database,
-    private readonly self: { readonly workerId: string; readonly address: string; readonly setup: string },
+    private readonly self: {
+      readonly workerId: string;
+      readonly startedAt: number;
+      readonly address: string;
+      readonly setup: string;
+    },
     private readonly load: () => ProcessLoad,
     private readonly log: FastifyBaseLogger,
+    private readonly onBeat: (beat: FleetBeat) => void,
   ) {}
 
   /**
    * Joins the fleet of `db`: refuses (FleetSetupError) when a live process has a setup this one
-   * cannot work with, then starts the heartbeat.
+   * cannot work with, then starts the heartbeat. `onBeat` follows each heartbeat that reached the
+   * database (the first before this resolves).
    */
   static async join(options: {
     readonly db: Database;
     readonly workerId: string;
+    /** When this process started: with `workerId`, names it (`memberId`). */
+    readonly startedAt: number;
     readonly address: string;
     readonly setup: SharedSetup;
     readonly load: () => ProcessLoad;
     readonly log: FastifyBaseLogger;
+    readonly onBeat?: (beat: FleetBeat) => void;
   }): Promise<FleetMembership> {
     const { db, workerId, setup, log } = options;
     const recentOthers = async () =>
@@ -126,9 +155,10 @@ export class FleetMembership {
     }
     const membership = new FleetMembership(
       db,
-      { workerId, address: options.address, setup: JSON.stringify(setup) },
+      { workerId, startedAt: options.startedAt, address: options.address, setup: JSON.stringify(setup) },
       options.load,
       log,
+      options.onBeat ?? (() => undefined),
     );
     membership.others = others;
     await membership.beat();
@@ -174,12 +204,17 @@ export class FleetMembership {
           ...this.self,
           sharedSetup: this.self.setup,
           ...this.load(),
-          startedAt: this.startedAt,
           seenAt: now,
         });
         this.others = (await this.db.processes.seenSince(now - STALE_MS)).filter(
           (process) => process.workerId !== this.self.workerId,
         );
+        // Not awaited: what follows a beat (Redis) must not hold up the next one.
+        this.onBeat({
+          seenAt: now,
+          live: [this.self, ...this.others].map(memberId),
+          staleBefore: now - STALE_MS,
+        });
         await this.db.processes.forgetUnseenSince(now - FORGET_MS);
       } catch (error) {
         // The database is away: keep serving with what is known; /readyz reports the database.

@@ -3,8 +3,9 @@
  * do: a `ws_url` from one is claimed (once) on the other, request budgets and unclaimed-session
  * bounds are the fleet's, `GET /v1/session` answers 503 only when every process is full, rooms are
  * reached through either process, a setup the others cannot work with is refused at start, and a
- * process that shuts down leaves the fleet at once. (Three processes behind nginx, with S3 storage
- * and `kill -9`: fleet-nginx.test.ts.)
+ * process that shuts down leaves the fleet at once; the account slots of a process killed with -9
+ * are freed once the others find it gone. (Three processes behind nginx, with S3 storage and
+ * `kill -9`: fleet-nginx.test.ts.)
  */
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
@@ -19,6 +20,7 @@ import { HEARTBEAT_MS } from "../../src/fleet/membership.js";
 import { createTestDatabase, postgresProblem } from "../support/postgres.js";
 import { REDIS_URL, redisProblem } from "../support/redis.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { startServiceProcess } from "../support/service-process.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const problem = (await postgresProblem()) ?? (await redisProblem());
@@ -75,14 +77,14 @@ async function uploadUrl(
 }
 
 /** The same `ws_url` on another process: the path and token are the credential, the host is the route. */
-function on(server: TestServer, wsUrl: string): string {
+function on(server: { readonly baseUrl: string }, wsUrl: string): string {
   const url = new URL(wsUrl);
   url.host = new URL(server.baseUrl).host;
   return url.toString();
 }
 
-async function sessionStatus(server: TestServer): Promise<number> {
-  return createSession(server.baseUrl, API_KEY).then(
+async function sessionStatus(server: TestServer, key = API_KEY): Promise<number> {
+  return createSession(server.baseUrl, key).then(
     () => 200,
     (error: unknown) => (error instanceof HttpError ? error.status : 0),
   );
@@ -103,6 +105,22 @@ async function fleetSize(server: TestServer): Promise<number> {
     fleet: { processes: number };
   };
   return health.fleet.processes;
+}
+
+/** Gives the account slot `holderId` holds in Redis a lease of `ms` from now, as a lease that long would. */
+async function extendLease(holderId: string, ms: number): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    for (const key of await redis.keys(`${prefix}live:*`)) {
+      if ((await redis.zadd(key, "XX", "CH", Date.now() + ms, holderId)) === 1) {
+        await redis.pexpire(key, ms);
+        return;
+      }
+    }
+    throw new Error(`no account slot is held by ${holderId}`);
+  } finally {
+    redis.disconnect();
+  }
 }
 
 describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
@@ -341,4 +359,51 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
     expect(socket.closeCode).toBe(1001);
     expect(await eventually(() => fleetSize(a), 2)).toBe(2);
   });
+
+  it("frees the account slots of a process killed with -9 once the fleet finds it gone, long before their lease ends", async () => {
+    const key = "fleet-crash-key";
+    const bound = { LIVE_SESSIONS_PER_ACCOUNT: "1" };
+    await a.services.db.accounts.ensureKey(key, { balanceUsd: 10, entitlements: ["realtime"] });
+    // The fleet as this test finds it (a, b, and any process an earlier test failed to stop).
+    const before = await fleetSize(a);
+    const survivor = await startServer(
+      { ...env, ...bound, WORKER_ID: "fleet-survivor" },
+      { registry: a.registry },
+    );
+    // A real process (the build, as `npm start` runs it), to be killed with -9.
+    const doomed = await startServiceProcess("fleet-doomed", { ...env, ...bound, API_KEYS: `${key}:10` });
+    try {
+      expect(await eventually(() => fleetSize(survivor), before + 2)).toBe(before + 2);
+      const created = await createSession(survivor.baseUrl, key);
+      const socket = await RealtimeSocket.connect(on(doomed, created.ws_url));
+      expect(await socket.waitFor((m) => m.type === "ready")).toMatchObject({ worker_id: "fleet-doomed" });
+      // The account is at its bound.
+      await expect(createSession(survivor.baseUrl, key)).rejects.toMatchObject({
+        status: 429,
+        body: { error: { message: expect.stringMatching(/live sessions/u) as unknown } },
+      });
+
+      doomed.child.kill("SIGKILL");
+      expect(await socket.closed()).toBe(1006);
+      // Its slot's lease (renewed no more) made ten minutes long: within the test, only the fleet's
+      // membership can free the slot.
+      await extendLease(created.session_id, 10 * 60_000);
+      // Each attempt, then the fleet as the survivor sees it right after, until one is accepted.
+      const attempts: [number, number][] = [];
+      for (;;) {
+        const status = await sessionStatus(survivor, key);
+        attempts.push([status, await fleetSize(survivor)]);
+        if (status === 200) break;
+        expect(status).toBe(429);
+        await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS / 4));
+      }
+      // Accepted once the fleet had dropped the killed process.
+      expect(attempts.at(-1)).toEqual([200, before + 1]);
+    } finally {
+      doomed.child.kill("SIGKILL");
+      await doomed.exited;
+      await survivor.close();
+    }
+    expect(await eventually(() => fleetSize(a), before)).toBe(before);
+  }, 120_000);
 });

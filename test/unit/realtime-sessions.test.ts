@@ -114,37 +114,102 @@ describe.each(stores)("RealtimeSessions: unclaimed sessions %s", (_name, store) 
 });
 
 describe.skipIf(!redis)("RedisAccountSlots: the fleet's bound on an account's live sessions", () => {
-  it("is shared between processes, and frees the slots of a process that died once their lease ends", async () => {
-    const keyPrefix = `${prefix}slots:`;
-    const lease = { leaseMs: 400, renewMs: 100 };
-    const diesLater = new Redis(REDIS_URL);
-    const dying = new RedisAccountSlots(diesLater, keyPrefix, 2, lease);
-    const survivor = new RedisAccountSlots(redis!, keyPrefix, 2, lease);
+  let n = 0;
+  /** Two members of one fleet (their own connections), leases of `leaseMs`. */
+  function fleetOfTwo(leaseMs: number) {
+    const keyPrefix = `${prefix}slots-${n++}:`;
+    const other = new Redis(REDIS_URL);
+    const slots = (connection: Redis, member: string) =>
+      new RedisAccountSlots(connection, keyPrefix, 2, member, leaseMs);
+    return {
+      key: (accountId: string) => `${keyPrefix}live:${accountId}`,
+      first: slots(other, "first@1"),
+      second: slots(redis!, "second@1"),
+      async close() {
+        await this.first.close().catch(() => undefined);
+        await this.second.close();
+        other.disconnect();
+      },
+    };
+  }
+  /** A heartbeat at `seenAt` that found the members `live` (gone: not seen for 10). */
+  const beat = (seenAt: number, ...live: string[]) => ({ seenAt, live, staleBefore: seenAt - 10 });
+
+  it("is shared between processes; a heartbeat renews a process's leases", async () => {
+    const fleet = fleetOfTwo(60_000);
     try {
-      expect(await dying.acquire("a", "s1")).toBe(true);
-      expect(await survivor.acquire("a", "s2")).toBe(true);
-      expect(await survivor.acquire("a", "s3")).toBe(false);
-      expect(await survivor.acquire("b", "s4")).toBe(true);
-
-      // A live process renews its leases: past the first term, the slots are still held.
-      const key = `${keyPrefix}live:a`;
-      const firstTerm = Number(await redis!.zscore(key, "s1"));
+      expect(await fleet.first.acquire("a", "s1")).toBe(true);
+      expect(await fleet.second.acquire("a", "s2")).toBe(true);
+      expect(await fleet.second.acquire("a", "s3")).toBe(false);
+      expect(await fleet.second.acquire("b", "s4")).toBe(true);
+      const firstTerm = Number(await redis!.zscore(fleet.key("a"), "s1"));
       await expect
-        .poll(async () => Number(await redis!.zscore(key, "s1")) > firstTerm + lease.leaseMs)
-        .toBe(true);
-      expect(await survivor.count("a")).toBe(2);
-
+        .poll(async () => {
+          await fleet.first.heartbeat(beat(Date.now(), "first@1", "second@1"));
+          return Number(await redis!.zscore(fleet.key("a"), "s1"));
+        })
+        .toBeGreaterThan(firstTerm);
       // A released slot is free at once.
-      await survivor.release("a", "s2");
-      expect(await survivor.acquire("a", "s3")).toBe(true);
-
-      // A process that dies stops renewing: its slot is free once its lease ends.
-      diesLater.disconnect();
-      await expect.poll(() => survivor.acquire("a", "s5"), { timeout: 5_000 }).toBe(true);
-      expect(await survivor.count("a")).toBe(2);
+      await fleet.second.release("a", "s2");
+      expect(await fleet.second.acquire("a", "s3")).toBe(true);
     } finally {
-      await dying.close().catch(() => undefined);
-      await survivor.close();
+      await fleet.close();
+    }
+  });
+
+  it("frees the slots of a process as soon as a heartbeat finds it gone from the fleet, long before its lease", async () => {
+    const fleet = fleetOfTwo(10 * 60_000);
+    try {
+      await fleet.first.heartbeat(beat(100, "first@1", "second@1"));
+      expect(await fleet.first.acquire("a", "s1")).toBe(true);
+      expect(await fleet.first.acquire("b", "s2")).toBe(true);
+      expect(await fleet.second.acquire("a", "s3")).toBe(true);
+      expect(await fleet.second.acquire("a", "s4")).toBe(false);
+      // Still counted by the fleet: nothing is dropped.
+      expect(await fleet.second.heartbeat(beat(105, "first@1", "second@1"))).toEqual([]);
+      // Not seen for 10: gone.
+      expect(await fleet.second.heartbeat(beat(111, "second@1"))).toEqual([{ member: "first@1", slots: 2 }]);
+      expect([await fleet.second.count("a"), await fleet.second.count("b")]).toEqual([1, 0]);
+      expect(await fleet.second.acquire("a", "s4")).toBe(true);
+      // Another survivor's heartbeat finds nothing left to drop.
+      expect(await fleet.second.heartbeat(beat(113, "second@1"))).toEqual([]);
+    } finally {
+      await fleet.close();
+    }
+  });
+
+  it("keeps the slots of a process that was merely slow: renewed after a fresher heartbeat, given back after a drop", async () => {
+    const fleet = fleetOfTwo(10 * 60_000);
+    try {
+      await fleet.first.heartbeat(beat(100, "first@1", "second@1"));
+      expect(await fleet.first.acquire("a", "s1")).toBe(true);
+      // The other read the database before the slow process beat again (at 115): its slots stay.
+      await fleet.first.heartbeat(beat(115, "first@1", "second@1"));
+      expect(await fleet.second.heartbeat(beat(111, "second@1"))).toEqual([]);
+      expect(await fleet.second.count("a")).toBe(1);
+      // Dropped while it was taken for gone, its live session counts again at its next heartbeat.
+      expect(await fleet.second.heartbeat(beat(126, "second@1"))).toEqual([{ member: "first@1", slots: 1 }]);
+      expect(await fleet.second.count("a")).toBe(0);
+      await fleet.first.heartbeat(beat(127, "first@1", "second@1"));
+      expect(await fleet.second.count("a")).toBe(1);
+      // A slot released meanwhile is not given back.
+      await fleet.first.release("a", "s1");
+      await fleet.first.heartbeat(beat(129, "first@1", "second@1"));
+      expect(await fleet.second.count("a")).toBe(0);
+    } finally {
+      await fleet.close();
+    }
+  });
+
+  it("still frees, at the end of its lease, a slot no heartbeat covers", async () => {
+    const fleet = fleetOfTwo(400);
+    try {
+      expect(await fleet.first.acquire("a", "s1")).toBe(true);
+      expect(await fleet.second.acquire("a", "s2")).toBe(true);
+      // Its process alive but silent (no heartbeat reached the database): the lease ends.
+      await expect.poll(() => fleet.second.acquire("a", "s3"), { timeout: 5_000 }).toBe(true);
+    } finally {
+      await fleet.close();
     }
   });
 });
