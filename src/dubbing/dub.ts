@@ -87,11 +87,11 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
   const candidates = sourceCandidates(registry, options.sourceLang, targetLang);
   const voice = options.voice ?? "auto";
   // Each speaker's speech is measured as the speakers are followed (before the language is known).
-  let match: ((speaker: VoiceFeatures) => Voice | undefined) | undefined;
+  let match: ((speaker: VoiceFeatures, gender?: Voice["gender"]) => Voice | undefined) | undefined;
   const voices =
     voice === "auto"
       ? new MatchedVoices({
-          match: (speaker) => match?.(speaker),
+          match: (speaker, _language, gender) => match?.(speaker, gender),
           fallback: (speaker) => genderDefault(speaker),
         })
       : undefined;
@@ -162,7 +162,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
       // wait for it. If it cannot be measured, speakers keep a default voice of their gender.
       const cloner = voiceClonerFor(synthesizer, language, targetLang, registry.voiceMeasurements);
       await cloner.prepare().catch(() => undefined);
-      match = (speaker) => cloner.match(speaker);
+      match = (speaker, gender) => cloner.match(speaker, gender);
     }
     // Every speaker's speech was measured before the first line: all their lines get one voice.
     const lineVoices = segments.map((segment) =>

@@ -171,7 +171,7 @@ function voiceChooser(
     }),
   );
   return new MatchedVoices({
-    match: (speaker, to) => cloners.get(to)?.match(speaker),
+    match: (speaker, to, gender) => cloners.get(to)?.match(speaker, gender),
     fallback:
       voice === "clone" ? (speaker) => genderDefault(speaker, CLONE_FALLBACK_GENDER) : () => voice.auto,
   });

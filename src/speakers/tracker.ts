@@ -17,8 +17,13 @@
  *   - Inside a long run, the last 2 s are compared with the run before them every 0.5 s. When two
  *     checks in a row find another voice, the run is split at the block boundary where the two
  *     sides differ most and the rest becomes a new run: a change of speaker without a pause.
- *   - A run's speech joins its speaker's voiceprint when the run ends, so speakers sharpen as the
- *     session goes on and a run is never compared with itself.
+ *   - Pitch counts beside the engine's voiceprint: a run whose median F0 is a man's while a
+ *     speaker's is a woman's, or the reverse, far apart (PITCH_APART_SEMITONES), is not that
+ *     speaker however near the voiceprints, and such a gap inside a run is a change of voice.
+ *     Voiceprints that hear the room and microphone as much as the person (MFCC statistics) merged
+ *     a man at 100 Hz into a woman at 204 Hz.
+ *   - A run's speech joins its speaker's voiceprint (and pitch) when the run ends, so speakers
+ *     sharpen as the session goes on and a run is never compared with itself.
  *   - Speech is settled (`settledBefore`) once its run is decided and it lies before the earliest
  *     point a later change could split the run at: its label is then final, and live sessions
  *     make words final only there.
@@ -27,6 +32,7 @@
  * diarization, and the decisions (when to trust a label, when to split) are the service's own.
  */
 import type { SpeakerEngine, Voiceprint } from "../engines/types.js";
+import { PITCH_STEP_SECONDS, voicedPitches } from "../voices/voice-features.js";
 
 const BLOCK_SECONDS = 0.5;
 /** A run gets a tentative label from this much speech… */
@@ -45,6 +51,23 @@ const CHANGE_CONFIRMATIONS = 2;
 const LEARN_SECONDS = 0.5;
 /** Speakers one session can have; past it, new voices take the nearest label (a bounded table). */
 export const MAX_SPEAKERS = 16;
+/**
+ * Two stretches are two people when one's median F0 lies in the men's range (below 155 Hz), the
+ * other's in the women's (above 165 Hz; Baken 2000), and more than 7 semitones apart. A man and a
+ * woman of the test speech lie 10–15 semitones apart; between one speaker's 1.5 s stretches the
+ * gap reaches 5 semitones, and 7 for the expressive LJSpeech reader (whose stretches all lie in
+ * the women's range). A man who keeps a woman's pitch for seconds (shouting) may be taken for
+ * another person.
+ */
+const PITCH_APART_SEMITONES = 7;
+const MEN_BELOW_HZ = 155;
+const WOMEN_ABOVE_HZ = 165;
+/** Pitches are compared only between stretches with this much voiced speech each. */
+const PITCH_VOICED_SECONDS = 0.3;
+/** F0 is counted in half-semitone bins from 60 Hz up to 400 Hz, the range voice-features.ts reads. */
+const PITCH_FLOOR_HZ = 60;
+const PITCH_BINS_PER_SEMITONE = 2;
+const PITCH_BINS = Math.ceil(12 * Math.log2(400 / PITCH_FLOOR_HZ) * PITCH_BINS_PER_SEMITONE) + 1;
 
 export interface SpeakerDecision {
   /** The run's label: "1", "2", … */
@@ -60,15 +83,30 @@ export interface SpeakerChange extends SpeakerDecision {
   readonly before: string;
 }
 
-interface Block {
+/**
+ * Speech as the tracker compares it: the engine's voiceprint and a histogram of voiced F0, which
+ * pools by adding, as voiceprints do.
+ */
+interface Stretch {
+  readonly print: Voiceprint;
+  readonly pitch: Uint32Array;
+}
+
+interface Block extends Stretch {
   readonly startSample: number;
   readonly endSample: number;
-  readonly print: Voiceprint;
 }
 
 interface Speaker {
   readonly label: string;
-  print: Voiceprint;
+  voice: Stretch;
+}
+
+interface Nearest {
+  readonly speaker: Speaker;
+  readonly distance: number;
+  /** Their pitches are too far apart for one person. */
+  readonly apart: boolean;
 }
 
 export class SpeakerTracker {
@@ -78,7 +116,7 @@ export class SpeakerTracker {
   private pending: Float32Array[] = [];
   private pendingSamples = 0;
   private pendingStart = 0;
-  private run: Voiceprint | undefined;
+  private run: Stretch | undefined;
   private label: string | undefined;
   private decided = false;
   private flagged = 0;
@@ -212,10 +250,11 @@ export class SpeakerTracker {
       // is, and labels go on from the rest of the speech rather than ending the session.
       return undefined;
     }
-    const block = { startSample, endSample: startSample + samples.length, print };
-    if (block.print.speechSeconds === 0) return undefined;
+    if (print.speechSeconds === 0) return undefined;
+    const pitch = pitchHistogram(voicedPitches(samples, this.engine.capabilities.sampleRate));
+    const block = { startSample, endSample: startSample + samples.length, print, pitch };
     this.blocks.push(block);
-    this.run = this.run ? this.engine.merge(this.run, block.print) : block.print;
+    this.run = this.run ? this.merge(this.run, block) : block;
     const change = last ? undefined : this.checkChange();
     if (change) return change;
     this.decide(false);
@@ -227,7 +266,7 @@ export class SpeakerTracker {
     const run = this.run!;
     if (this.founder) {
       // The run made its speaker: it is that speaker, whose voiceprint grows with it.
-      this.founder.print = run;
+      this.founder.voice = run;
       this.decided = true;
       return;
     }
@@ -245,19 +284,19 @@ export class SpeakerTracker {
     // A run decided for a known speaker stays theirs (a new voice inside it is a change of speaker,
     // found by checkChange); until then it may move to another speaker or found one.
     if (this.decided && this.matched) return;
-    this.matched = nearest.distance < this.threshold;
+    this.matched = !nearest.apart && nearest.distance < this.threshold;
     if (this.matched) {
       this.label = nearest.speaker.label;
-      this.decided = final || run.speechSeconds >= SAME_SPEAKER_SECONDS;
+      this.decided = final || run.print.speechSeconds >= SAME_SPEAKER_SECONDS;
     } else if (
-      nearest.distance > this.newSpeakerAbove &&
-      run.speechSeconds >= NEW_SPEAKER_SECONDS &&
+      (nearest.apart || nearest.distance > this.newSpeakerAbove) &&
+      run.print.speechSeconds >= NEW_SPEAKER_SECONDS &&
       this.speakers.length < MAX_SPEAKERS
     ) {
       this.found(run);
     } else if (
       final ||
-      run.speechSeconds >= TENTATIVE_SECONDS ||
+      run.print.speechSeconds >= TENTATIVE_SECONDS ||
       this.label === undefined ||
       this.label === this.excluded
     ) {
@@ -266,22 +305,36 @@ export class SpeakerTracker {
     }
   }
 
-  private found(run: Voiceprint): void {
-    this.founder = { label: String(this.speakers.length + 1), print: run };
+  private found(run: Stretch): void {
+    this.founder = { label: String(this.speakers.length + 1), voice: run };
     this.speakers.push(this.founder);
     this.label = this.founder.label;
     this.decided = true;
   }
 
-  /** The nearest known speaker, other than the one the voice just changed from. */
-  private nearest(print: Voiceprint): { speaker: Speaker; distance: number } | undefined {
-    let best: { speaker: Speaker; distance: number } | undefined;
+  /**
+   * The nearest known speaker, other than the one the voice just changed from: among those whose
+   * pitch is not apart from the run's when there are any.
+   */
+  private nearest(run: Stretch): Nearest | undefined {
+    let best: Nearest | undefined;
     for (const speaker of this.speakers) {
       if (speaker.label === this.excluded) continue;
-      const distance = this.engine.distance(print, speaker.print);
-      if (!best || distance < best.distance) best = { speaker, distance };
+      const candidate = {
+        speaker,
+        distance: this.engine.distance(run.print, speaker.voice.print),
+        apart: pitchesApart(run.pitch, speaker.voice.pitch),
+      };
+      const nearer =
+        !best || (candidate.apart === best.apart ? candidate.distance < best.distance : best.apart);
+      if (nearer) best = candidate;
     }
     return best;
+  }
+
+  /** Two stretches that cannot be one person: pitches apart, or voiceprints beyond the threshold. */
+  private differ(a: Stretch, b: Stretch): boolean {
+    return pitchesApart(a.pitch, b.pitch) || this.engine.distance(a.print, b.print) >= this.threshold;
   }
 
   /**
@@ -293,8 +346,8 @@ export class SpeakerTracker {
     const preceding = this.blocks.slice(0, -CHANGE_WINDOW_BLOCKS);
     if (window.length < CHANGE_WINDOW_BLOCKS || preceding.length === 0) return undefined;
     const earlier = this.pool(preceding);
-    if (earlier.speechSeconds < CHANGE_CONTEXT_SECONDS) return undefined;
-    if (this.engine.distance(this.pool(window), earlier) < this.threshold) {
+    if (earlier.print.speechSeconds < CHANGE_CONTEXT_SECONDS) return undefined;
+    if (!this.differ(this.pool(window), earlier)) {
       this.flagged = 0;
       return undefined;
     }
@@ -309,8 +362,8 @@ export class SpeakerTracker {
       at++
     ) {
       const distance = this.engine.distance(
-        this.pool(this.blocks.slice(0, at)),
-        this.pool(this.blocks.slice(at)),
+        this.pool(this.blocks.slice(0, at)).print,
+        this.pool(this.blocks.slice(at)).print,
       );
       if (distance > best) [best, split] = [distance, at];
     }
@@ -327,16 +380,23 @@ export class SpeakerTracker {
     return { ...this.current, atSample: tail[0]!.startSample, before };
   }
 
-  private pool(blocks: readonly Block[]): Voiceprint {
-    return blocks.map((block) => block.print).reduce((a, b) => this.engine.merge(a, b));
+  private pool(blocks: readonly Stretch[]): Stretch {
+    return blocks.reduce((a, b) => this.merge(a, b));
+  }
+
+  private merge(a: Stretch, b: Stretch): Stretch {
+    return {
+      print: this.engine.merge(a.print, b.print),
+      pitch: a.pitch.map((count, i) => count + b.pitch[i]!),
+    };
   }
 
   /** The run ends: its speech joins its speaker's voiceprint (a founder's already is it). */
   private closeRun(): void {
     const run = this.run;
     const speaker = this.speakers.find(({ label }) => label === this.label);
-    if (run && speaker && !this.founder && this.matched && run.speechSeconds >= LEARN_SECONDS)
-      speaker.print = this.engine.merge(speaker.print, run);
+    if (run && speaker && !this.founder && this.matched && run.print.speechSeconds >= LEARN_SECONDS)
+      speaker.voice = this.merge(speaker.voice, run);
     this.founder = undefined;
     this.excluded = undefined;
     this.matched = false;
@@ -345,4 +405,43 @@ export class SpeakerTracker {
     this.flagged = 0;
     this.decided = true;
   }
+}
+
+// ---------------------------------------------------------------- pitch
+
+function pitchHistogram(f0Hz: readonly number[]): Uint32Array {
+  const counts = new Uint32Array(PITCH_BINS);
+  for (const hz of f0Hz) {
+    const bin = Math.round(12 * Math.log2(hz / PITCH_FLOOR_HZ) * PITCH_BINS_PER_SEMITONE);
+    counts[Math.min(PITCH_BINS - 1, Math.max(0, bin))]! += 1;
+  }
+  return counts;
+}
+
+/** Median F0 in semitones above PITCH_FLOOR_HZ, or undefined with too little voiced speech. */
+function medianSemitones(counts: Uint32Array): number | undefined {
+  const total = counts.reduce((sum, count) => sum + count, 0);
+  if (total * PITCH_STEP_SECONDS < PITCH_VOICED_SECONDS) return undefined;
+  let below = 0;
+  for (let bin = 0; bin < counts.length; bin++) {
+    below += counts[bin]!;
+    if (below >= total / 2) return bin / PITCH_BINS_PER_SEMITONE;
+  }
+  return undefined;
+}
+
+/** See PITCH_APART_SEMITONES. */
+function pitchesApart(a: Uint32Array, b: Uint32Array): boolean {
+  const [x, y] = [medianSemitones(a), medianSemitones(b)];
+  if (x === undefined || y === undefined) return false;
+  const [lower, higher] = x < y ? [x, y] : [y, x];
+  return (
+    higher - lower > PITCH_APART_SEMITONES &&
+    lower < semitonesAboveFloor(MEN_BELOW_HZ) &&
+    higher > semitonesAboveFloor(WOMEN_ABOVE_HZ)
+  );
+}
+
+function semitonesAboveFloor(hz: number): number {
+  return 12 * Math.log2(hz / PITCH_FLOOR_HZ);
 }

@@ -8,6 +8,9 @@
  *     and are not reported as matched;
  *   - the match follows the profile as it firms up, applying from the speaker's next line, and is
  *     locked per language once the profile locks (about 4 s of voiced speech);
+ *   - the gender of the speaker's first matched voice is kept for good, in every language: once a
+ *     man has a man's voice, a profile that firms up differently never gives him a woman's (lines
+ *     that cannot be matched then take the library default of that gender);
  *   - matching is synchronous and never waits: while the library measurements are still running,
  *     lines keep the fallback.
  */
@@ -51,8 +54,15 @@ export function fixedVoice(voice: Voice): VoiceChooser {
 }
 
 export interface MatchedVoicesOptions {
-  /** The library voice nearest a measured speaker in `language`, or undefined when not ready yet. */
-  readonly match: (speaker: VoiceFeatures, language: LanguageCode) => Voice | undefined;
+  /**
+   * The library voice nearest a measured speaker in `language` (of `gender` when given: the speaker's
+   * voice was decided), or undefined when not ready yet.
+   */
+  readonly match: (
+    speaker: VoiceFeatures,
+    language: LanguageCode,
+    gender: Voice["gender"] | undefined,
+  ) => Voice | undefined;
   /** The voice before a match: given the speaker's profile once there is one. */
   readonly fallback: (speaker: VoiceFeatures | undefined) => Voice;
 }
@@ -60,6 +70,8 @@ export interface MatchedVoicesOptions {
 interface SpeakerState {
   readonly profiler: SpeakerProfiler;
   readonly locked: Map<LanguageCode, Voice>;
+  /** The gender of the speaker's first matched voice. */
+  gender: Voice["gender"] | undefined;
 }
 
 export class MatchedVoices implements VoiceChooser {
@@ -73,7 +85,7 @@ export class MatchedVoices implements VoiceChooser {
     if (!state) {
       // The tracker hands out at most MAX_SPEAKERS labels; this table follows it.
       if (this.speakers.size >= MAX_SPEAKERS) return;
-      state = { profiler: new SpeakerProfiler(), locked: new Map() };
+      state = { profiler: new SpeakerProfiler(), locked: new Map(), gender: undefined };
       this.speakers.set(key, state);
     }
     state.profiler.observe(pcm);
@@ -85,8 +97,12 @@ export class MatchedVoices implements VoiceChooser {
     if (!state || !profile) return { voice: this.options.fallback(undefined), matched: false };
     const locked = state.locked.get(language);
     if (locked) return { voice: locked, matched: true };
-    const voice = this.options.match(profile, language);
-    if (!voice) return { voice: this.options.fallback(profile), matched: false };
+    const voice = this.options.match(profile, language, state.gender);
+    if (!voice) {
+      const fallback = state.gender ? defaultVoice(state.gender) : this.options.fallback(profile);
+      return { voice: fallback, matched: false };
+    }
+    state.gender ??= voice.gender;
     if (state.profiler.locked) state.locked.set(language, voice);
     return { voice, matched: true };
   }

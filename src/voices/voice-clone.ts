@@ -8,12 +8,17 @@
  * measurements outlive the process: made once per engine version, read by every later process.
  *
  * Matching, in order:
- *   1. Gender family. F0 alone cannot decide it: JFK's inaugural address (a man) measures 247 Hz,
- *      LJSpeech's reader (a woman) 222 Hz. Formant spacing (vocal-tract length) is anatomy and
- *      stays put when a speaker raises their voice; F0 moves with effort and emotion by up to an
- *      octave. So the speaker goes to the nearer of the two gender centroids of the measured library
- *      voices, in (F0, formant spacing) semitones, each scaled by the library's own male–female gap,
- *      with F0 counting half. No threshold is hard-coded: the boundary comes from the measurements.
+ *   1. Gender family, decided by clear pitch. Adults speak at a median F0 of about 85–155 Hz (men)
+ *      and 165–255 Hz (women) (Baken 2000, after Fitch & Holbrook 1970), so a median below 140 Hz
+ *      is a man's: no adult woman speaks that low, while formant spacing, measured through
+ *      whatever microphone and codec, can mislead (a FLEURS man at 101 Hz measures a woman's
+ *      1395 Hz). A median above 190 Hz is a woman's, unless the formant spacing is no wider than the
+ *      library's male voices': effort lifts a man's F0 into the women's range (JFK's inaugural
+ *      address: 247 Hz) but does not shorten his vocal tract (983 Hz). Between 140 and 190 Hz, where
+ *      the two ranges meet, and for that high man, the speaker goes to the nearer of the two gender
+ *      centroids of the measured library voices, in (F0, formant spacing) semitones, each scaled by
+ *      the library's own male–female gap, with F0 counting half. A speaker whose voice was already
+ *      chosen keeps its family (speakers/voices.ts).
  *   2. Nearest voice of that family by F0 and formant-spacing differences in semitones (equal
  *      weights: F0 will be corrected in step 3 but formants cannot be, so they must not count less),
  *      and F0 spread difference at half weight.
@@ -37,7 +42,10 @@ const RATE_MIN = 0.75;
 const RATE_MAX = 1.4;
 /** Rates are rounded to this step, so a profile that firms up does not flip between near-equal voices. */
 const RATE_STEP = 0.05;
-/** In the gender decision F0 counts half as much as formant spacing (see the module comment). */
+/** Median F0 below which a speaker is a man, and above which a woman (see the module comment). */
+const MALE_BELOW_HZ = 140;
+const FEMALE_ABOVE_HZ = 190;
+/** Between them, F0 counts half as much as formant spacing in the gender decision. */
 const GENDER_F0_WEIGHT = 0.5;
 /** Within a family: semitones of F0 count 1, of formant spacing 1, of F0 spread 0.5. */
 const WEIGHTS = { f0: 1, formants: 1, spread: 0.5 };
@@ -118,10 +126,10 @@ export class VoiceCloner {
 
   /**
    * Synchronous so matching never delays speech: undefined until prepare() has finished (and then it
-   * starts preparing if not started). Otherwise the nearest library voice, with pitch and rate
-   * adjusted toward the speaker.
+   * starts preparing if not started). Otherwise the nearest library voice of `gender` (by default the
+   * speaker's, see the module comment), with pitch and rate adjusted toward the speaker.
    */
-  match(speaker: VoiceFeatures): Voice | undefined {
+  match(speaker: VoiceFeatures, gender?: Voice["gender"]): Voice | undefined {
     const prepared = this.prepared;
     if (!prepared) {
       if (!this.preparing && Date.now() - this.failedAt >= RETRY_AFTER_MS) {
@@ -129,7 +137,7 @@ export class VoiceCloner {
       }
       return undefined;
     }
-    const nearest = nearestVoice(speaker, prepared);
+    const nearest = nearestVoice(speaker, prepared, gender ?? genderOf(speaker, prepared.genders));
     if (!nearest) return undefined;
     const { voice, features } = nearest;
     const f0Gap = semitones(speaker.medianF0Hz) - semitones(features.medianF0Hz);
@@ -271,9 +279,27 @@ export function voiceClonerFor(
 
 // ---------------------------------------------------------------- matching
 
-function nearestVoice(speaker: VoiceFeatures, prepared: Prepared): Measurement | undefined {
-  const gender = prepared.genders ? nearestGender(speaker, prepared.genders) : undefined;
-  const pool = prepared.measured.filter(({ voice }) => gender === undefined || voice.gender === gender);
+/** The speaker's gender family (see the module comment). */
+function genderOf(speaker: VoiceFeatures, model: GenderModel | undefined): Voice["gender"] | undefined {
+  if (speaker.medianF0Hz < MALE_BELOW_HZ) return "male";
+  if (!model) return speaker.medianF0Hz > FEMALE_ABOVE_HZ ? "female" : undefined;
+  const maleSpacing = model.centroids.male.formants;
+  const maleTract =
+    speaker.formantSpacingHz !== undefined &&
+    maleSpacing !== undefined &&
+    semitones(speaker.formantSpacingHz) <= maleSpacing;
+  if (speaker.medianF0Hz > FEMALE_ABOVE_HZ && !maleTract) return "female";
+  return nearestGender(speaker, model);
+}
+
+/** The nearest measured voice of `gender` (of any gender when undefined or none was measured). */
+function nearestVoice(
+  speaker: VoiceFeatures,
+  prepared: Prepared,
+  gender: Voice["gender"] | undefined,
+): Measurement | undefined {
+  const own = prepared.measured.filter(({ voice }) => voice.gender === gender);
+  const pool = own.length > 0 ? own : prepared.measured;
   let best: Measurement | undefined;
   let bestDistance = Infinity;
   for (const candidate of pool) {

@@ -136,9 +136,21 @@ function isVoicedAt(f: number, voiced: Uint8Array, low: Float32Array): boolean {
   return false;
 }
 
-/** Measures one clip (mono samples in [-1, 1], any sample rate). */
-export function analyzeVoice(samples: Float32Array, sampleRate: number): VoiceAnalysis {
-  const signal = toAnalysisRate(samples, sampleRate);
+interface PitchTrack {
+  /** Intensity (vowel band) of every frame, dB. */
+  readonly db: Float64Array;
+  /** Frames quieter than this are not sounding. */
+  readonly silence: number;
+  /** The 4 kHz copy F0 is read from. */
+  readonly low: Float32Array;
+  /** 1 at the frames that gave an F0. */
+  readonly voiced: Uint8Array;
+  /** F0 of those frames, in frame order, Hz. */
+  readonly f0Hz: number[];
+}
+
+/** F0 of the sounding frames of a 16 kHz signal, and the intensity contour it was gated by. */
+function trackPitch(signal: Float32Array): PitchTrack {
   const frames = signal.length >= FRAME ? Math.floor((signal.length - FRAME) / HOP) + 1 : 0;
   const band = vowelBand(signal);
   const db = new Float64Array(frames);
@@ -149,32 +161,54 @@ export function analyzeVoice(samples: Float32Array, sampleRate: number): VoiceAn
     }
     db[f] = 10 * Math.log10(energy + 1e-12);
   }
-  const result: VoiceAnalysis = {
-    f0Hz: [],
-    syllables: 0,
-    soundingSeconds: 0,
-    voicedSeconds: 0,
-    formantSpacingHz: [],
-  };
-  if (frames === 0) return result;
-
+  const voiced = new Uint8Array(frames);
+  const f0Hz: number[] = [];
+  if (frames === 0) return { db, silence: 0, low: new Float32Array(0), voiced, f0Hz };
   const silence = Math.max(ABSOLUTE_FLOOR_DB, quantile([...db], 0.99) - SILENCE_BELOW_LOUD_DB);
   const low = pitchCopy(signal);
-  // YIN (and LPC) run only on sounding frames: pauses cost nothing, and quiet noise cannot fake a pitch.
-  const voiced = new Uint8Array(frames);
+  // YIN runs only on sounding frames: pauses cost nothing, and quiet noise cannot fake a pitch.
   for (let f = 0; f < frames; f += F0_STEP) {
     if (db[f]! < silence) continue;
     const hz = pitchAt(detectPitch, low, f);
     if (hz === undefined) continue;
     voiced[f] = 1;
-    result.f0Hz.push(hz);
+    f0Hz.push(hz);
+  }
+  return { db, silence, low, voiced, f0Hz };
+}
+
+/** Voiced speech each F0 of `voicedPitches` stands for. */
+export const PITCH_STEP_SECONDS = F0_STEP * HOP_SECONDS;
+
+/**
+ * F0 (Hz) of the clip's voiced frames, one per PITCH_STEP_SECONDS of voiced speech: the pitch part
+ * of analyzeVoice alone, for the speaker tracker.
+ */
+export function voicedPitches(samples: Float32Array, sampleRate: number): number[] {
+  return trackPitch(toAnalysisRate(samples, sampleRate)).f0Hz;
+}
+
+/** Measures one clip (mono samples in [-1, 1], any sample rate). */
+export function analyzeVoice(samples: Float32Array, sampleRate: number): VoiceAnalysis {
+  const signal = toAnalysisRate(samples, sampleRate);
+  const { db, silence, low, voiced, f0Hz } = trackPitch(signal);
+  const result: VoiceAnalysis = {
+    f0Hz,
+    syllables: 0,
+    soundingSeconds: 0,
+    voicedSeconds: 0,
+    formantSpacingHz: [],
+  };
+  // A clip without one voiced frame holds no speech: its noise must not dilute a pooled rate.
+  if (f0Hz.length === 0) return result;
+  // LPC, like YIN, runs only on the voiced frames.
+  for (let f = 0; f < voiced.length; f++) {
+    if (!voiced[f]) continue;
     const spacing = formantSpacing(signal, f * HOP + (FRAME - LPC_FRAME) / 2);
     if (spacing !== undefined) result.formantSpacingHz.push(spacing);
   }
-  // A clip without one voiced frame holds no speech: its noise must not dilute a pooled rate.
-  if (result.f0Hz.length === 0) return result;
   result.soundingSeconds = soundingSeconds(db, silence);
-  result.voicedSeconds = result.f0Hz.length * F0_STEP * HOP_SECONDS;
+  result.voicedSeconds = f0Hz.length * PITCH_STEP_SECONDS;
   result.syllables = countNuclei(db, voiced, low, silence);
   return result;
 }

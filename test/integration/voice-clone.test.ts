@@ -18,6 +18,7 @@ import {
   type VoiceFeatures,
 } from "../../src/voices/voice-features.js";
 import { SpeakerProfiler } from "../../src/voices/speaker-profiler.js";
+import { clipsOf, SPEAKERS, type SpeakerName } from "../support/conversations.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const ESPEAK = "/usr/bin/espeak-ng";
@@ -173,6 +174,18 @@ describe.skipIf(noEspeak || noSpeech)("clone voice matching (real eSpeak NG, rea
     expect(voice.timbre.pitch).toBeGreaterThan(library.timbre.pitch);
     expect(await spanishF0(voice)).toBeGreaterThan((await spanishF0(library)) * 1.2);
   });
+
+  // FLEURS's men measure a woman's formant spacing (up to 1395 Hz) at a man's pitch (100–118 Hz).
+  it.skipIf(sharedMissing("data", "speech", "fleurs-dev"))(
+    "gives every man of the test speech a male voice and every woman a female one",
+    async () => {
+      for (const person of Object.keys(SPEAKERS) as SpeakerName[]) {
+        const clips = await clipsOf(person);
+        const profile = summarizeVoice(clips.map((clip) => analyzeVoice(toFloat(clip), 16_000)))!;
+        expect(cloner.match(profile)!.gender, person).toBe(SPEAKERS[person].gender);
+      }
+    },
+  );
 
   it("follows the speaker's articulation rate", async () => {
     // Speakers whose rate is known: eSpeak NG's own default male voice at rate 0.8 and 1.25.

@@ -4,7 +4,12 @@
  *
  * The speakers the material offers (gender from the recordings' metadata and measured pitch):
  *   - women: LJSpeech's reader (32 clips), LibriSpeech speaker 1995 (one 9 s clip);
- *   - men: the LibriVox reader of "Sense and Sensibility" (5 clips), JFK (one 11 s clip).
+ *   - men: the LibriVox reader of "Sense and Sensibility" (5 clips), JFK (one 11 s clip);
+ *   - FLEURS clips, one speaker each, whose median F0 leaves no doubt (FLEURS's gender column is
+ *     not in the fixtures, so it was measured twice, by autocorrelation and by relay's YIN): men
+ *     de-009 (112/118 Hz), de-007 (105/107 Hz), fr-009 (96/101 Hz); women es-007 (201/204 Hz),
+ *     fr-008 (219/227 Hz). The other FLEURS clips (135–185 Hz, or estimators disagreeing) are left
+ *     out: pitch alone cannot say who they are.
  * Clips longer than 6 s are cut at their quietest 100 ms between 3 and 6 s into the clip, so every
  * turn lasts 3–15 s and the one-clip speakers give several turns. Turns alternate, separated by
  * pauses of 0.2–0.9 s (seeded): shorter than the live end-of-utterance silence (0.5 s) about half
@@ -43,19 +48,33 @@ export function speakerOf(
   return best?.speaker;
 }
 
-export type SpeakerName = "lj" | "ls1995" | "librivox" | "jfk";
+export type SpeakerName =
+  | "lj"
+  | "ls1995"
+  | "librivox"
+  | "jfk"
+  | "fleurs-de-009"
+  | "fleurs-de-007"
+  | "fleurs-fr-009"
+  | "fleurs-es-007"
+  | "fleurs-fr-008";
 
 export const SPEAKERS: Readonly<Record<SpeakerName, { gender: "female" | "male"; title: string }>> = {
   lj: { gender: "female", title: "LJSpeech reader" },
   ls1995: { gender: "female", title: "LibriSpeech 1995" },
   librivox: { gender: "male", title: "LibriVox reader" },
   jfk: { gender: "male", title: "JFK" },
+  "fleurs-de-009": { gender: "male", title: "FLEURS de-009" },
+  "fleurs-de-007": { gender: "male", title: "FLEURS de-007" },
+  "fleurs-fr-009": { gender: "male", title: "FLEURS fr-009" },
+  "fleurs-es-007": { gender: "female", title: "FLEURS es-007" },
+  "fleurs-fr-008": { gender: "female", title: "FLEURS fr-008" },
 };
 
 const clips = new Map<SpeakerName, Promise<Int16Array[]>>();
 
 /** Each speaker's clips, read (and resampled to 16 kHz) once per process. */
-function clipsOf(speaker: SpeakerName): Promise<Int16Array[]> {
+export function clipsOf(speaker: SpeakerName): Promise<Int16Array[]> {
   let read = clips.get(speaker);
   if (!read) {
     read = readClips(speaker);
@@ -81,7 +100,27 @@ async function readClips(speaker: SpeakerName): Promise<Int16Array[]> {
     }
     case "jfk":
       return [await readWavAsPcm16(speech("misc/jfk.wav"))];
+    default:
+      return [trimSilence(await readWavAsPcm16(speech(`fleurs-dev/${speaker}.wav`)))];
   }
+}
+
+/**
+ * FLEURS clips open and close with up to 3.5 s of near silence, which would make turns of nobody:
+ * cut to 0.1 s around the first and last 10 ms louder than 30 dB below the clip's loudest.
+ */
+function trimSilence(clip: Int16Array): Int16Array {
+  const step = RATE / 100;
+  const energies: number[] = [];
+  for (let at = 0; at + step <= clip.length; at += step) {
+    let energy = 0;
+    for (let i = at; i < at + step; i++) energy += clip[i]! * clip[i]!;
+    energies.push(energy);
+  }
+  const floor = Math.max(...energies) * 1e-3;
+  const first = energies.findIndex((energy) => energy > floor);
+  const last = energies.findLastIndex((energy) => energy > floor);
+  return clip.subarray(Math.max(0, (first - 10) * step), Math.min(clip.length, (last + 11) * step));
 }
 
 /** Cuts clips longer than 6 s at their quietest 100 ms between 3 and 6 s in, repeatedly. */
@@ -156,7 +195,11 @@ export async function buildConversation(
   return { name: `${a}+${b}`, kind, pcm, turns };
 }
 
-/** Every pairing the material allows, each speaker opening once where both orders differ. */
+/**
+ * Every pairing of the LJSpeech, LibriSpeech, LibriVox and JFK speakers, each speaker opening once
+ * where both orders differ; then FLEURS men and women with each other and with those speakers
+ * (FLEURS clips of one language may share a speaker, so same-gender pairs cross languages).
+ */
 export const CONVERSATION_PAIRS: readonly (readonly [SpeakerName, SpeakerName])[] = [
   ["lj", "librivox"],
   ["librivox", "lj"],
@@ -167,4 +210,13 @@ export const CONVERSATION_PAIRS: readonly (readonly [SpeakerName, SpeakerName])[
   ["jfk", "librivox"],
   ["lj", "ls1995"],
   ["ls1995", "lj"],
+  ["fleurs-de-009", "fleurs-fr-008"],
+  ["fleurs-fr-008", "fleurs-fr-009"],
+  ["fleurs-es-007", "fleurs-de-007"],
+  ["fleurs-de-009", "lj"],
+  ["lj", "fleurs-de-007"],
+  ["librivox", "fleurs-fr-008"],
+  ["ls1995", "fleurs-fr-009"],
+  ["fleurs-fr-009", "fleurs-de-009"],
+  ["fleurs-es-007", "fleurs-fr-008"],
 ];

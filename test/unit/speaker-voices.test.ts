@@ -1,7 +1,7 @@
 import { readdirSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import type { LanguageCode } from "../../src/engines/types.js";
+import type { LanguageCode, Voice } from "../../src/engines/types.js";
 import { MAX_SPEAKERS } from "../../src/speakers/tracker.js";
 import { fixedVoice, MatchedVoices } from "../../src/speakers/voices.js";
 import { defaultVoice, VOICES } from "../../src/voices/library.js";
@@ -57,19 +57,21 @@ describe.skipIf(sharedMissing(MAN_DIR) || sharedMissing(WOMAN_DIR))("MatchedVoic
   const females = VOICES.filter((v) => v.gender === "female");
 
   /**
-   * A matcher double: a male library voice for speakers below 165 Hz, a female one above. Each
-   * `switchMatch()` makes it answer with other voices, as a matcher following a firming profile might.
+   * A matcher double: a library voice of the gender asked for, else male for speakers below 165 Hz
+   * and female above. Each `switchMatch()` makes it answer with other voices, as a matcher following
+   * a firming profile might.
    */
   function chooser() {
     let generation = 1;
     const fallbacks: (VoiceFeatures | undefined)[] = [];
-    const matches: [VoiceFeatures, LanguageCode][] = [];
+    const matches: [VoiceFeatures, LanguageCode, Voice["gender"] | undefined][] = [];
     let ready = true;
     const voices = new MatchedVoices({
-      match: (speaker, language) => {
-        matches.push([speaker, language]);
+      match: (speaker, language, gender) => {
+        matches.push([speaker, language, gender]);
         if (!ready) return undefined;
-        return (speaker.medianF0Hz < 165 ? males : females)[generation]!;
+        const family = gender ?? (speaker.medianF0Hz < 165 ? "male" : "female");
+        return (family === "male" ? males : females)[generation]!;
       },
       fallback: (speaker) => {
         fallbacks.push(speaker);
@@ -169,6 +171,25 @@ describe.skipIf(sharedMissing(MAN_DIR) || sharedMissing(WOMAN_DIR))("MatchedVoic
     c.switchMatch();
     expect(c.voices.voiceFor("1", "es").voice).toBe(males[1]);
     expect(c.voices.voiceFor("2", "es").voice).toBe(females[2]);
+  });
+
+  // A tracker that merged a woman into a man's label, or a profile that firms up across the
+  // boundary between the genders: the speaker's voice family was decided by the first match.
+  it("keeps the gender of a speaker's first matched voice for good, in every language", () => {
+    const c = chooser();
+    c.observe("1", man, 0, 1.5);
+    expect(c.voices.voiceFor("1", "es")).toEqual({ voice: males[1], matched: true });
+    expect(c.matches.at(-1)![2]).toBeUndefined();
+    // the woman's speech under the man's label takes the profile into her range, before it locks
+    c.observe("1", woman, 0, 6);
+    expect(c.voices.voiceFor("1", "es").voice.gender).toBe("male");
+    expect(c.voices.voiceFor("1", "fr").voice.gender).toBe("male");
+    expect(c.matches.at(-1)![0].medianF0Hz).toBeGreaterThan(165);
+    expect(c.matches.at(-1)![2]).toBe("male");
+    // while the matcher cannot answer, the default voice of that gender, not the fallback
+    c.setReady(false);
+    expect(c.voices.voiceFor("1", "de")).toEqual({ voice: defaultVoice("male"), matched: false });
+    expect(FALLBACK.gender).toBe("female");
   });
 
   it(`follows at most MAX_SPEAKERS (${MAX_SPEAKERS}) speakers: later labels keep the fallback`, () => {
