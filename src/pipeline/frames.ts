@@ -176,9 +176,10 @@ export interface TranslationJob {
   readonly endMs: number;
   readonly seq: number;
   readonly language: LanguageCode | undefined;
+  /** The speaker as the tracker labels them (their voice is chosen by it). */
   readonly speaker: string | undefined;
-  /** Whether transcripts carry the speaker label (the pipeline tells speakers apart). */
-  readonly labelled: boolean;
+  /** The speaker's label as transcripts show it; undefined when the pipeline does not tell speakers apart. */
+  readonly label: string | undefined;
   /** When the job was queued (performance.now()), for the translation latency. */
   readonly queuedAt: number;
 }

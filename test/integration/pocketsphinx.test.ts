@@ -126,6 +126,26 @@ describe.skipIf(SPEECH_MISSING)("PocketSphinx engine (maxDecoders 2)", () => {
     }
   });
 
+  // The decoder's own silence removal numbered the words' frames seconds late after a pause (both
+  // copies here, the second clamped to the end): a cut at a change of speaker then lost words.
+  it("times the words of an utterance with a pause inside it where they are in the audio", async () => {
+    const pause = SAMPLE_RATE;
+    const pcm = new Int16Array(2 * goforward.length + pause);
+    pcm.set(goforward);
+    pcm.set(goforward, goforward.length + pause);
+    const final = await decode(engine, pcm);
+    expect(final.text).toBe("go forward ten meters go forward ten meters");
+    expectTimingsValid(final, pcm.length);
+    const copyMs = (goforward.length * 1000) / SAMPLE_RATE;
+    const secondAtMs = ((goforward.length + pause) * 1000) / SAMPLE_RATE;
+    for (const word of final.words.slice(0, 4)) expect(word.endMs).toBeLessThan(copyMs);
+    for (const word of final.words.slice(4)) expect(word.startMs).toBeGreaterThan(secondAtMs);
+    // each copy's words lie as far into it as the first copy's do into the clip
+    final.words.slice(4).forEach((word, i) => {
+      expect(Math.abs(word.startMs - secondAtMs - final.words[i]!.startMs)).toBeLessThanOrEqual(100);
+    });
+  });
+
   it("gives the same result for 1-sample, 7-sample and 3-second chunks", async () => {
     const reference = await decode(engine, goforward);
     for (const chunk of [1, 7, 3 * SAMPLE_RATE]) {

@@ -18,6 +18,8 @@ import { energyVad } from "../support/vad-double.js";
 const RATE = 16_000;
 const VOICE_A = 6_000;
 const VOICE_B = 12_000;
+/** A sound the recognizer makes no word of (a hum, a laugh) while the tracker hears a third voice in it. */
+const HUM = 9_000;
 const WORD_OF: Record<number, string> = { [VOICE_A]: "ay", [VOICE_B]: "bee" };
 
 const voice = (level: number, ms: number) => new Int16Array((ms * RATE) / 1000).fill(level);
@@ -36,8 +38,8 @@ const WORD_SAMPLES = 4_000;
 
 /**
  * A recognizer that hears one word per 250 ms of audio written to its stream: "ay" or "bee" after
- * the level most of its samples have (no word for silence). With `wordTimings`, each word spans its
- * 250 ms. It records every stream's audio.
+ * the level most of its samples have (no word for silence or a hum). With `wordTimings`, each word
+ * spans its 250 ms. It records every stream's audio.
  */
 function levelAsr(
   wordTimings: boolean,
@@ -53,8 +55,8 @@ function levelAsr(
       const counts = new Map<number, number>();
       for (const sample of chunk) if (sample !== 0) counts.set(sample, (counts.get(sample) ?? 0) + 1);
       const [level, count] = [...counts].sort((x, y) => y[1] - x[1])[0] ?? [0, 0];
-      if (count < WORD_SAMPLES / 4) continue;
-      const word = WORD_OF[level] ?? "?";
+      const word = WORD_OF[level];
+      if (count < WORD_SAMPLES / 4 || word === undefined) continue;
       words.push({ word, startMs: at / 16, endMs: (at + WORD_SAMPLES) / 16 });
     }
     return { text: words.map((w) => w.word).join(" "), words: wordTimings ? words : [] };
@@ -259,6 +261,38 @@ describe("TranslationPipeline with speakers (engine doubles)", () => {
     // (the translation of a later span in a segment starts in lower case: "AY AY aY …")
     expect(last("translated", first).toUpperCase()).toBe(Array(12).fill("AY").join(" "));
     expect(last("original", second)).toBe(Array(12).fill("bee").join(" "));
+  });
+
+  // Issue 30, item 9: a segment showed the next speaker's words as interims under a label of its
+  // own, then ended with an empty final when the voice was found to change before those words,
+  // and the words came back as a new segment with the next label. Here A speaks, then a hum the
+  // tracker takes for a voice of its own (a change found at the hum, a label made for it), then B
+  // without a pause (a second change, where B starts): the hum's part has no words.
+  it("a part whose words all move to the next speaker's segment sends no empty final and uses up no label", async () => {
+    const events = await run(
+      pipelineWith({ asr: levelAsr(true), speakers: levelSpeakerEngine }),
+      voice(VOICE_A, 3000),
+      voice(HUM, 1500),
+      voice(VOICE_B, 3000),
+      silence(800),
+    );
+    for (const event of transcripts(events).filter((e) => e.isFinal)) expect(event.text).not.toBe("");
+    // the hum's segment showed B's words: it goes on as B's segment, under B's label
+    const segments = segmentsOf(events);
+    expect(segments).toHaveLength(2);
+    expect(transcripts(events).some((e) => e.segmentId === segments[1] && !e.isFinal)).toBe(true);
+    for (const type of ["original", "translated"] as const)
+      expect(
+        segments.map((id) => {
+          const last = finals(events, type).findLast((e) => e.segmentId === id)!;
+          return [last.speaker, last.text.toLowerCase()];
+        }),
+      ).toEqual([
+        ["1", Array(12).fill("ay").join(" ")],
+        ["2", Array(12).fill("bee").join(" ")],
+      ]);
+    // labels 1 and 2 only, on every transcript: none was spent on the hum
+    expect(new Set(transcripts(events).map((e) => e.speaker))).toEqual(new Set(["1", "2"]));
   });
 
   /** Each segment's finals (original and translated), in order. */

@@ -286,6 +286,20 @@ describe("TranslationPipeline (engine doubles)", () => {
     expect(transcripts.findLast((e) => !e.isFinal)?.text).toBe("go forward ten meters now");
   });
 
+  it("a segment whose interims showed words never ends with an empty final, even when the recognizer's last pass withdraws them all", async () => {
+    // partials reveal two words (too few to commit); the final pass keeps none
+    const pipeline = pipelineWith({ asr: withdrawingAsr(["go", "forward", "ten"], 0), speak: undefined });
+    pipeline.pushAudio(speech(600));
+    const ending = pipeline.end();
+    const events = await collect(pipeline, () => false);
+    await ending;
+    expect(events.filter((e) => e.type === "original" && !e.isFinal).at(-1)).toMatchObject({
+      text: "go forward",
+    });
+    expect(finals(events, "original").map((e) => e.text)).toEqual(["go forward"]);
+    expect(finals(events, "translated").map((e) => e.text)).toEqual(["og drawrof"]);
+  });
+
   it("every translation of a segment keeps the case of the words already shown (the translator capitalises each input)", async () => {
     const pipeline = pipelineWith({
       asr: scriptedAsr(["go", "forward", "zorp", "ten", "meters", "now", "please"]),

@@ -128,7 +128,10 @@ function decoderArgs(files: ModelFiles, settings: Readonly<Record<string, string
     // Dithering would draw from sphinxbase's process-global random generator from several threads.
     "-dither",
     "no",
-    ...Object.entries(settings).flat(),
+    // The decoder's own silence removal drops frames inside an utterance and then misnumbers the
+    // words' frames (seconds late, clamped to the end), so a cut at a change of speaker lost the
+    // words before it; the service's VAD delimits utterances, and accuracy is the same without it.
+    ...Object.entries({ "-remove_silence": "no", ...settings }).flat(),
   ];
 }
 

@@ -30,7 +30,10 @@ interface OpenSegment extends Segment {
   shownPending: StableWord[];
   /** The segment's language (identified per utterance in "auto" sessions). */
   language: LanguageCode | undefined;
-  /** Its speaker: the latest decision until its first final, then fixed (a change starts a new segment). */
+  /**
+   * Its speaker, as the tracker labels them: the latest decision until its first final, then fixed
+   * (a change starts a new segment).
+   */
   speaker: string | undefined;
   /** A final has been sent for it. */
   hasFinal: boolean;
@@ -58,6 +61,8 @@ export class SegmentBuilder {
   private speaking: string | undefined;
   /** Jobs built and not yet queued for translation, in order. */
   private readonly outbox: TranslationJob[] = [];
+  /** The label transcripts show for each speaker of the tracker that has had a final (see `labelOf`). */
+  private readonly labels = new Map<string, string>();
 
   constructor(
     private readonly options: SegmentBuilderOptions,
@@ -88,9 +93,14 @@ export class SegmentBuilder {
         this.hear(frame.hypothesis);
         return this.apply(this.stabilizer!.finish(toStableWords(frame.hypothesis)), true, frame.untimedEndMs);
       case "segment-end":
-        // Words an interim showed past a cut are the next speaker's: they are not committed here.
-        if (frame.cut && this.segment) this.segment.shownPending = [];
         this.awaitingInterimSince = undefined;
+        if (frame.cut && this.segment) {
+          // Words an interim showed past a cut are the next speaker's: they are not committed here.
+          // A segment with no final yet has no words before the cut: it goes on as the next part's
+          // segment (its label follows the speaker), rather than ending empty.
+          if (!this.segment.hasFinal) return;
+          this.segment.shownPending = [];
+        }
         return this.closeSegment(frame.endMs);
     }
   }
@@ -112,11 +122,11 @@ export class SegmentBuilder {
   private closeSegment(endMs = this.options.positionMs()): void {
     const segment = this.segment;
     this.segment = undefined;
-    // Interim text that no final covers must be closed by a final, even an empty one. When the
-    // recognizer's last pass withdrew words an interim showed and a final already holds the rest,
-    // the shown words are committed: a final never repeats the previous one.
+    // Interim text that no final covers must be closed by a final. When the recognizer's last pass
+    // withdrew words an interim showed, the shown words are committed: a final never repeats the
+    // previous one, and a segment that showed words never ends with an empty final.
     if (segment && segment.lastShown !== joinWords(segment.committed))
-      this.emitFinal(segment, segment.committed.length > 0 ? segment.shownPending : [], endMs);
+      this.emitFinal(segment, segment.shownPending, endMs);
   }
 
   /** `untimedEndMs`: where words without timings end (by default, the audio processed so far). */
@@ -149,8 +159,9 @@ export class SegmentBuilder {
       this.options.observer?.latency("first_interim", (performance.now() - this.awaitingInterimSince) / 1000);
       this.awaitingInterimSince = undefined;
     }
-    this.emitOriginal(segment, text, false, endMs);
-    this.outbox.push(this.job(segment, "interim", pendingText, text, endMs, ++segment.interimSeq));
+    const shown = this.labelOf(segment.speaker, false);
+    this.emitOriginal(segment, shown, text, false, endMs);
+    this.outbox.push(this.job(segment, shown, "interim", pendingText, text, endMs, ++segment.interimSeq));
   }
 
   private emitFinal(segment: OpenSegment, words: StableWord[], endMs: number): void {
@@ -160,8 +171,24 @@ export class SegmentBuilder {
     segment.shownPending = [];
     this.label(segment);
     segment.hasFinal = true;
-    this.emitOriginal(segment, originalText, true, endMs);
-    this.outbox.push(this.job(segment, "final", joinWords(words), originalText, endMs, segment.interimSeq));
+    const shown = this.labelOf(segment.speaker, true);
+    this.emitOriginal(segment, shown, originalText, true, endMs);
+    this.outbox.push(
+      this.job(segment, shown, "final", joinWords(words), originalText, endMs, segment.interimSeq),
+    );
+  }
+
+  /**
+   * The label transcripts show for the tracker's `speaker`. Labels are given out in the order of
+   * speakers' first finals, so one the tracker made for speech whose words all went to another
+   * speaker's segment (split off again before any of them was final) is never used up; until their
+   * first final, a speaker's interims show the label they would get.
+   */
+  private labelOf(speaker: string | undefined, final: boolean): string | undefined {
+    if (!this.options.labelling || speaker === undefined) return undefined;
+    const label = this.labels.get(speaker) ?? String(this.labels.size + 1);
+    if (final) this.labels.set(speaker, label);
+    return label;
   }
 
   /** The segment's language and (until its first final) speaker, as now known. */
@@ -171,7 +198,13 @@ export class SegmentBuilder {
     if (!segment.hasFinal) segment.speaker = this.speaking;
   }
 
-  private emitOriginal(segment: OpenSegment, text: string, isFinal: boolean, endMs: number): void {
+  private emitOriginal(
+    segment: OpenSegment,
+    label: string | undefined,
+    text: string,
+    isFinal: boolean,
+    endMs: number,
+  ): void {
     this.options.emit({
       type: "original",
       segmentId: segment.id,
@@ -180,12 +213,13 @@ export class SegmentBuilder {
       startMs: segment.startMs,
       endMs,
       language: segment.language,
-      ...(this.options.labelling && segment.speaker !== undefined ? { speaker: segment.speaker } : {}),
+      ...(label === undefined ? {} : { speaker: label }),
     });
   }
 
   private job(
     segment: OpenSegment,
+    label: string | undefined,
     kind: TranslationJob["kind"],
     sourceText: string,
     originalText: string,
@@ -193,7 +227,6 @@ export class SegmentBuilder {
     seq: number,
   ): TranslationJob {
     const { language, speaker } = segment;
-    const labelled = this.options.labelling;
     return {
       kind,
       segment,
@@ -203,7 +236,7 @@ export class SegmentBuilder {
       seq,
       language,
       speaker,
-      labelled,
+      label,
       queuedAt: performance.now(),
     };
   }

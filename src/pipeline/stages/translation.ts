@@ -228,5 +228,5 @@ class LineFeed {
 
 /** The `speaker` field of a job's transcripts: only when the pipeline tells speakers apart. */
 function speakerOf(job: TranslationJob): { speaker?: string } {
-  return job.labelled && job.speaker !== undefined ? { speaker: job.speaker } : {};
+  return job.label === undefined ? {} : { speaker: job.label };
 }
