@@ -34,7 +34,7 @@ export async function languages(connection: Connection): Promise<number> {
   const tier = report.recognition_tier;
   if (tier) console.log(`${tier.summary}${tier.upgrade ? `\n  for more: ${tier.upgrade}` : ""}`);
   const spoken = report.recognition.map((r) => `${r.language} (${languageName(r.language)})`);
-  console.log(`Speech input (--from; ${spoken.length} languages):`);
+  console.log(`Speech input (--from; ${count(spoken.length, "language")}):`);
   console.log(spoken.length > 0 ? wrap(spoken, ", ", 100, "  ") : "  none");
 
   console.log("Translation (--from → --to):");
@@ -45,7 +45,7 @@ export async function languages(connection: Connection): Promise<number> {
   for (const [from, list] of targets) console.log(`  ${from} → ${list.join(", ")}`);
 
   const voiced = report.voice_output.map((v) => v.language);
-  console.log(`Voice output (--to without --no-audio, and of speak; ${voiced.length} languages):`);
+  console.log(`Voice output (--to without --no-audio, and of speak; ${count(voiced.length, "language")}):`);
   console.log(wrap(voiced, " ", 100, "  "));
 
   console.log("Engines:");
@@ -53,6 +53,8 @@ export async function languages(connection: Connection): Promise<number> {
     console.log(`  ${engine.kind.padEnd(4)} ${engine.id} ${engine.version}`);
   return 0;
 }
+
+const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 /** Items joined by `separator` in lines of at most `width` characters (an item is never split). */
 function wrap(items: readonly string[], separator: string, width: number, indent: string): string {

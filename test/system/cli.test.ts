@@ -139,7 +139,7 @@ describe("relay speak, voices, languages", () => {
   it("languages summarizes recognition, translation pairs and voice output", async () => {
     const result = await relay("languages");
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^Speech input \(--from\): .*\ben\b/mu);
+    expect(result.stdout).toMatch(/^Speech input \(--from; 1 language\):\n {2}en \(English\)$/mu);
     expect(result.stdout).toMatch(/^ {2}en → es\b/mu);
     expect(result.stdout).toMatch(/^Voice output .*\d+ languages/mu);
   });

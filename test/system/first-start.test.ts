@@ -85,7 +85,7 @@ describe("npm start on a fresh clone", () => {
     const listed = await relay(["languages"]);
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toContain(`${TIER}\n  for more: ${UPGRADE}\n`);
-    expect(listed.stdout).toContain("Speech input (--from; 1 languages):\n  en (English)\n");
+    expect(listed.stdout).toContain("Speech input (--from; 1 language):\n  en (English)\n");
   });
 });
 
