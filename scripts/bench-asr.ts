@@ -14,9 +14,9 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createPocketSphinxEngine } from "../src/engines/pocketsphinx/index.js";
-import type { AsrStreamOptions } from "../src/engines/types.js";
+import type { AsrStreamOptions } from "../src/core/contracts.js";
 import { createWhisperCppEngine } from "../src/engines/whisper-cpp/index.js";
-import { wordEdits } from "../src/models/check-metrics.js";
+import { wordEdits } from "../src/engines/kit/models/check-metrics.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 const DIR = path.resolve(SHARED, "data/speech/librivox-pocketsphinx");

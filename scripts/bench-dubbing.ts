@@ -27,7 +27,7 @@ import { promisify } from "node:util";
 import { createJob, downloadTo, uploadFile, waitForJob, type JobStatus } from "../src/cli/dub.js";
 import { loadConfig } from "../src/config.js";
 import { DUB_STAGES, dubMedia, probe, runFfmpeg, type DubStage } from "../src/dubbing/index.js";
-import { EngineRegistry } from "../src/engines/registry.js";
+import { EngineRegistry } from "../src/engines/routing/registry.js";
 import { API_KEY, startServer } from "../test/support/server.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");

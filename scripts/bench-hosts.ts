@@ -18,7 +18,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createSherpaRecognizer } from "../src/engines/sherpa-onnx/recognizer.js";
 import { createSherpaTtsEngine } from "../src/engines/sherpa-onnx/tts.js";
-import { neuralVoiceModels, recognizerFiles } from "../src/models/sherpa-models.js";
+import { neuralVoiceModels, recognizerFiles } from "../src/engines/sherpa-onnx/models.js";
 import { defaultVoice } from "../src/voices/library.js";
 import { installStandInRecognizer, installStandInVoice } from "../test/support/stand-in-models/install.js";
 

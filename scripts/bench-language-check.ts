@@ -16,7 +16,7 @@ import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { loadConfig } from "../src/config.js";
 import { dubMedia, UnsupportedLanguageError } from "../src/dubbing/index.js";
 import { MIN_CONFIDENCE, pooledConfidence, type Heard } from "../src/dubbing/language-detection.js";
-import { EngineRegistry } from "../src/engines/registry.js";
+import { EngineRegistry } from "../src/engines/routing/registry.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 const SPEECH = path.resolve(SHARED, "data/speech");

@@ -24,9 +24,9 @@ import os from "node:os";
 import path from "node:path";
 import { AutoTokenizer, env, LogLevel } from "@huggingface/transformers";
 import { createTransformersEngine, type TransformersEngine } from "../src/engines/transformers-js/index.js";
-import type { LanguageCode } from "../src/engines/types.js";
-import { findMtModel } from "../src/models/mt-catalogue.js";
-import { isMtPulled, mtModelDir, translationModels } from "../src/models/mt-models.js";
+import type { LanguageCode } from "../src/core/contracts.js";
+import { findMtModel } from "../src/engines/transformers-js/catalogue.js";
+import { isMtPulled, mtModelDir, translationModels } from "../src/engines/transformers-js/models.js";
 import { SHARED_DIR } from "../test/support/shared.js";
 import { installStandInTranslation } from "../test/support/stand-in-models/install.js";
 

@@ -1,5 +1,5 @@
 /**
- * Speaker embedding cost (sherpa-onnx, src/engines/sherpa-onnx/speaker.ts) on a real-size stand-in
+ * Speaker embedding cost (sherpa-onnx, src/engines/sherpa-onnx/speaker-embedding.ts) on a real-size stand-in
  * of CAM++ (test/support/stand-in-models/speaker-embedding.ts, `size: "real"`: 7.1 M parameters and
  * an estimated 0.47 G multiply-adds per second of audio, random weights), against the embedded MFCC
  * engine, on the 0.5 s blocks the speaker tracker feeds (and on 3 s stretches), from a LibriVox clip.
@@ -16,8 +16,8 @@ import path from "node:path";
 import { int16ToFloat32 } from "../src/audio/pcm.js";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createMfccSpeakerEngine } from "../src/engines/mfcc-speaker/index.js";
-import { createSherpaSpeakerEngine } from "../src/engines/sherpa-onnx/speaker.js";
-import type { SpeakerEngine } from "../src/engines/types.js";
+import { createSherpaSpeakerEngine } from "../src/engines/sherpa-onnx/speaker-embedding.js";
+import type { SpeakerEngine } from "../src/core/contracts.js";
 import { writeSpeakerEmbeddingStandIn } from "../test/support/stand-in-models/speaker-embedding.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");

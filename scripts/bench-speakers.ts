@@ -29,7 +29,7 @@ import { createMfccSpeakerEngine } from "../src/engines/mfcc-speaker/index.js";
 import { createSileroVadEngine } from "../src/engines/silero-vad/index.js";
 import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter } from "../src/pipeline/segmenter.js";
 import { SpeakerTracker } from "../src/speakers/tracker.js";
-import { genderDefault, MatchedVoices } from "../src/speakers/voices.js";
+import { genderDefault, MatchedVoices } from "../src/speakers/voice-choice.js";
 import { voiceClonerFor } from "../src/voices/voice-clone.js";
 import {
   buildConversation,

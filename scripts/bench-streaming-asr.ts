@@ -20,8 +20,8 @@ import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createSherpaRecognizer } from "../src/engines/sherpa-onnx/recognizer.js";
-import type { AsrEngine } from "../src/engines/types.js";
-import { recognizerFiles } from "../src/models/sherpa-models.js";
+import type { AsrEngine } from "../src/core/contracts.js";
+import { recognizerFiles } from "../src/engines/sherpa-onnx/models.js";
 import { installStandInRecognizer } from "../test/support/stand-in-models/install.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");

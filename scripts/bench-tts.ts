@@ -17,8 +17,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { createEspeakEngine } from "../src/engines/espeak-ng/index.js";
 import { createSherpaTtsEngine } from "../src/engines/sherpa-onnx/tts.js";
-import type { TtsEngine } from "../src/engines/types.js";
-import { neuralVoiceModels } from "../src/models/sherpa-models.js";
+import type { TtsEngine } from "../src/core/contracts.js";
+import { neuralVoiceModels } from "../src/engines/sherpa-onnx/models.js";
 import { defaultVoice } from "../src/voices/library.js";
 import { installStandInVoice } from "../test/support/stand-in-models/install.js";
 

@@ -15,7 +15,7 @@ import { createRoomBackend } from "./rooms/index.js";
 import { Rooms } from "./rooms/rooms.js";
 import { FleetMembership, memberId } from "./fleet/membership.js";
 import { RoomDirectory } from "./fleet/room-directory.js";
-import { HOST_EVENTS, type HostEvent } from "./engines/model-host/host.js";
+import { HOST_EVENTS, type HostEvent } from "./engines/kit/model-host/host.js";
 import { Metrics } from "./metrics.js";
 import { SERVICE_VERSION } from "./version.js";
 import { MemoryAccountSlots, RedisAccountSlots } from "./sessions/account-slots.js";
@@ -124,7 +124,7 @@ export async function buildApp(config: Config, services: Services, options: Buil
     circuits: () => registry.circuits(),
     hosts: () => registry.hosts(),
   });
-  // Model hosts' crashes, missed deadlines and replacements (src/engines/model-host/host.ts).
+  // Model hosts' crashes, missed deadlines and replacements (src/engines/kit/model-host/host.ts).
   const logHostEvent = (event: unknown) => {
     const { host, event: what, message } = event as HostEvent;
     http.log.warn({ host, event: what }, message);

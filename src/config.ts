@@ -6,9 +6,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import ipaddr from "ipaddr.js";
 import { z } from "zod";
-import { findModel } from "./models/catalogue.js";
-import { anyMtPulled } from "./models/mt-models.js";
-import { anyPulled, pulledModels, sherpaModelDir } from "./models/sherpa-models.js";
+import { findModel } from "./engines/whisper-cpp/catalogue.js";
+import { anyMtPulled } from "./engines/transformers-js/models.js";
+import { anyPulled, pulledModels, sherpaModelDir } from "./engines/sherpa-onnx/models.js";
 import {
   defaultEngines,
   DEFAULT_WHISPER_MODEL,
@@ -18,7 +18,7 @@ import {
   selectEngines,
   type EngineSettings,
   type EngineLists,
-} from "./engine-config.js";
+} from "./engines/routing/engine-config.js";
 
 /**
  * All configuration comes from environment variables, validated here once at start-up
@@ -176,7 +176,7 @@ const envSchema = z.object({
    * (`relay models pull speaker-campplus-en`) when there is one, else the embedded MFCC engine.
    */
   SPEAKER_ENGINE: z.enum(["auto", "mfcc", "sherpa-onnx"]).default("auto"),
-  /** The sherpa-onnx speaker engine's thresholds (1 − cosine; src/engines/sherpa-onnx/speaker.ts). */
+  /** The sherpa-onnx speaker engine's thresholds (1 − cosine; src/engines/sherpa-onnx/speaker-embedding.ts). */
   SPEAKER_SAME_BELOW: z.coerce.number().min(0).max(2).optional(),
   SPEAKER_NEW_ABOVE: z.coerce.number().min(0).max(2).optional(),
   POCKETSPHINX_MODEL_DIR: z.string().default("/usr/share/pocketsphinx/model/en-us"),

@@ -3,7 +3,7 @@ import { buildApp } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
 import { startRetention } from "./dubbing/retention.js";
 import { startDubbingWorkers } from "./dubbing/worker.js";
-import { recognitionTier, type RecognitionTier } from "./languages.js";
+import { recognitionTier, type RecognitionTier } from "./engines/routing/languages.js";
 import { openServices } from "./services.js";
 import { SERVICE_VERSION } from "./version.js";
 

@@ -7,7 +7,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { WorkerObserver } from "./dubbing/worker.js";
-import type { HostStatus } from "./engines/types.js";
+import type { HostStatus } from "./core/contracts.js";
 import type { PipelineObserver, PipelineStage } from "./pipeline/translation-pipeline.js";
 
 /**

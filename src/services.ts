@@ -4,7 +4,7 @@ import path from "node:path";
 import type { Config } from "./config.js";
 import { openDatabase } from "./db/index.js";
 import type { Database } from "./db/types.js";
-import { EngineRegistry } from "./engines/registry.js";
+import { EngineRegistry } from "./engines/routing/registry.js";
 import { Redis } from "ioredis";
 import { describeSharedSetup, type SharedSetup } from "./fleet/membership.js";
 import { createObjectStore } from "./storage/index.js";

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Database } from "../db/types.js";
-import type { EngineRegistry } from "../engines/registry.js";
+import type { EngineRegistry } from "../engines/routing/registry.js";
 import type { FleetMembership } from "../fleet/membership.js";
 import type { Metrics } from "../metrics.js";
 import type { Rooms } from "../rooms/rooms.js";

@@ -1,4 +1,4 @@
-import { languageName, type RecognitionTier } from "../languages.js";
+import { languageName, type RecognitionTier } from "../engines/routing/languages.js";
 import { getJson, printTable, type Connection } from "./common.js";
 
 /** The listings' shapes as this client reads them (fields it does not print are left out). */

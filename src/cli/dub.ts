@@ -12,7 +12,7 @@ import {
   UPLOAD_CONTENT_TYPES,
   type JobStatus,
 } from "@relay-translate/client";
-import { parseLanguageTag } from "../language-tags.js";
+import { parseLanguageTag } from "../core/language-tags.js";
 import { CliError, describeError, request, requireKey, type Connection } from "./common.js";
 import { ProgressLine } from "./progress.js";
 

@@ -10,19 +10,25 @@
  *
  * Timings come with the scores: milliseconds per sentence, and the real-time factors (processing
  * time over the audio's duration) of speaking and hearing. A check far below its limit
- * (src/models/check-metrics.ts says which and why) makes the command exit 1; with nothing installed
+ * (src/engines/kit/models/check-metrics.ts says which and why) makes the command exit 1; with nothing installed
  * that can be checked it says what to pull and exits 0.
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
-import type { AsrEngine, LanguageCode, TtsEngine } from "../engines/types.js";
+import type { AsrEngine, LanguageCode, TtsEngine } from "../core/contracts.js";
 import type { TransformersEngine } from "../engines/transformers-js/index.js";
-import { chrF, chrfFloor, PUBLISHED_WER, werLimit, wordErrorRate } from "../models/check-metrics.js";
-import { MT_CATALOGUE, type MtModelEntry, type MtQuality } from "../models/mt-catalogue.js";
-import { isMtPulled, translationModels } from "../models/mt-models.js";
-import { sherpaModelsOf, type SherpaEntryOf } from "../models/sherpa-catalogue.js";
-import { isPulled, neuralVoiceModels, recognizerFiles } from "../models/sherpa-models.js";
+import {
+  chrF,
+  chrfFloor,
+  PUBLISHED_WER,
+  werLimit,
+  wordErrorRate,
+} from "../engines/kit/models/check-metrics.js";
+import { MT_CATALOGUE, type MtModelEntry, type MtQuality } from "../engines/transformers-js/catalogue.js";
+import { isMtPulled, translationModels } from "../engines/transformers-js/models.js";
+import { sherpaModelsOf, type SherpaEntryOf } from "../engines/sherpa-onnx/catalogue.js";
+import { isPulled, neuralVoiceModels, recognizerFiles } from "../engines/sherpa-onnx/models.js";
 import { CliError, printTable } from "./common.js";
 
 /** data/check/ of the repository: two levels above this module, from src/cli/ and dist/cli/ alike. */

@@ -1,7 +1,12 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import { Command } from "commander";
-import { CATALOGUE, findModel, formatPublishedSize, type ModelEntry } from "../models/catalogue.js";
+import {
+  CATALOGUE,
+  findModel,
+  formatPublishedSize,
+  type ModelEntry,
+} from "../engines/whisper-cpp/catalogue.js";
 import {
   downloadModel,
   formatMiB,
@@ -9,17 +14,26 @@ import {
   modelsDir,
   ModelError,
   partialPath,
-  verifyModel,
   type DownloadOptions,
   type DownloadProgress,
-} from "../models/download.js";
-import { findMtModel, MT_CATALOGUE, type MtModelEntry, type MtQuality } from "../models/mt-catalogue.js";
-import { isMtPulled, mtModelDir } from "../models/mt-models.js";
-import { pullMtModel, readMtManifest, verifyMtModel } from "../models/mt-pull.js";
-import { SHERPA_CATALOGUE, findSherpaModel, type SherpaModelEntry } from "../models/sherpa-catalogue.js";
-import { isPulled } from "../models/sherpa-models.js";
-import { plainText } from "../models/model-dir.js";
-import { pullSherpaModel, readManifest, verifySherpaModel } from "../models/sherpa-pull.js";
+} from "../engines/kit/models/download.js";
+import { verifyModel } from "../engines/whisper-cpp/models.js";
+import {
+  findMtModel,
+  MT_CATALOGUE,
+  type MtModelEntry,
+  type MtQuality,
+} from "../engines/transformers-js/catalogue.js";
+import { isMtPulled, mtModelDir } from "../engines/transformers-js/models.js";
+import { pullMtModel, readMtManifest, verifyMtModel } from "../engines/transformers-js/pull.js";
+import {
+  SHERPA_CATALOGUE,
+  findSherpaModel,
+  type SherpaModelEntry,
+} from "../engines/sherpa-onnx/catalogue.js";
+import { isPulled } from "../engines/sherpa-onnx/models.js";
+import { plainText } from "../engines/kit/models/model-dir.js";
+import { pullSherpaModel, readManifest, verifySherpaModel } from "../engines/sherpa-onnx/pull.js";
 import { CliError, printTable } from "./common.js";
 import { checkModels } from "./models-check.js";
 import { ProgressLine } from "./progress.js";

@@ -15,11 +15,11 @@
 import { availableParallelism } from "node:os";
 import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
 import path from "node:path";
-import type { EngineRegistry } from "../engines/registry.js";
-import type { LanguageCode, Voice } from "../engines/types.js";
+import type { EngineRegistry } from "../engines/routing/registry.js";
+import type { LanguageCode, Voice } from "../core/contracts.js";
 import type { VoiceFeatures } from "../voices/voice-features.js";
-import { translatorFor } from "../speech-plan.js";
-import { genderDefault, MatchedVoices } from "../speakers/voices.js";
+import { translatorFor } from "../pipeline/speech-plan.js";
+import { genderDefault, MatchedVoices } from "../speakers/voice-choice.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { buildDubTrack } from "./dub-track.js";
 import { UnsupportedLanguageError } from "./errors.js";

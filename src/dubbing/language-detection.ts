@@ -3,7 +3,7 @@
  * recognition proper: it decides which recognizer the whole file is decoded with, and its rules
  * (voting, the confidence check, the letter-count heuristic) are a policy of their own.
  */
-import type { LanguageCode } from "../engines/types.js";
+import type { LanguageCode } from "../core/contracts.js";
 import { UnsupportedLanguageError } from "./errors.js";
 
 /** Segments tried with each candidate recognizer when the source language is "auto". */

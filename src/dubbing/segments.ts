@@ -6,7 +6,7 @@
 import { createReadStream } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { int16ToFloat32 } from "../audio/pcm.js";
-import type { VadEngine } from "../engines/types.js";
+import type { VadEngine } from "../core/contracts.js";
 import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter, type SegmenterOptions } from "../pipeline/segmenter.js";
 import type { Span } from "./timeline.js";
 

@@ -2,11 +2,11 @@
  * Which source languages a dubbing request may be in: the named one if it can be recognized and
  * translated to the target, or for "auto" every dubbing language (the spec's list bounds what
  * `source_lang` can say) that can be recognized and translated. Separate so it can be checked
- * before any media work; the rules themselves are the service's (src/languages.ts).
+ * before any media work; the rules themselves are the service's (src/engines/routing/languages.ts).
  */
-import type { EngineRegistry } from "../engines/registry.js";
-import type { LanguageCode } from "../engines/types.js";
-import { isDubbingLanguage, translatableSources, unservable } from "../languages.js";
+import type { EngineRegistry } from "../engines/routing/registry.js";
+import type { LanguageCode } from "../core/contracts.js";
+import { isDubbingLanguage, translatableSources, unservable } from "../engines/routing/languages.js";
 import { UnsupportedLanguageError } from "./errors.js";
 
 export function sourceCandidates(

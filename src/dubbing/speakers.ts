@@ -2,13 +2,13 @@
  * Who speaks each line of a dub: the speech spans run through the same speaker tracker as live
  * sessions (src/speakers/tracker.ts), in order, so a span is split where the voice changes inside
  * it and every piece gets its speaker's label; each speaker's speech also goes to the voice chooser,
- * so their lines can be dubbed in a voice matched to theirs (src/speakers/voices.ts).
+ * so their lines can be dubbed in a voice matched to theirs (src/speakers/voice-choice.ts).
  */
 import type { FileHandle } from "node:fs/promises";
 import { int16ToFloat32 } from "../audio/pcm.js";
-import type { SpeakerEngine } from "../engines/types.js";
+import type { SpeakerEngine } from "../core/contracts.js";
 import { SpeakerTracker } from "../speakers/tracker.js";
-import type { VoiceChooser } from "../speakers/voices.js";
+import type { VoiceChooser } from "../speakers/voice-choice.js";
 import { readPcm16 } from "./segments.js";
 import { SPEECH_RATE } from "./speech-audio.js";
 import type { Span } from "./timeline.js";

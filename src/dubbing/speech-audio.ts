@@ -6,7 +6,7 @@
  */
 import { open } from "node:fs/promises";
 import { AutomaticGain } from "../audio/level.js";
-import type { VadEngine } from "../engines/types.js";
+import type { VadEngine } from "../core/contracts.js";
 import { inputArgs, localPath, runFfmpeg, timeoutFor, type MediaInfo } from "./ffmpeg.js";
 import { detectSpeech, padSpans, SEGMENT_PAD_SEC } from "./segments.js";
 import type { Span } from "./timeline.js";

@@ -7,7 +7,7 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { float32ToBytes } from "../audio/pcm.js";
 import { resample } from "../audio/resampler.js";
-import type { LanguageCode, TtsEngine, Voice } from "../engines/types.js";
+import type { LanguageCode, TtsEngine, Voice } from "../core/contracts.js";
 import { trimSilence } from "./clips.js";
 import { mapLimit } from "./concurrency.js";
 import { energyOf, type Energy } from "./energy.js";

@@ -3,8 +3,8 @@
  * the lines before it as history. Separate because it is where recognized speech becomes the job's segments
  * (times rounded to the millisecond, original and translated text), which later stages voice.
  */
-import type { LanguageCode } from "../engines/types.js";
-import { TranslationHistory, type Translator } from "../speech-plan.js";
+import type { LanguageCode } from "../core/contracts.js";
+import { TranslationHistory, type Translator } from "../pipeline/speech-plan.js";
 import type { Recognized } from "./recognition.js";
 
 export interface DubSegment {
@@ -20,7 +20,7 @@ export interface DubSegment {
 
 /**
  * Lines are translated in order, each with the lines before it and their translations as history:
- * the context policy of live sessions (src/speech-plan.ts), so an engine that uses context gets the
+ * the context policy of live sessions (src/pipeline/speech-plan.ts), so an engine that uses context gets the
  * same kind of context whichever surface calls it.
  */
 export async function translateAll(

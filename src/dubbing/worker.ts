@@ -4,9 +4,9 @@ import type { FastifyBaseLogger } from "fastify";
 import type { Services } from "../services.js";
 import type { Config } from "../config.js";
 import type { Database, JobErrorCode, JobProgress, JobRecord } from "../db/types.js";
-import type { EngineRegistry } from "../engines/registry.js";
+import type { EngineRegistry } from "../engines/routing/registry.js";
 import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "../storage/types.js";
-import { dubbingVoice } from "../speech-plan.js";
+import { dubbingVoice } from "../pipeline/speech-plan.js";
 import {
   dubMedia,
   MediaTooShortError,

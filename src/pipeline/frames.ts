@@ -1,4 +1,4 @@
-import type { Hypothesis, LanguageCode, Voice } from "../engines/types.js";
+import type { Hypothesis, LanguageCode, Voice } from "../core/contracts.js";
 
 /**
  * The pipeline's types: what callers give it and get from it (the public part, shared with the

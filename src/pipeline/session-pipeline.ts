@@ -1,5 +1,5 @@
-import type { EngineRegistry, TranslationRoute } from "../engines/registry.js";
-import type { LanguageCode, TtsEngine } from "../engines/types.js";
+import type { EngineRegistry, TranslationRoute } from "../engines/routing/registry.js";
+import type { LanguageCode, TtsEngine } from "../core/contracts.js";
 import {
   languagePlan,
   recognizerFor,
@@ -7,8 +7,8 @@ import {
   type SessionLanguages,
   type Translator,
   type VoiceChoice,
-} from "../speech-plan.js";
-import { fixedVoice, genderDefault, MatchedVoices, type VoiceChooser } from "../speakers/voices.js";
+} from "./speech-plan.js";
+import { fixedVoice, genderDefault, MatchedVoices, type VoiceChooser } from "../speakers/voice-choice.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { renderSpeech } from "./speech-output.js";
 import type { FinalizeMode } from "./stabilizer.js";
@@ -17,7 +17,7 @@ import { TranslationPipeline, type PipelineObserver } from "./translation-pipeli
 /**
  * Builds the translation pipeline of one live audio stream, for WebSocket sessions and room
  * translators: engines, translation directions and context from the speech plan
- * (src/speech-plan.ts), speaker labels and each speaker's voice from src/speakers/.
+ * (src/pipeline/speech-plan.ts), speaker labels and each speaker's voice from src/speakers/.
  */
 
 /** "auto" and two-way need a recognizer that identifies languages; the caller has checked the engines. */

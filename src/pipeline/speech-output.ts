@@ -1,6 +1,6 @@
 import { resample } from "../audio/resampler.js";
-import { streamSynthesis } from "../engines/synthesis.js";
-import type { LanguageCode, TtsEngine, Voice } from "../engines/types.js";
+import { streamSynthesis } from "../engines/kit/synthesis.js";
+import type { LanguageCode, TtsEngine, Voice } from "../core/contracts.js";
 import { Framer, OUTPUT_SAMPLE_RATE } from "./framer.js";
 
 export interface SpeechRequest {

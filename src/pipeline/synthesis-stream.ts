@@ -1,4 +1,4 @@
-import { SentenceSplitter } from "./sentence-splitter.js";
+import { SentenceSplitter } from "../core/sentence-splitter.js";
 
 /**
  * One line of speech whose text arrives in pieces: `pushText` as a translation grows, `flush` when

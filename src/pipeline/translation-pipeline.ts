@@ -1,6 +1,6 @@
-import type { AsrEngine, LanguageCode, SpeakerEngine, VadEngine } from "../engines/types.js";
+import type { AsrEngine, LanguageCode, SpeakerEngine, VadEngine } from "../core/contracts.js";
 import { SpeakerTracker } from "../speakers/tracker.js";
-import type { VoiceChooser } from "../speakers/voices.js";
+import type { VoiceChooser } from "../speakers/voice-choice.js";
 import type {
   LineFrame,
   PipelineObserver,
@@ -9,7 +9,7 @@ import type {
   TranslateStreamFn,
   TranslationJob,
 } from "./frames.js";
-import { BoundedQueue } from "./queue.js";
+import { BoundedQueue } from "../core/queue.js";
 import { DEFAULT_SEGMENTER_OPTIONS, type SegmenterOptions } from "./segmenter.js";
 import type { FinalizeMode } from "./stabilizer.js";
 import { AudioIntake, SAMPLES_PER_MS } from "./stages/audio-intake.js";

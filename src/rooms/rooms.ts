@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
-import type { EngineRegistry } from "../engines/registry.js";
-import type { LanguageCode, Voice } from "../engines/types.js";
+import type { EngineRegistry } from "../engines/routing/registry.js";
+import type { LanguageCode, Voice } from "../core/contracts.js";
 import type { RoomDirectory } from "../fleet/room-directory.js";
 import { AccountSessionsLimitError, type LiveSession, type SessionCapacity } from "../sessions/capacity.js";
 import { RoomTranslator } from "./translator.js";

@@ -1,8 +1,8 @@
 import type { ServerMessage } from "../wire/messages.js";
 import type { FastifyBaseLogger } from "fastify";
-import type { EngineRegistry } from "../engines/registry.js";
-import type { LanguageCode, Voice } from "../engines/types.js";
-import { Channel } from "../pipeline/channel.js";
+import type { EngineRegistry } from "../engines/routing/registry.js";
+import type { LanguageCode, Voice } from "../core/contracts.js";
+import { Channel } from "../core/channel.js";
 import { createLivePipeline, prepareVoiceCloning } from "../pipeline/session-pipeline.js";
 import type { TranslationPipeline } from "../pipeline/translation-pipeline.js";
 import { errorFrame } from "../wire/error-frame.js";

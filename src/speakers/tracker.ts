@@ -5,7 +5,7 @@
  *
  * The unit is a run: the speech of one utterance, or of the part of it since the voice last
  * changed. Speech arrives in blocks of 0.5 s, each turned into a voiceprint by the speaker engine
- * (src/engines/types.ts), so any engine (the embedded MFCC one, a speaker-embedding network) fits.
+ * (src/core/contracts.ts), so any engine (the embedded MFCC one, a speaker-embedding network) fits.
  *
  *   - A run is labelled with the nearest known speaker once it holds 0.5 s of speech, tentatively:
  *     the label may still change. It is decided when its distance to that speaker falls below the
@@ -31,7 +31,7 @@
  * Hand-written because this is the product: no maintained JavaScript library does online
  * diarization, and the decisions (when to trust a label, when to split) are the service's own.
  */
-import type { SpeakerEngine, Voiceprint } from "../engines/types.js";
+import type { SpeakerEngine, Voiceprint } from "../core/contracts.js";
 import { PITCH_STEP_SECONDS, voicedPitches } from "../voices/voice-features.js";
 
 const BLOCK_SECONDS = 0.5;

@@ -9,7 +9,7 @@
  * least ~8 pitch steps (≈ 1.5 semitones), a clearly different pitch range or ≥ 8 % rate, so no two
  * voices sound identical (`test/unit/voices.test.ts` enforces this).
  */
-import type { LanguageCode, Voice, VoiceTimbre } from "../engines/types.js";
+import type { LanguageCode, Voice, VoiceTimbre } from "../core/contracts.js";
 
 export type VoiceGender = Voice["gender"];
 

@@ -14,7 +14,7 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import type { EngineInfo, LanguageCode, VoiceTimbre } from "../engines/types.js";
+import type { EngineInfo, LanguageCode, VoiceTimbre } from "../core/contracts.js";
 import type { VoiceFeatures } from "./voice-features.js";
 
 /** What was measured: the features, or null when the engine's speech held nothing measurable. */

@@ -1,4 +1,4 @@
-import type { LanguageCode } from "../engines/types.js";
+import type { LanguageCode } from "../core/contracts.js";
 
 /** About 5 s of ordinary speech per language (others are measured on the English text). */
 export const REFERENCE_SENTENCES: Readonly<Record<LanguageCode, string>> = {

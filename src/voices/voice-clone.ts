@@ -18,7 +18,7 @@
  *      the two ranges meet, and for that high man, the speaker goes to the nearer of the two gender
  *      centroids of the measured library voices, in (F0, formant spacing) semitones, each scaled by
  *      the library's own male–female gap, with F0 counting half. A speaker whose voice was already
- *      chosen keeps its family (speakers/voices.ts).
+ *      chosen keeps its family (speakers/voice-choice.ts).
  *   2. Nearest voice of that family by F0 and formant-spacing differences in semitones (equal
  *      weights: F0 will be corrected in step 3 but formants cannot be, so they must not count less),
  *      and F0 spread difference at half weight.
@@ -29,10 +29,10 @@
  */
 import { setTimeout as delay } from "node:timers/promises";
 import { resample } from "../audio/resampler.js";
-import type { LanguageCode, TtsEngine, Voice, VoiceTimbre } from "../engines/types.js";
+import type { LanguageCode, TtsEngine, Voice, VoiceTimbre } from "../core/contracts.js";
 import { defaultVoice, VOICES } from "./library.js";
 import { measurementKey, type StoredMeasurement, type VoiceMeasurementStore } from "./measurement-store.js";
-import { ANALYSIS_RATE } from "./signal.js";
+import { ANALYSIS_RATE } from "../audio/signal.js";
 import { measureVoice, type VoiceFeatures } from "./voice-features.js";
 import { REFERENCE_SENTENCES } from "./reference-sentences.js";
 

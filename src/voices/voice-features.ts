@@ -19,7 +19,7 @@
  *     nuclei per second of sounding time (pauses of 0.3 s or more excluded).
  */
 import { YIN } from "pitchfinder";
-import { formantSpacing, LPC_FRAME } from "./formant-spacing.js";
+import { formantSpacing, LPC_FRAME } from "../audio/formant-spacing.js";
 import {
   ANALYSIS_RATE as RATE,
   PITCH_DECIMATION,
@@ -28,7 +28,7 @@ import {
   quantileSorted,
   toAnalysisRate,
   vowelBand,
-} from "./signal.js";
+} from "../audio/signal.js";
 
 type PitchDetector = ReturnType<typeof YIN>;
 

@@ -1,4 +1,4 @@
-import type { LanguageCode } from "../engines/types.js";
+import type { LanguageCode } from "../core/contracts.js";
 import type { PipelineEvent } from "../pipeline/translation-pipeline.js";
 import type { TranscriptMessage } from "./messages.js";
 

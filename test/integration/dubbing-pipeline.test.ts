@@ -15,7 +15,7 @@ import {
   type DubResult,
   type DubStage,
 } from "../../src/dubbing/index.js";
-import { EngineRegistry } from "../../src/engines/registry.js";
+import { EngineRegistry } from "../../src/engines/routing/registry.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const CLIPS = "librivox-pocketsphinx";

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSherpaTtsEngine } from "../../src/engines/sherpa-onnx/tts.js";
-import { neuralVoiceModels } from "../../src/models/sherpa-models.js";
+import { neuralVoiceModels } from "../../src/engines/sherpa-onnx/models.js";
 import { defaultVoice } from "../../src/voices/library.js";
 import { measureVoice } from "../../src/voices/voice-features.js";
 import { kokoroStandInPitch } from "../support/stand-in-models/kokoro.js";

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { createLibreTranslateEngine } from "../../src/engines/libretranslate/index.js";
-import { RemoteEngineError } from "../../src/engines/remote/errors.js";
+import { RemoteEngineError } from "../../src/engines/kit/remote/errors.js";
 import {
   startLibreTranslateServer,
   type LibreTranslateTestServer,

@@ -12,10 +12,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
-import type { HostStatus } from "../../src/engines/types.js";
+import type { HostStatus } from "../../src/core/contracts.js";
 import type { SherpaRecognizerEngine } from "../../src/engines/sherpa-onnx/recognizer.js";
 import type { SherpaTtsEngine } from "../../src/engines/sherpa-onnx/tts.js";
-import { translateAlong } from "../../src/engines/registry.js";
+import { translateAlong } from "../../src/engines/routing/registry.js";
 import {
   installStandInRecognizer,
   installStandInTranslation,

@@ -14,12 +14,12 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
-import { EngineBusyError } from "../../src/engines/busy.js";
+import { EngineBusyError } from "../../src/core/busy.js";
 import {
   createTransformersEngine,
   type TransformersEngine,
 } from "../../src/engines/transformers-js/index.js";
-import { translationModels } from "../../src/models/mt-models.js";
+import { translationModels } from "../../src/engines/transformers-js/models.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
 import { createRoomSession, joinRoom } from "../support/room-client.js";

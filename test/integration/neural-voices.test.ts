@@ -14,7 +14,7 @@ import { promisify } from "node:util";
 import onnxProto from "onnx-proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSherpaTtsEngine } from "../../src/engines/sherpa-onnx/tts.js";
-import { neuralVoiceModels } from "../../src/models/sherpa-models.js";
+import { neuralVoiceModels } from "../../src/engines/sherpa-onnx/models.js";
 import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { defaultVoice, findVoice, VOICES } from "../../src/voices/library.js";
 import { measureVoice } from "../../src/voices/voice-features.js";

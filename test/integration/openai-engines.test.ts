@@ -8,7 +8,7 @@ import {
   type OpenAiAsrOptions,
 } from "../../src/engines/openai/index.js";
 import { cleanPartialTranslation, cleanTranslation } from "../../src/engines/openai/mt.js";
-import type { AsrEngine, AsrStream, MtEngine, TranslateRequest } from "../../src/engines/types.js";
+import type { AsrEngine, AsrStream, MtEngine, TranslateRequest } from "../../src/core/contracts.js";
 import { findVoice, listVoices } from "../../src/voices/library.js";
 import { freePort } from "../support/ports.js";
 import { SPEECH_MS_PER_CHAR, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";

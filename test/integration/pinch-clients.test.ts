@@ -6,7 +6,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import type { RealtimeSocket, ServerMessage } from "../../src/cli/recording-socket.js";
-import type { EngineRegistry } from "../../src/engines/registry.js";
+import type { EngineRegistry } from "../../src/engines/routing/registry.js";
 import { injectApp } from "../support/app.js";
 import { medianPitch } from "../support/audio-measures.js";
 import { createTestDatabase, postgresProblem } from "../support/postgres.js";

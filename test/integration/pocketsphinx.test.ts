@@ -6,9 +6,9 @@ import {
   DEFAULT_MODEL_DIR,
   type PocketSphinxEngine,
 } from "../../src/engines/pocketsphinx/index.js";
-import type { AsrStream, Hypothesis } from "../../src/engines/types.js";
+import type { AsrStream, Hypothesis } from "../../src/core/contracts.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
-import { wordEdits } from "../../src/models/check-metrics.js";
+import { wordEdits } from "../../src/engines/kit/models/check-metrics.js";
 
 const CLIPS = "librivox-pocketsphinx";
 const SPEECH_MISSING = sharedMissing("data", "speech", CLIPS);

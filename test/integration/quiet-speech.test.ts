@@ -6,7 +6,7 @@ import { encodeWav, readWavAsPcm16 } from "../../src/audio/wav.js";
 import { dubMedia } from "../../src/dubbing/index.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
-import { wordEdits } from "../../src/models/check-metrics.js";
+import { wordEdits } from "../../src/engines/kit/models/check-metrics.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
 /**

@@ -8,7 +8,7 @@ import { decodeWav } from "../../src/audio/wav.js";
 import { createEspeakEngine } from "../../src/engines/espeak-ng/index.js";
 import { ProgramLauncher } from "../../src/engines/espeak-ng/launcher.js";
 import { defaultLocales, isoCodeOf, parseVoiceList } from "../../src/engines/espeak-ng/voices.js";
-import type { TtsEngine } from "../../src/engines/types.js";
+import type { TtsEngine } from "../../src/core/contracts.js";
 import { defaultVoice, findVoice, VOICES } from "../../src/voices/library.js";
 import { medianPitch, rms, seconds } from "../support/audio-measures.js";
 

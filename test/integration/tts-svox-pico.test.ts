@@ -5,7 +5,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSvoxPicoEngine } from "../../src/engines/svox-pico/index.js";
 import { picoMarkup, picoPitchLevel, picoSpeedLevel } from "../../src/engines/svox-pico/markup.js";
-import type { TtsEngine } from "../../src/engines/types.js";
+import type { TtsEngine } from "../../src/core/contracts.js";
 import { defaultVoice, findVoice, VOICES } from "../../src/voices/library.js";
 import { SHARED_DIR } from "../support/shared.js";
 import { medianPitch, rms, seconds } from "../support/audio-measures.js";

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { resample } from "../../src/audio/resampler.js";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createEspeakEngine } from "../../src/engines/espeak-ng/index.js";
-import type { SynthesisRequest, TtsEngine, Voice } from "../../src/engines/types.js";
+import type { SynthesisRequest, TtsEngine, Voice } from "../../src/core/contracts.js";
 import { findVoice, VOICES } from "../../src/voices/library.js";
 import { VoiceMeasurementStore } from "../../src/voices/measurement-store.js";
 import { REFERENCE_SENTENCES } from "../../src/voices/reference-sentences.js";
@@ -17,7 +17,7 @@ import {
   summarizeVoice,
   type VoiceFeatures,
 } from "../../src/voices/voice-features.js";
-import { SpeakerProfiler } from "../../src/voices/speaker-profiler.js";
+import { SpeakerProfiler } from "../../src/speakers/profiler.js";
 import { clipsOf, SPEAKERS, type SpeakerName } from "../support/conversations.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 

@@ -23,7 +23,7 @@ import {
   type WhisperBinding,
 } from "../../src/engines/whisper-cpp/binding.js";
 import { createWhisperCppEngine, type WhisperCppEngine } from "../../src/engines/whisper-cpp/index.js";
-import type { AsrStream, Hypothesis } from "../../src/engines/types.js";
+import type { AsrStream, Hypothesis } from "../../src/core/contracts.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const MODELS = ["models", "whisper-cpp-test"] as const;

@@ -4,7 +4,7 @@ import path from "node:path";
 import type { FastifyInstance, InjectOptions } from "fastify";
 import { buildApp, type App } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
-import { EngineRegistry } from "../../src/engines/registry.js";
+import { EngineRegistry } from "../../src/engines/routing/registry.js";
 import { openServices, type Services } from "../../src/services.js";
 import { testEnv } from "./env.js";
 

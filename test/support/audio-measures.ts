@@ -1,4 +1,4 @@
-import type { SynthesizedAudio } from "../../src/engines/types.js";
+import type { SynthesizedAudio } from "../../src/core/contracts.js";
 
 /** Measurements the TTS tests make on synthesized speech. */
 

@@ -1,4 +1,4 @@
-import type { SpeakerEngine, Voiceprint } from "../../src/engines/types.js";
+import type { SpeakerEngine, Voiceprint } from "../../src/core/contracts.js";
 
 /** Voiceprint of the level double: the sum of |sample| over the non-zero samples. */
 interface LevelPrint extends Voiceprint {

@@ -22,8 +22,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import path from "node:path";
 import { Header, Pax, type HeaderData } from "tar";
 import { encodeWav } from "../../src/audio/wav.js";
-import { findMtModel } from "../../src/models/mt-catalogue.js";
-import { findSherpaModel, type SherpaModelEntry } from "../../src/models/sherpa-catalogue.js";
+import { findMtModel } from "../../src/engines/transformers-js/catalogue.js";
+import { findSherpaModel, type SherpaModelEntry } from "../../src/engines/sherpa-onnx/catalogue.js";
 import { PROJECT_ROOT } from "./run-script.js";
 import { SHARED_DIR } from "./shared.js";
 import { writePunctuationStandIn } from "./stand-in-models/punctuation.js";

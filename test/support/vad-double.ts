@@ -1,4 +1,4 @@
-import type { VadEngine } from "../../src/engines/types.js";
+import type { VadEngine } from "../../src/core/contracts.js";
 
 /** A VAD double for pipeline tests: speech is any 16 kHz window whose samples are not all zero. */
 export const energyVad: VadEngine = {

@@ -5,7 +5,7 @@ import { createServer, type Server } from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CATALOGUE, findModel } from "../../src/models/catalogue.js";
+import { CATALOGUE, findModel } from "../../src/engines/whisper-cpp/catalogue.js";
 import { freePort } from "../support/ports.js";
 import { runScript, type Run } from "../support/run-script.js";
 

@@ -13,7 +13,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { findMtModel, type MtModelEntry } from "../../src/models/mt-catalogue.js";
+import { findMtModel, type MtModelEntry } from "../../src/engines/transformers-js/catalogue.js";
 import { installStandInTranslation } from "../support/stand-in-models/install.js";
 import { freePort } from "../support/ports.js";
 import { runScript, type Run } from "../support/run-script.js";

@@ -1,5 +1,5 @@
 /**
- * bpe.vocab derived from bpe.model (src/models/bpe-vocab.ts), as sherpa-onnx's
+ * bpe.vocab derived from bpe.model (src/engines/sherpa-onnx/bpe-vocab.ts), as sherpa-onnx's
  * scripts/export_bpe_vocab.py writes it: every piece in id order, "piece\tscore\n", the score as
  * Python prints the model's float32.
  */
@@ -15,7 +15,7 @@ import {
   pythonFloatRepr,
   readSentencePieceModel,
   writeBpeVocab,
-} from "../../src/models/bpe-vocab.js";
+} from "../../src/engines/sherpa-onnx/bpe-vocab.js";
 import { DataType, encodeModel, node, valueInfo } from "../support/stand-in-models/onnx-graph.js";
 import {
   bpeModelForTokens,

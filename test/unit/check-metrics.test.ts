@@ -1,5 +1,5 @@
 /**
- * The scores and limits of `relay models check` (src/models/check-metrics.ts): word error rate,
+ * The scores and limits of `relay models check` (src/engines/kit/models/check-metrics.ts): word error rate,
  * chrF2 as sacrebleu computes it, and the floors each installed model is held to.
  */
 import { describe, expect, it } from "vitest";
@@ -11,9 +11,9 @@ import {
   werLimit,
   wordEdits,
   wordErrorRate,
-} from "../../src/models/check-metrics.js";
-import { findMtModel, type MtQuality } from "../../src/models/mt-catalogue.js";
-import { findSherpaModel } from "../../src/models/sherpa-catalogue.js";
+} from "../../src/engines/kit/models/check-metrics.js";
+import { findMtModel, type MtQuality } from "../../src/engines/transformers-js/catalogue.js";
+import { findSherpaModel } from "../../src/engines/sherpa-onnx/catalogue.js";
 
 describe("word error rate", () => {
   it("scores words without case or punctuation, keeping apostrophes inside words", () => {

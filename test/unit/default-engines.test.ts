@@ -4,7 +4,7 @@ import {
   defaultEngines,
   recognizersToBuild,
   selectEngines,
-} from "../../src/engine-config.js";
+} from "../../src/engines/routing/engine-config.js";
 
 describe("default engines", () => {
   it("are the embedded engines until the default whisper model is pulled", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { UnsupportedLanguageError } from "../../src/dubbing/errors.js";
 import { chooseSourceLanguage, pooledConfidence, type Heard } from "../../src/dubbing/language-detection.js";
-import { dubbingAutoSource, type LanguageCapabilities } from "../../src/languages.js";
+import { dubbingAutoSource, type LanguageCapabilities } from "../../src/engines/routing/languages.js";
 
 /** Recognizers of `languages`, one of them identifying languages when `identifier`. */
 const engines = (languages: string[], identifier = false) =>

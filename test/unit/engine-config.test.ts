@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
-import { findModel } from "../../src/models/catalogue.js";
+import { findModel } from "../../src/engines/whisper-cpp/catalogue.js";
 
 /** The engines file and its environment overrides, as `loadConfig` reads them at start-up. */
 const dir = mkdtempSync(path.join(tmpdir(), "relay-engines-"));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EngineRegistry, translateAlong } from "../../src/engines/registry.js";
-import { streamSynthesis } from "../../src/engines/synthesis.js";
+import { EngineRegistry, translateAlong } from "../../src/engines/routing/registry.js";
+import { streamSynthesis } from "../../src/engines/kit/synthesis.js";
 import type {
   AsrEngine,
   MtEngine,
@@ -8,7 +8,7 @@ import type {
   SynthesizedAudio,
   TtsEngine,
   VadEngine,
-} from "../../src/engines/types.js";
+} from "../../src/core/contracts.js";
 import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
 import { renderSpeech } from "../../src/pipeline/speech-output.js";
 import { defaultVoice } from "../../src/voices/library.js";

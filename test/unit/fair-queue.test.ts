@@ -1,7 +1,7 @@
-/** The fair queue in front of shared engines (src/engines/model-host/fair-queue.ts). */
+/** The fair queue in front of shared engines (src/engines/kit/model-host/fair-queue.ts). */
 import { describe, expect, it } from "vitest";
-import { EngineBusyError } from "../../src/engines/busy.js";
-import { FairQueue } from "../../src/engines/model-host/fair-queue.js";
+import { EngineBusyError } from "../../src/core/busy.js";
+import { FairQueue } from "../../src/engines/kit/model-host/fair-queue.js";
 
 /** Work that runs until `finish()` is called, recording when it started. */
 function gate(log: string[], name: string) {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { isLanguageCode, parseLanguageTag } from "../../src/language-tags.js";
+import { isLanguageCode, parseLanguageTag } from "../../src/core/language-tags.js";
 import {
   isDubbingLanguage,
   translatableSources,
   unservable,
   type LanguageCapabilities,
-} from "../../src/languages.js";
+} from "../../src/engines/routing/languages.js";
 
 describe("parseLanguageTag", () => {
   it("keeps the primary language of BCP 47 tags, lower-case and canonical", () => {

@@ -5,16 +5,20 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { CATALOGUE, findModel, OFFICIAL_BASE_URL, type ModelEntry } from "../../src/models/catalogue.js";
+import {
+  CATALOGUE,
+  findModel,
+  OFFICIAL_BASE_URL,
+  type ModelEntry,
+} from "../../src/engines/whisper-cpp/catalogue.js";
 import {
   downloadModel,
   modelsDir,
   ModelError,
   modelUrl,
-  resolveModel,
-  verifyModel,
   type DownloadProgress,
-} from "../../src/models/download.js";
+} from "../../src/engines/kit/models/download.js";
+import { resolveModel, verifyModel } from "../../src/engines/whisper-cpp/models.js";
 import { freePort } from "../support/ports.js";
 
 /** downloadModel against a local HTTP server serving a random fixture "model". */

@@ -19,11 +19,11 @@ import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { checkTree, unpackTarBz2, UnsafeArchiveError } from "../../src/models/unpack.js";
+import { checkTree, unpackTarBz2, UnsafeArchiveError } from "../../src/engines/kit/models/unpack.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 
 /**
- * src/models/unpack.ts against archives built here, byte by byte (a tar writer of a few lines, so a
+ * src/engines/kit/models/unpack.ts against archives built here, byte by byte (a tar writer of a few lines, so a
  * hostile archive can hold exactly what an attacker would put in it), compressed by python3's bz2.
  * Every refusal also checks that nothing was written outside the target directory (a sentinel
  * directory beside it, and the target of each escape attempt) and that the target is left empty.
@@ -479,7 +479,7 @@ describe("unpackTarBz2", () => {
       script,
       [
         `import { spawnSync } from "node:child_process";`,
-        `import { unpackTarBz2 } from ${JSON.stringify(pathToFileURL(path.join(PROJECT_ROOT, "src/models/unpack.ts")).href)};`,
+        `import { unpackTarBz2 } from ${JSON.stringify(pathToFileURL(path.join(PROJECT_ROOT, "src/engines/kit/models/unpack.ts")).href)};`,
         `const bzip2 = spawnSync("bzip2", ["--help"]).error?.code ?? "found";`,
         `const tar = spawnSync("tar", ["--help"]).error?.code ?? "found";`,
         `const result = await unpackTarBz2(process.argv[2], process.argv[3]);`,

@@ -7,7 +7,7 @@ import {
   MAX_PROFILED,
   speakerMap,
   type ModelSpeakers,
-} from "../../src/engines/sherpa-onnx/speakers.js";
+} from "../../src/engines/sherpa-onnx/voice-speakers.js";
 import { VOICES } from "../../src/voices/library.js";
 import { VoiceMeasurementStore } from "../../src/voices/measurement-store.js";
 

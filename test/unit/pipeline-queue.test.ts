@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { BoundedQueue } from "../../src/pipeline/queue.js";
+import { BoundedQueue } from "../../src/core/queue.js";
 
 async function drain<T>(queue: BoundedQueue<T>): Promise<T[]> {
   const items: T[] = [];

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SentenceSplitter } from "../../src/pipeline/sentence-splitter.js";
+import { SentenceSplitter } from "../../src/core/sentence-splitter.js";
 
 /** Feeds the pieces one by one; returns the sentences each push completed, then the flush. */
 function split(...pieces: string[]): { pushes: string[][]; rest: string[] } {

@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { AsrEngine, AsrStream, Hypothesis, Voice } from "../../src/engines/types.js";
+import type { AsrEngine, AsrStream, Hypothesis, Voice } from "../../src/core/contracts.js";
 import {
   TranslationPipeline,
   type PipelineEvent,
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
 import { levelSpeakerEngine } from "../support/speaker-engine-double.js";
-import type { VoiceChooser } from "../../src/speakers/voices.js";
+import type { VoiceChooser } from "../../src/speakers/voice-choice.js";
 import { defaultVoice, VOICES } from "../../src/voices/library.js";
 import { energyVad } from "../support/vad-double.js";
 

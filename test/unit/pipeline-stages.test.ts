@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { AsrEngine, AsrStream, RecognitionOptions, RecognitionStream } from "../../src/engines/types.js";
+import type {
+  AsrEngine,
+  AsrStream,
+  RecognitionOptions,
+  RecognitionStream,
+} from "../../src/core/contracts.js";
 import type { SpeechFrame } from "../../src/pipeline/frames.js";
 import { DEFAULT_SEGMENTER_OPTIONS } from "../../src/pipeline/segmenter.js";
 import { AudioIntake } from "../../src/pipeline/stages/audio-intake.js";

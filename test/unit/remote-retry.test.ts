@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { RemoteEngineError, type RemoteErrorKind } from "../../src/engines/remote/errors.js";
-import { backoffBudgetMs, retryAfterMs, withRetries } from "../../src/engines/remote/retry.js";
+import { RemoteEngineError, type RemoteErrorKind } from "../../src/engines/kit/remote/errors.js";
+import { backoffBudgetMs, retryAfterMs, withRetries } from "../../src/engines/kit/remote/retry.js";
 
 /** The retries of remote clients without an SDK (LibreTranslate), on a fake clock. */
 beforeEach(() => {

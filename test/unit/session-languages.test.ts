@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EngineRegistry } from "../../src/engines/registry.js";
+import { EngineRegistry } from "../../src/engines/routing/registry.js";
 import type {
   AsrEngine,
   AsrStreamOptions,
@@ -7,11 +7,11 @@ import type {
   MtEngine,
   TranslateRequest,
   TtsEngine,
-} from "../../src/engines/types.js";
-import { unservable } from "../../src/languages.js";
+} from "../../src/core/contracts.js";
+import { unservable } from "../../src/engines/routing/languages.js";
 import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
 import type { PipelineEvent } from "../../src/pipeline/translation-pipeline.js";
-import { languagePlan, requirementsOf } from "../../src/speech-plan.js";
+import { languagePlan, requirementsOf } from "../../src/pipeline/speech-plan.js";
 import { defaultVoice } from "../../src/voices/library.js";
 import { energyVad } from "../support/vad-double.js";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { int16ToFloat32 } from "../../src/audio/pcm.js";
 import { createMfccSpeakerEngine } from "../../src/engines/mfcc-speaker/index.js";
-import type { SpeakerEngine } from "../../src/engines/types.js";
+import type { SpeakerEngine } from "../../src/core/contracts.js";
 import { MAX_SPEAKERS, SpeakerTracker, type SpeakerChange } from "../../src/speakers/tracker.js";
 import {
   buildConversation,

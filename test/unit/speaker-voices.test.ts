@@ -1,9 +1,9 @@
 import { readdirSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import type { LanguageCode, Voice } from "../../src/engines/types.js";
+import type { LanguageCode, Voice } from "../../src/core/contracts.js";
 import { MAX_SPEAKERS } from "../../src/speakers/tracker.js";
-import { fixedVoice, MatchedVoices } from "../../src/speakers/voices.js";
+import { fixedVoice, MatchedVoices } from "../../src/speakers/voice-choice.js";
 import { defaultVoice, VOICES } from "../../src/voices/library.js";
 import type { VoiceFeatures } from "../../src/voices/voice-features.js";
 import { SHARED_DIR, sharedMissing } from "../support/shared.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EngineBusyError } from "../../src/engines/busy.js";
+import { EngineBusyError } from "../../src/core/busy.js";
 import { SentenceBatcher, type Batch } from "../../src/engines/transformers-js/batches.js";
 
 /** A runner whose batches finish when the test says, recording each batch and its signal. */

@@ -1,7 +1,7 @@
-import { EngineBusyError } from "../../src/engines/busy.js";
+import { EngineBusyError } from "../../src/core/busy.js";
 import { describe, expect, it } from "vitest";
-import { EngineRegistry } from "../../src/engines/registry.js";
-import type { AsrEngine, AsrStream, MtEngine, TtsEngine, VadEngine } from "../../src/engines/types.js";
+import { EngineRegistry } from "../../src/engines/routing/registry.js";
+import type { AsrEngine, AsrStream, MtEngine, TtsEngine, VadEngine } from "../../src/core/contracts.js";
 import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
 import {
   TranslationPipeline,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { EngineRegistry } from "../../src/engines/registry.js";
-import type { MtEngine, TranslationPair, VadEngine } from "../../src/engines/types.js";
+import { EngineRegistry } from "../../src/engines/routing/registry.js";
+import type { MtEngine, TranslationPair, VadEngine } from "../../src/core/contracts.js";
 
 const vad: VadEngine = {
   info: { id: "vad-double", version: "test" },

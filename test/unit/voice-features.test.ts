@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { analyzeVoice, measureVoice, summarizeVoice } from "../../src/voices/voice-features.js";
-import { SpeakerProfiler } from "../../src/voices/speaker-profiler.js";
+import { SpeakerProfiler } from "../../src/speakers/profiler.js";
 
 const RATE = 16_000;
 

@@ -7,8 +7,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TtsEngine, Voice } from "../../src/engines/types.js";
-import { MatchedVoices } from "../../src/speakers/voices.js";
+import type { TtsEngine, Voice } from "../../src/core/contracts.js";
+import { MatchedVoices } from "../../src/speakers/voice-choice.js";
 import { defaultVoice, VOICES } from "../../src/voices/library.js";
 import {
   measurementKey,

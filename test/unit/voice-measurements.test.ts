@@ -2,8 +2,8 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { EngineRegistry } from "../../src/engines/registry.js";
-import type { SynthesisRequest, TtsEngine, VadEngine } from "../../src/engines/types.js";
+import { EngineRegistry } from "../../src/engines/routing/registry.js";
+import type { SynthesisRequest, TtsEngine, VadEngine } from "../../src/core/contracts.js";
 import { defaultVoice } from "../../src/voices/library.js";
 import {
   measurementKey,

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { Voice } from "../../src/engines/types.js";
+import type { Voice } from "../../src/core/contracts.js";
 import { accentLocale, defaultVoice, findVoice, listVoices, VOICES } from "../../src/voices/library.js";
-import { levelSpeech } from "../../src/voices/loudness.js";
+import { levelSpeech } from "../../src/audio/loudness.js";
 
 /** Variant files that differ only slightly (same pitch line, small formant/tone changes). */
 const NEAR_IDENTICAL_VARIANTS: readonly (readonly string[])[] = [

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LocalAgreement } from "../../src/engines/whisper-cpp/agreement.js";
-import type { WordTiming } from "../../src/engines/types.js";
+import type { WordTiming } from "../../src/core/contracts.js";
 
 /** Words 300 ms apart from `startMs`, each 250 ms long. */
 function words(text: string, startMs = 0): WordTiming[] {

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify";
 import type { Accounts } from "../../auth/accounts.js";
 import type { Database } from "../../db/types.js";
-import type { EngineRegistry } from "../../engines/registry.js";
+import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { ObjectStore } from "../../storage/types.js";
 import type { AccountRateLimit } from "../rate-limit.js";
 

@@ -8,8 +8,8 @@ import type { JobRecord, NewJob, UploadRecord } from "../../db/types.js";
 import { creationHold, formatUsd, type CreationHold } from "../../dubbing/pricing.js";
 import { UPLOAD_SOURCE_SCHEME } from "../../dubbing/source.js";
 import { uploadDurationSec, urlDurationSec } from "../../dubbing/upload-duration.js";
-import type { EngineRegistry } from "../../engines/registry.js";
-import type { LanguageCode } from "../../engines/types.js";
+import type { EngineRegistry } from "../../engines/routing/registry.js";
+import type { LanguageCode } from "../../core/contracts.js";
 import {
   dubbingAutoSource,
   isDubbingLanguage,
@@ -19,8 +19,8 @@ import {
   unservable,
   type Requirement,
   type Unservable,
-} from "../../languages.js";
-import { DEFAULT_VOICE_TYPES } from "../../speech-plan.js";
+} from "../../engines/routing/languages.js";
+import { DEFAULT_VOICE_TYPES } from "../../pipeline/speech-plan.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import { ApiError } from "../errors.js";
 import { BEARER, errorResponses } from "../openapi.js";

@@ -1,15 +1,15 @@
-import type { EngineRegistry } from "../../engines/registry.js";
-import type { LanguageCode, Voice } from "../../engines/types.js";
+import type { EngineRegistry } from "../../engines/routing/registry.js";
+import type { LanguageCode, Voice } from "../../core/contracts.js";
 import type { FinalizeMode } from "../../pipeline/stabilizer.js";
-import { parseLanguageTag } from "../../language-tags.js";
+import { parseLanguageTag } from "../../core/language-tags.js";
 import {
   recognitionAdvice,
   recognitionTier,
   unservable,
   type Requirement,
   type Unservable,
-} from "../../languages.js";
-import { DEFAULT_VOICE_TYPES, languagePlan, requirementsOf, voiceOf } from "../../speech-plan.js";
+} from "../../engines/routing/languages.js";
+import { DEFAULT_VOICE_TYPES, languagePlan, requirementsOf, voiceOf } from "../../pipeline/speech-plan.js";
 import { voiceById } from "../../voices/library.js";
 
 /**
@@ -73,7 +73,7 @@ export interface SessionPlan {
   readonly audioOutputEnabled: boolean;
   /** The named voice, or with `voiceId=auto` the `voiceType` default that speakers start with. */
   readonly voice: Voice;
-  /** `voiceId=auto`: each speaker's voice is matched to theirs (src/speakers/voices.ts). */
+  /** `voiceId=auto`: each speaker's voice is matched to theirs (src/speakers/voice-choice.ts). */
   readonly matchVoices: boolean;
   readonly finalizeMode: FinalizeMode;
   readonly context: string;

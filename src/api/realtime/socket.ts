@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import type { RawData, WebSocket } from "ws";
-import type { EngineRegistry } from "../../engines/registry.js";
-import type { LanguageCode, Voice } from "../../engines/types.js";
+import type { EngineRegistry } from "../../engines/routing/registry.js";
+import type { LanguageCode, Voice } from "../../core/contracts.js";
 import { createLivePipeline } from "../../pipeline/session-pipeline.js";
 import { renderSpeech, type SpeechRequest } from "../../pipeline/speech-output.js";
 import type {

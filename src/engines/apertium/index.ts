@@ -13,7 +13,13 @@ import { accessSync, constants, existsSync } from "node:fs";
 import path from "node:path";
 import { findOnPath } from "../../os/programs.js";
 import { promisify } from "node:util";
-import type { EngineInfo, MtCapabilities, MtEngine, TranslateRequest, TranslationPair } from "../types.js";
+import type {
+  EngineInfo,
+  MtCapabilities,
+  MtEngine,
+  TranslateRequest,
+  TranslationPair,
+} from "../../core/contracts.js";
 import { DEFAULT_MODES_DIRS, discoverModes, type DiscoveredMode } from "./modes.js";
 import { ApertiumPipeline, type PipelineStatus } from "./pipeline.js";
 

@@ -9,7 +9,7 @@
 
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
-import type { LanguageCode } from "../types.js";
+import type { LanguageCode } from "../../core/contracts.js";
 
 /** Where Debian/Ubuntu packages and `make install` put the modes, in that order. */
 export const DEFAULT_MODES_DIRS: readonly string[] = [

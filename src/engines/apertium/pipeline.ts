@@ -11,7 +11,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { performance } from "node:perf_hooks";
-import { abortError } from "../cancellation.js";
+import { abortError } from "../../core/cancellation.js";
 import { deformat, reformat } from "./format.js";
 
 export interface PipelineOptions {

@@ -15,9 +15,15 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import type { EngineInfo, SynthesisRequest, SynthesizedAudio, TtsCapabilities, TtsEngine } from "../types.js";
+import type {
+  EngineInfo,
+  SynthesisRequest,
+  SynthesizedAudio,
+  TtsCapabilities,
+  TtsEngine,
+} from "../../core/contracts.js";
 import { decodeWav, type MonoAudio } from "../../audio/wav.js";
-import { levelSpeech } from "../../voices/loudness.js";
+import { levelSpeech } from "../../audio/loudness.js";
 import { ProgramLauncher } from "./launcher.js";
 import { defaultLocales, isoCodeOf, parseVoiceList, type EspeakVoiceEntry } from "./voices.js";
 

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { readFile, rm, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createInterface } from "node:readline";
-import { abortError, throwIfAborted } from "../cancellation.js";
+import { abortError, throwIfAborted } from "../../core/cancellation.js";
 
 /**
  * Runs a program once per request through a small resident shell.

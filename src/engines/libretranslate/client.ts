@@ -1,6 +1,6 @@
 /**
  * LibreTranslate's HTTP API (`GET /languages`, `POST /translate`, `GET /spec`) behind the guard
- * every remote engine uses (src/engines/remote/): concurrency limit, circuit breaker, per-attempt
+ * every remote engine uses (src/engines/kit/remote/): concurrency limit, circuit breaker, per-attempt
  * timeout and whole-call watchdog, and `withRetries` on 408/409/429/5xx, connection errors and
  * timeouts, honouring Retry-After. Other answers (400 bad request, 403 banned or wrong key) are
  * reported with the server's message, never retried.
@@ -12,9 +12,9 @@ import {
   isRetryableStatus,
   serverMessage,
   truncate,
-} from "../remote/errors.js";
-import { RemoteGuard, type CircuitStatus, type ResilienceOptions } from "../remote/guard.js";
-import { retryAfterMs, withRetries } from "../remote/retry.js";
+} from "../kit/remote/errors.js";
+import { RemoteGuard, type CircuitStatus, type ResilienceOptions } from "../kit/remote/guard.js";
+import { retryAfterMs, withRetries } from "../kit/remote/retry.js";
 import { languageList, type LanguageList } from "./languages.js";
 
 export interface LibreTranslateOptions extends ResilienceOptions {

@@ -5,9 +5,9 @@
  * so session context, labels and previous sentences are not sent. See client.ts for retries, time
  * limits and the circuit breaker.
  */
-import type { EngineInfo, MtCapabilities, MtEngine, TranslateRequest } from "../types.js";
+import type { EngineInfo, MtCapabilities, MtEngine, TranslateRequest } from "../../core/contracts.js";
 import { LibreTranslateClient, type LibreTranslateOptions } from "./client.js";
-import type { CircuitStatus } from "../remote/guard.js";
+import type { CircuitStatus } from "../kit/remote/guard.js";
 import { serverLanguages, type ServerLanguages } from "./languages.js";
 
 export type { LibreTranslateOptions } from "./client.js";

@@ -1,12 +1,12 @@
 /**
  * The language pairs a LibreTranslate server offers, in relay's language codes. Servers name
  * languages with their own codes ("zh-Hans", "pt-BR", "auto" on some); relay reads them through its
- * one tag parser (src/language-tags.ts), so "zh-Hans" serves "zh" and "pt-BR" serves "pt", and drops
+ * one tag parser (src/core/language-tags.ts), so "zh-Hans" serves "zh" and "pt-BR" serves "pt", and drops
  * codes that are not language tags.
  */
 import { z } from "zod";
-import { parseLanguageTag } from "../../language-tags.js";
-import type { LanguageCode, TranslationPair } from "../types.js";
+import { parseLanguageTag } from "../../core/language-tags.js";
+import type { LanguageCode, TranslationPair } from "../../core/contracts.js";
 
 /**
  * The answer of `GET /languages`. `targets` lists the codes a language translates into; servers

@@ -10,7 +10,7 @@
  * Hand-written because it is the product (speaker separation) and no maintained JavaScript
  * library offers it; it needs no model file and costs ~1 ms of CPU per second of speech.
  */
-import type { SpeakerEngine, Voiceprint } from "../types.js";
+import type { SpeakerEngine, Voiceprint } from "../../core/contracts.js";
 import { MFCC_COEFFICIENTS as D, MFCC_RATE, mfccFrames } from "./mfcc.js";
 
 const FRAMES_PER_SECOND = 100;

@@ -26,9 +26,9 @@ import type {
   Hypothesis,
   LanguageCode,
   WordTiming,
-} from "../types.js";
+} from "../../core/contracts.js";
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
-import type { CircuitStatus } from "../remote/guard.js";
+import type { CircuitStatus } from "../kit/remote/guard.js";
 import { configuredLanguages, languageCodeOf } from "./languages.js";
 
 export interface OpenAiAsrOptions extends RemoteEngineOptions {

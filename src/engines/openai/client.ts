@@ -1,6 +1,6 @@
 /**
  * What the OpenAI-compatible engines share: one OpenAI SDK client per engine, behind the guard every
- * remote engine uses (src/engines/remote/guard.ts: concurrency limit, circuit breaker, watchdog).
+ * remote engine uses (src/engines/kit/remote/guard.ts: concurrency limit, circuit breaker, watchdog).
  *
  * - Retries: the SDK's own (`maxRetries`, exponential backoff with jitter, honouring Retry-After) on
  *   408/409/429/5xx and connection errors. Other 4xx answers are not retried and are reported with the
@@ -16,8 +16,8 @@ import {
   serverMessage,
   truncate,
   type RemoteKind,
-} from "../remote/errors.js";
-import { RemoteGuard, type CircuitStatus, type ResilienceOptions } from "../remote/guard.js";
+} from "../kit/remote/errors.js";
+import { RemoteGuard, type CircuitStatus, type ResilienceOptions } from "../kit/remote/guard.js";
 
 /** Options every OpenAI-compatible engine takes. */
 export interface RemoteEngineOptions extends ResilienceOptions {

@@ -5,8 +5,8 @@
  * circuit breaker.
  */
 export { RemoteClient, createRemoteClient, type RemoteEngineOptions } from "./client.js";
-export { RemoteEngineError, type RemoteErrorKind, type RemoteKind } from "../remote/errors.js";
-export { type CircuitOptions, type CircuitStatus } from "../remote/guard.js";
+export { RemoteEngineError, type RemoteErrorKind, type RemoteKind } from "../kit/remote/errors.js";
+export { type CircuitOptions, type CircuitStatus } from "../kit/remote/guard.js";
 export { createOpenAiAsrEngine, type OpenAiAsrOptions } from "./asr.js";
 export { createOpenAiMtEngine, type OpenAiMtOptions } from "./mt.js";
 export { createOpenAiTtsEngine, type OpenAiTtsOptions, type OpenAiTtsVoices } from "./tts.js";

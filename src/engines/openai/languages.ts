@@ -3,7 +3,7 @@
  * transcription servers report the language they heard either as a code ("en") or, like Whisper's
  * `verbose_json`, as a lower-case English name ("english").
  */
-import type { LanguageCode } from "../types.js";
+import type { LanguageCode } from "../../core/contracts.js";
 
 const NAMES = new Intl.DisplayNames(["en"], { type: "language", fallback: "none" });
 

@@ -15,9 +15,9 @@ import type {
   MtEngine,
   TranslateRequest,
   TranslationPair,
-} from "../types.js";
+} from "../../core/contracts.js";
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
-import type { CircuitStatus } from "../remote/guard.js";
+import type { CircuitStatus } from "../kit/remote/guard.js";
 import { configuredLanguages, languageName } from "./languages.js";
 
 export interface OpenAiMtOptions extends RemoteEngineOptions {

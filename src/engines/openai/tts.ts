@@ -9,7 +9,7 @@
  */
 import { bytesToInt16, int16ToFloat32 } from "../../audio/pcm.js";
 import { decodeWav, isWav, withConsistentSizes } from "../../audio/wav.js";
-import { levelSpeech } from "../../voices/loudness.js";
+import { levelSpeech } from "../../audio/loudness.js";
 import { listVoices } from "../../voices/library.js";
 import type {
   EngineInfo,
@@ -19,9 +19,9 @@ import type {
   TtsCapabilities,
   TtsEngine,
   Voice,
-} from "../types.js";
+} from "../../core/contracts.js";
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
-import type { CircuitStatus } from "../remote/guard.js";
+import type { CircuitStatus } from "../kit/remote/guard.js";
 import { configuredLanguages } from "./languages.js";
 
 export interface OpenAiTtsVoices {

@@ -11,7 +11,13 @@ import { existsSync, statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { availableParallelism } from "node:os";
 import path from "node:path";
-import type { AsrCapabilities, AsrEngine, AsrStream, AsrStreamOptions, EngineInfo } from "../types.js";
+import type {
+  AsrCapabilities,
+  AsrEngine,
+  AsrStream,
+  AsrStreamOptions,
+  EngineInfo,
+} from "../../core/contracts.js";
 import { Decoder } from "./decoder.js";
 import { loadNative, type PocketSphinxNative } from "./native.js";
 import { ResourcePool, type PoolStats } from "./pool.js";

@@ -1,5 +1,5 @@
-import { AsrStreamBase } from "../asr-stream.js";
-import type { Hypothesis } from "../types.js";
+import { AsrStreamBase } from "../kit/asr-stream.js";
+import type { Hypothesis } from "../../core/contracts.js";
 import type { Decoder } from "./decoder.js";
 import { toHypothesis } from "./words.js";
 

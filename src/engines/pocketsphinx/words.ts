@@ -1,4 +1,4 @@
-import type { Hypothesis, WordTiming } from "../types.js";
+import type { Hypothesis, WordTiming } from "../../core/contracts.js";
 
 /** PocketSphinx computes one feature frame every 10 ms (`-frate 100`). */
 export const FRAME_MS = 10;

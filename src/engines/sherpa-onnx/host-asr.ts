@@ -16,7 +16,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { Handler } from "../model-host/serve.js";
+import type { Handlers } from "../kit/model-host/serve.js";
 import { sherpa } from "./host-handlers.js";
 import type {
   AcceptParams,
@@ -25,6 +25,7 @@ import type {
   OpenParams,
   RecognitionResult,
   RecognizerStats,
+  SherpaMethods,
   StreamParams,
 } from "./host-protocol.js";
 
@@ -260,7 +261,10 @@ function stats(): RecognizerStats {
   return { recognizers: alive, hotwordSets, streams: streams.size, rss: process.memoryUsage.rss() };
 }
 
-export const asrHandlers: Record<string, Handler> = {
+export const asrHandlers: Pick<
+  Handlers<SherpaMethods>,
+  "loadRecognizer" | "open" | "accept" | "finish" | "close" | "recognizerStats"
+> = {
   loadRecognizer,
   open,
   accept,

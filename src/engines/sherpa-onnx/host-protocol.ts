@@ -1,8 +1,9 @@
 /**
  * The parameters and results of the sherpa-onnx host's methods (the service's engines ↔
- * host-main.ts, over src/engines/model-host/). Typed arrays cross as they are (the channel uses
+ * host-main.ts, over src/engines/kit/model-host/). Typed arrays cross as they are (the channel uses
  * Node's "advanced" serialization).
  */
+import type { Method } from "../kit/model-host/protocol.js";
 
 /**
  * A voice model as sherpa-onnx's `OfflineTts` takes it. `dataDir` is eSpeak NG's data directory (the
@@ -36,7 +37,7 @@ export interface LoadedTts {
 export interface GenerateParams {
   readonly name: string;
   /**
-   * The text in bounded pieces (src/engines/text-chunks.ts), spoken in turn: the host checks for
+   * The text in bounded pieces (src/engines/kit/text-chunks.ts), spoken in turn: the host checks for
    * cancellation before each, so no single pass is unbounded and a cancelled request stops soon.
    */
   readonly texts: readonly string[];
@@ -118,4 +119,32 @@ export interface LoadedSpeaker {
 export interface EmbedParams {
   readonly samples: Float32Array;
   readonly sampleRate: number;
+}
+
+/** Passes of speech generation in the TTS host (for tests and benchmarks). */
+export interface SherpaTtsPasses {
+  readonly running: number;
+  readonly mostAtOnce: number;
+  readonly total: number;
+  readonly rss: number;
+}
+
+/** The sherpa-onnx host's methods (host-main.ts serves them; tts.ts, recognizer.ts and speaker-embedding.ts call them). */
+export interface SherpaMethods {
+  /** sherpa-onnx's version. */
+  readonly version: Method<null, string>;
+  readonly loadTts: Method<LoadTtsParams, LoadedTts>;
+  /** Speech sentence by sentence: each piece's samples as a part, then the sample rate. */
+  readonly generate: Method<GenerateParams, { readonly sampleRate: number }, Float32Array>;
+  readonly ttsStats: Method<null, SherpaTtsPasses>;
+  readonly loadRecognizer: Method<LoadRecognizerParams, LoadedRecognizer>;
+  /** Opens a stream: its id. */
+  readonly open: Method<OpenParams, number>;
+  readonly accept: Method<AcceptParams, RecognitionResult>;
+  readonly finish: Method<StreamParams, RecognitionResult>;
+  readonly close: Method<StreamParams, void>;
+  readonly recognizerStats: Method<null, RecognizerStats>;
+  readonly loadSpeaker: Method<LoadSpeakerParams, LoadedSpeaker>;
+  /** The voiceprint, or null when the audio is too short for one. */
+  readonly embed: Method<EmbedParams, Float32Array | null>;
 }

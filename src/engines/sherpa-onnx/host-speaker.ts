@@ -1,7 +1,7 @@
 /** The host process's speaker embeddings (sherpa-onnx `SpeakerEmbeddingExtractor`, e.g. CAM++). */
-import type { Handler, HandlerRequest } from "../model-host/serve.js";
+import type { HandlerRequest, Handlers } from "../kit/model-host/serve.js";
 import { sherpa } from "./host-handlers.js";
-import type { EmbedParams, LoadedSpeaker, LoadSpeakerParams } from "./host-protocol.js";
+import type { EmbedParams, LoadedSpeaker, LoadSpeakerParams, SherpaMethods } from "./host-protocol.js";
 
 interface EmbeddingStream {
   acceptWaveform(audio: { samples: Float32Array; sampleRate: number }): void;
@@ -46,4 +46,4 @@ function embed({ samples, sampleRate }: EmbedParams, request: HandlerRequest): F
   return Float32Array.from(extractor.compute(stream));
 }
 
-export const speakerHandlers: Record<string, Handler> = { loadSpeaker, embed };
+export const speakerHandlers: Pick<Handlers<SherpaMethods>, "loadSpeaker" | "embed"> = { loadSpeaker, embed };

@@ -1,7 +1,7 @@
 /** The host process's speech synthesis (sherpa-onnx `OfflineTts`: Piper and Kokoro voices). */
-import type { Handler, HandlerRequest } from "../model-host/serve.js";
+import type { HandlerRequest, Handlers } from "../kit/model-host/serve.js";
 import { sherpa } from "./host-handlers.js";
-import type { GenerateParams, LoadedTts, LoadTtsParams } from "./host-protocol.js";
+import type { GenerateParams, LoadedTts, LoadTtsParams, SherpaMethods } from "./host-protocol.js";
 
 interface OfflineTts {
   readonly numSpeakers: number;
@@ -39,7 +39,7 @@ async function loadTts({ name, files, threads }: LoadTtsParams): Promise<LoadedT
 
 async function generate(
   { name, texts, speaker, speed, lang }: GenerateParams,
-  request: HandlerRequest,
+  request: HandlerRequest<Float32Array>,
 ): Promise<{ sampleRate: number }> {
   const tts = models.get(name);
   if (!tts) throw new Error(`no TTS model "${name}" loaded`);
@@ -66,7 +66,7 @@ async function generate(
   return { sampleRate: tts.sampleRate };
 }
 
-export const ttsHandlers: Record<string, Handler> = {
+export const ttsHandlers: Pick<Handlers<SherpaMethods>, "loadTts" | "generate" | "ttsStats"> = {
   loadTts,
   generate,
   ttsStats: () => ({ ...passes, rss: process.memoryUsage.rss() }),

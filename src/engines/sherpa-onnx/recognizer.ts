@@ -7,7 +7,7 @@
  */
 import { bulkhead, BulkheadRejectedError } from "cockatiel";
 import { int16ToFloat32 } from "../../audio/pcm.js";
-import { AsrStreamBase, concatPcm } from "../asr-stream.js";
+import { AsrStreamBase, concatPcm } from "../kit/asr-stream.js";
 import type {
   AsrEngine,
   AsrStreamOptions,
@@ -16,15 +16,15 @@ import type {
   RecognitionOptions,
   RecognitionStream,
   WordTiming,
-} from "../types.js";
-import { ModelHost, type PinnedHost } from "../model-host/host.js";
-import { NO_ACCOUNT } from "../model-host/fair-queue.js";
+} from "../../core/contracts.js";
+import { ModelHost, type PinnedHost } from "../kit/model-host/host.js";
+import { NO_ACCOUNT } from "../kit/model-host/fair-queue.js";
 import { SHERPA_HOST } from "./host-entry.js";
 import type {
-  LoadedRecognizer,
   LoadRecognizerParams,
   RecognitionResult,
   RecognizerStats,
+  SherpaMethods,
 } from "./host-protocol.js";
 import { hotwordsFromContext } from "./hotwords.js";
 import { checkModelFile } from "./model-check.js";
@@ -70,17 +70,21 @@ export async function createSherpaRecognizer(
   };
   // Plain recognition, and recognition with a session's hotwords in a host of its own: building a
   // recognizer for new hotwords blocks its host for as long as a model load.
-  const host = new ModelHost("sherpa-onnx recognizer", SHERPA_HOST, hostOptions);
-  const hotwordHost = new ModelHost("sherpa-onnx recognizer (hotwords)", SHERPA_HOST, hostOptions);
+  const host = new ModelHost<SherpaMethods>("sherpa-onnx recognizer", SHERPA_HOST, hostOptions);
+  const hotwordHost = new ModelHost<SherpaMethods>(
+    "sherpa-onnx recognizer (hotwords)",
+    SHERPA_HOST,
+    hostOptions,
+  );
   try {
-    const version = (await host.request("version", null)) as string;
+    const version = await host.request("version", null);
     const params: LoadRecognizerParams = {
       name: options.name,
       files: options.files,
       ...(options.punctuation ? { punctuation: options.punctuation } : {}),
       threads: options.threads ?? 1,
     };
-    const loaded = (await host.setUp("loadRecognizer", params)) as LoadedRecognizer;
+    const loaded = await host.setUp("loadRecognizer", params);
     /** The hotword host loads its models when the first session with context needs it. */
     let hotwordsLoaded: Promise<unknown> | undefined;
     const hotwordHostReady = () => {
@@ -101,7 +105,7 @@ export async function createSherpaRecognizer(
         throw new Error(`the streaming recognizer is busy (${maxStreams} utterances open)`);
       const hotwords = hotwordsFromContext(streamOptions.context);
       const account = streamOptions.account ?? NO_ACCOUNT;
-      let pinned: PinnedHost | undefined;
+      let pinned: PinnedHost<SherpaMethods> | undefined;
       let id: number;
       try {
         const opened = async () => {
@@ -149,7 +153,7 @@ export async function createSherpaRecognizer(
         return new PushedRecognition(await openStream(recognition), recognition.onEvent);
       },
       hosts: () => [host.status(), hotwordHost.status()],
-      hotwordStats: async () => (await hotwordHost.request("recognizerStats", null)) as RecognizerStats,
+      hotwordStats: async () => await hotwordHost.request("recognizerStats", null),
       async close() {
         await Promise.all([host.close(), hotwordHost.close()]);
       },
@@ -170,7 +174,7 @@ class SherpaStream extends AsrStreamBase {
   private released = false;
 
   constructor(
-    private readonly host: PinnedHost,
+    private readonly host: PinnedHost<SherpaMethods>,
     private readonly id: number,
     private readonly onRelease: () => void,
   ) {
@@ -204,7 +208,7 @@ class SherpaStream extends AsrStreamBase {
     try {
       await this.send();
       finishing = true;
-      const final = (await this.host.request("finish", { stream: this.id })) as RecognitionResult;
+      const final = await this.host.request("finish", { stream: this.id });
       return toHypothesis(final, this.sent);
     } finally {
       this.release(!finishing);
@@ -219,10 +223,10 @@ class SherpaStream extends AsrStreamBase {
     if (this.unsentSamples === 0) return;
     const pcm = concatPcm(this.unsent.splice(0));
     this.unsentSamples = 0;
-    this.heard = (await this.host.request("accept", {
+    this.heard = await this.host.request("accept", {
       stream: this.id,
       samples: int16ToFloat32(pcm),
-    })) as RecognitionResult;
+    });
     this.sent += pcm.length;
   }
 

@@ -9,15 +9,30 @@
  * its pitch settings have no neural counterpart and are left out.
  */
 import { stat } from "node:fs/promises";
-import type { EngineInfo, LanguageCode, SynthesisRequest, SynthesizedAudio, TtsEngine } from "../types.js";
-import { Channel } from "../../pipeline/channel.js";
-import { levelSpeech } from "../../voices/loudness.js";
+import type {
+  EngineInfo,
+  LanguageCode,
+  SynthesisRequest,
+  SynthesizedAudio,
+  TtsEngine,
+} from "../../core/contracts.js";
+import { Channel } from "../../core/channel.js";
+import { levelSpeech } from "../../audio/loudness.js";
 import type { VoiceMeasurementStore } from "../../voices/measurement-store.js";
-import { FairQueue, NO_ACCOUNT } from "../model-host/fair-queue.js";
-import { ModelHost } from "../model-host/host.js";
-import { boundedChunks } from "../text-chunks.js";
+import { FairQueue, NO_ACCOUNT } from "../kit/model-host/fair-queue.js";
+import { ModelHost } from "../kit/model-host/host.js";
+import { boundedChunks } from "../kit/text-chunks.js";
 import { SHERPA_HOST } from "./host-entry.js";
-import type { GenerateParams, LoadedTts, LoadTtsParams, TtsModelFiles } from "./host-protocol.js";
+import type {
+  GenerateParams,
+  LoadedTts,
+  LoadTtsParams,
+  SherpaMethods,
+  SherpaTtsPasses,
+  TtsModelFiles,
+} from "./host-protocol.js";
+
+export type { SherpaTtsPasses };
 import { checkKokoroVoices, checkModelFile } from "./model-check.js";
 import {
   kokoroSpeakers,
@@ -25,7 +40,7 @@ import {
   type NamedSpeaker,
   type NeuralSpeaker,
   type SpeakerMap,
-} from "./speakers.js";
+} from "./voice-speakers.js";
 
 export interface NeuralVoiceModel {
   /** The catalogue name (`relay models list`). */
@@ -34,7 +49,7 @@ export interface NeuralVoiceModel {
   readonly files: TtsModelFiles;
   /** Genders of the model's speakers by speaker id, when known (single-speaker voices); else measured. */
   readonly genders?: readonly NeuralSpeaker["gender"][];
-  /** Why its files must not be loaded (src/models/model-dir.ts): the voice is left out, the others serve. */
+  /** Why its files must not be loaded (src/engines/kit/models/model-dir.ts): the voice is left out, the others serve. */
   readonly problem?: string;
 }
 
@@ -69,14 +84,6 @@ const SPEED_RANGE = { min: 0.5, max: 2.5 };
  */
 const MAX_PASS_WEIGHT = 80;
 
-/** The TTS host's model passes (for tests and benchmarks). */
-export interface SherpaTtsPasses {
-  readonly running: number;
-  readonly mostAtOnce: number;
-  readonly total: number;
-  readonly rss: number;
-}
-
 export interface SherpaTtsEngine extends TtsEngine {
   passes(): Promise<SherpaTtsPasses>;
 }
@@ -84,12 +91,12 @@ export interface SherpaTtsEngine extends TtsEngine {
 export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<SherpaTtsEngine> {
   if (options.models.length === 0) throw new Error("sherpa-onnx TTS: no voice model given");
   const threads = options.threads ?? 1;
-  const host = new ModelHost("sherpa-onnx TTS", SHERPA_HOST, {
+  const host = new ModelHost<SherpaMethods>("sherpa-onnx TTS", SHERPA_HOST, {
     timeoutMs: options.timeoutMs ?? 10_000,
     maxRssMiB: options.maxHostMiB ?? 2048,
   });
   try {
-    const version = (await host.request("version", null)) as string;
+    const version = await host.request("version", null);
     // Each voice loads on its own: one that cannot (a file sherpa-onnx cannot read, refused here
     // with a clear message before it could end the process) leaves the others serving.
     const models: NeuralVoiceModel[] = [];
@@ -108,7 +115,7 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
         }
         versions.set(model.name, `${(await stat(model.files.model)).size} bytes`);
         const params: LoadTtsParams = { name: model.name, files: model.files, threads };
-        loaded.set(model.name, (await host.setUp("loadTts", params)) as LoadedTts);
+        loaded.set(model.name, await host.setUp("loadTts", params));
         models.push(model);
       } catch (error) {
         unavailableParts.push({ id: `sherpa-onnx-voice ${model.name}`, reason: (error as Error).message });
@@ -215,7 +222,7 @@ export async function createSherpaTtsEngine(options: SherpaTtsOptions): Promise<
     return {
       info,
       capabilities: { languages: Object.freeze(speakers.languages()) },
-      passes: async () => (await host.request("ttsStats", null)) as SherpaTtsPasses,
+      passes: async () => await host.request("ttsStats", null),
       unavailableParts,
       hosts: () => [host.status()],
       synthesizeStream,

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import ort from "onnxruntime-node";
-import type { VadEngine, VadStream } from "../types.js";
+import type { VadEngine, VadStream } from "../../core/contracts.js";
 
 const SAMPLE_RATE = 16_000;
 /** Silero v5 at 16 kHz: 512-sample windows, each prefixed by the previous window's last 64 samples. */

@@ -7,10 +7,10 @@
  * en-US and uses en-GB for voices whose English accent is British (en-gb, en-gb-scotland, …).
  */
 import { createRequire } from "node:module";
-import type { SynthesisRequest, SynthesizedAudio, TtsEngine } from "../types.js";
+import type { SynthesisRequest, SynthesizedAudio, TtsEngine } from "../../core/contracts.js";
 import { int16ToFloat32 } from "../../audio/pcm.js";
-import { throwIfAborted } from "../cancellation.js";
-import { levelSpeech } from "../../voices/loudness.js";
+import { throwIfAborted } from "../../core/cancellation.js";
+import { levelSpeech } from "../../audio/loudness.js";
 import { findLingware, type LingwarePair } from "./lingware.js";
 import { loadPicoModule, PICO_SAMPLE_RATE, PicoSynth } from "./pico.js";
 import { picoMarkup } from "./markup.js";

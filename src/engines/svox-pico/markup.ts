@@ -1,4 +1,4 @@
-import type { VoiceTimbre } from "../types.js";
+import type { VoiceTimbre } from "../../core/contracts.js";
 
 /** Pico accepts pitch levels 50..200 and speed levels 20..500 (percent; 100 = speaker default). */
 const PITCH_LEVELS = [50, 200] as const;

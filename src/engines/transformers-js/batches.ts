@@ -12,9 +12,9 @@
  * have half of `maxQueued` waiting (the service's own work, with no account, only the total). Refusals are `EngineBusyError`s. A sentence whose signal fires leaves the queue at once; a batch in flight
  * whose every sentence has been cancelled is stopped at its next token.
  */
-import { EngineBusyError } from "../busy.js";
-import { abortError } from "../cancellation.js";
-import type { LanguageCode } from "../types.js";
+import { EngineBusyError } from "../../core/busy.js";
+import { abortError } from "../../core/cancellation.js";
+import type { LanguageCode } from "../../core/contracts.js";
 
 export interface Batch {
   readonly model: string;

@@ -4,7 +4,7 @@
  * blocks the thread that calls it for the whole of a forward pass: in the service it would stall
  * every session's audio; here it stalls only this process, and the service batches sentences for it.
  */
-import { serveRequests } from "../model-host/serve.js";
+import { serveRequests } from "../kit/model-host/serve.js";
 import { translationHandlers } from "./host-translate.js";
 
 serveRequests(translationHandlers());

@@ -1,8 +1,9 @@
 /**
  * The parameters and results of the transformers.js host's methods (index.ts ↔ host-main.ts, over
- * src/engines/model-host/).
+ * src/engines/kit/model-host/).
  */
-import type { LanguageCode } from "../types.js";
+import type { LanguageCode } from "../../core/contracts.js";
+import type { Method } from "../kit/model-host/protocol.js";
 
 /** A pulled translation model, as the host loads it. */
 export interface TranslationModelFiles {
@@ -31,4 +32,13 @@ export interface HostStats {
   /** Loaded models, least recently used first. */
   readonly loaded: readonly string[];
   readonly rss: number;
+}
+
+/** The translation host's methods (host-main.ts serves them; index.ts calls them). */
+export interface TranslationMethods {
+  /** transformers.js's version. */
+  readonly version: Method<null, string>;
+  readonly load: Method<TranslationModelFiles, null>;
+  readonly translate: Method<TranslateBatchParams, TranslateBatchResult>;
+  readonly stats: Method<null, HostStats>;
 }

@@ -13,11 +13,12 @@ import {
   type PreTrainedTokenizer,
   type Tensor,
 } from "@huggingface/transformers";
-import type { Handler, HandlerRequest } from "../model-host/serve.js";
+import type { HandlerRequest, Handlers } from "../kit/model-host/serve.js";
 import type {
   HostStats,
   TranslateBatchParams,
   TranslateBatchResult,
+  TranslationMethods,
   TranslationModelFiles,
 } from "./host-protocol.js";
 
@@ -145,16 +146,15 @@ function stats(): HostStats {
   return { loaded: [...loaded.keys()], rss: process.memoryUsage().rss };
 }
 
-export function translationHandlers(): Record<string, Handler> {
+export function translationHandlers(): Handlers<TranslationMethods> {
   return {
     version: () => env.version,
-    translate: ((params: TranslateBatchParams, request: HandlerRequest) =>
-      oneAtATime(() => translate(params, request))) as Handler,
-    load: ((files: TranslationModelFiles, request: HandlerRequest) =>
+    translate: (params, request) => oneAtATime(() => translate(params, request)),
+    load: (files, request) =>
       oneAtATime(async () => {
         await request.whileWorking(modelFor(files));
         return null;
-      })) as Handler,
+      }),
     stats,
   };
 }

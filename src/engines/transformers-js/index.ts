@@ -8,17 +8,23 @@
  * once in the host and shared by every session; the least recently used is released beyond
  * `maxLoaded`. The models are sentence-level: the session's history and context are not used.
  */
-import { NO_ACCOUNT } from "../model-host/fair-queue.js";
-import { ModelHost } from "../model-host/host.js";
-import { SentenceSplitter } from "../../pipeline/sentence-splitter.js";
-import type { EngineInfo, LanguageCode, MtEngine, TranslateRequest, TranslationPair } from "../types.js";
+import { NO_ACCOUNT } from "../kit/model-host/fair-queue.js";
+import { ModelHost } from "../kit/model-host/host.js";
+import { SentenceSplitter } from "../../core/sentence-splitter.js";
+import type {
+  EngineInfo,
+  LanguageCode,
+  MtEngine,
+  TranslateRequest,
+  TranslationPair,
+} from "../../core/contracts.js";
 import { SentenceBatcher } from "./batches.js";
 import { problemWithTranslationModel } from "./model-check.js";
 import type {
   HostStats,
   TranslateBatchParams,
-  TranslateBatchResult,
   TranslationModelFiles,
+  TranslationMethods,
 } from "./host-protocol.js";
 
 /** A pulled model and the directions it serves. */
@@ -28,7 +34,7 @@ export interface TranslationModel extends TranslationModelFiles {
    * leading the text (`>>pt<<`).
    */
   readonly directions: readonly (TranslationPair & { readonly targetToken?: string })[];
-  /** Why its files must not be loaded (src/models/model-dir.ts): the model is left out, the others serve. */
+  /** Why its files must not be loaded (src/engines/kit/models/model-dir.ts): the model is left out, the others serve. */
   readonly problem?: string;
 }
 
@@ -96,14 +102,14 @@ async function createWith(
   unavailableParts: readonly { id: string; reason: string }[],
 ): Promise<TransformersEngine> {
   const maxLoaded = options.maxLoaded ?? 4;
-  const host = new ModelHost("transformers.js translation", HOST_MAIN, {
+  const host = new ModelHost<TranslationMethods>("transformers.js translation", HOST_MAIN, {
     env: { RELAY_MT_THREADS: String(options.threads ?? 1), RELAY_MT_MAX_LOADED: String(maxLoaded) },
     timeoutMs: options.timeoutMs ?? 10_000,
     maxRssMiB: options.maxHostMiB ?? 3072,
   });
   let version: string;
   try {
-    version = (await host.request("version", null)) as string;
+    version = await host.request("version", null);
   } catch (error) {
     await host.close();
     throw error;
@@ -121,7 +127,7 @@ async function createWith(
         to,
         texts: token ? texts.map((text) => `${token} ${text}`) : texts,
       };
-      const result = (await host.request("translate", params, { signal })) as TranslateBatchResult;
+      const result = await host.request("translate", params, { signal });
       return result.translations;
     },
     { maxBatch: options.maxBatch ?? 8, maxQueued: options.maxQueued ?? 64 },
@@ -184,7 +190,7 @@ async function createWith(
     },
     async stats() {
       return {
-        host: (await host.request("stats", null)) as HostStats,
+        host: await host.request("stats", null),
         ...batcher.stats(),
         recycled: host.status().restarts.memory,
       };

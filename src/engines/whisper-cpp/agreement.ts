@@ -1,4 +1,4 @@
-import type { WordTiming } from "../types.js";
+import type { WordTiming } from "../../core/contracts.js";
 
 /**
  * The streaming policy for whisper, which is not a streaming recognizer (after Macháček et al.,

@@ -14,7 +14,13 @@
  */
 import { availableParallelism } from "node:os";
 import path from "node:path";
-import type { AsrCapabilities, AsrEngine, AsrStream, AsrStreamOptions, EngineInfo } from "../types.js";
+import type {
+  AsrCapabilities,
+  AsrEngine,
+  AsrStream,
+  AsrStreamOptions,
+  EngineInfo,
+} from "../../core/contracts.js";
 import {
   loadWhisperBinding,
   nativeLog,

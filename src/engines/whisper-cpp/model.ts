@@ -3,7 +3,7 @@
  * it: a clear error for files that are not whisper models, and the languages the model knows.
  */
 import { open, type FileHandle } from "node:fs/promises";
-import type { LanguageCode } from "../types.js";
+import type { LanguageCode } from "../../core/contracts.js";
 
 /** `GGML_FILE_MAGIC` ("ggml"), as whisper.cpp reads it: a little-endian uint32. */
 const GGML_MAGIC = 0x67676d6c;

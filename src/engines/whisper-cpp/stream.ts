@@ -1,5 +1,5 @@
-import { AsrStreamBase } from "../asr-stream.js";
-import type { Hypothesis, LanguageCode, WordTiming } from "../types.js";
+import { AsrStreamBase } from "../kit/asr-stream.js";
+import type { Hypothesis, LanguageCode, WordTiming } from "../../core/contracts.js";
 import { DEFAULT_AGREEMENT_OPTIONS, LocalAgreement, type AgreementOptions } from "./agreement.js";
 import type { DecodeKind, ScheduledDecode } from "./scheduler.js";
 

@@ -1,4 +1,4 @@
-import type { WordTiming } from "../types.js";
+import type { WordTiming } from "../../core/contracts.js";
 
 /** A timed piece of a transcript as whisper.cpp returns it (times in ms from the start of the audio). */
 export interface TimedSegment {

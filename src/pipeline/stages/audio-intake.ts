@@ -1,8 +1,8 @@
 import { AutomaticGain } from "../../audio/level.js";
 import { int16ToFloat32 } from "../../audio/pcm.js";
-import type { VadEngine } from "../../engines/types.js";
+import type { VadEngine } from "../../core/contracts.js";
 import type { AudioFrame, ControlFrame, FlushFrame, SpeechFrame, TimedWindow } from "../frames.js";
-import { BoundedQueue } from "../queue.js";
+import { BoundedQueue } from "../../core/queue.js";
 import { SpeechSegmenter, type SegmenterOptions } from "../segmenter.js";
 
 export const SAMPLES_PER_MS = 16;

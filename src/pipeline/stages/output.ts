@@ -1,4 +1,4 @@
-import { Channel } from "../channel.js";
+import { Channel } from "../../core/channel.js";
 import type { PipelineEvent } from "../frames.js";
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { Hypothesis, LanguageCode } from "../../engines/types.js";
+import type { Hypothesis, LanguageCode } from "../../core/contracts.js";
 import type { HypothesisFrame, PipelineEvent, PipelineObserver, Segment, TranslationJob } from "../frames.js";
-import type { BoundedQueue } from "../queue.js";
+import type { BoundedQueue } from "../../core/queue.js";
 import { joinWords, TranscriptStabilizer, type FinalizeMode, type StableWord } from "../stabilizer.js";
 import { SAMPLES_PER_MS } from "./audio-intake.js";
 

@@ -1,6 +1,6 @@
-import type { LanguageCode } from "../../engines/types.js";
+import type { LanguageCode } from "../../core/contracts.js";
 import type { LineFrame, PipelineEvent, PipelineObserver, SpeakFn, SpokenLine } from "../frames.js";
-import type { BoundedQueue } from "../queue.js";
+import type { BoundedQueue } from "../../core/queue.js";
 import { SynthesisStream } from "../synthesis-stream.js";
 
 /**

@@ -1,7 +1,7 @@
-import { EngineBusyError } from "../../engines/busy.js";
-import type { LanguageCode } from "../../engines/types.js";
-import type { SpeakerVoice, VoiceChooser } from "../../speakers/voices.js";
-import { TranslationHistory } from "../../speech-plan.js";
+import { EngineBusyError } from "../../core/busy.js";
+import type { LanguageCode } from "../../core/contracts.js";
+import type { SpeakerVoice, VoiceChooser } from "../../speakers/voice-choice.js";
+import { TranslationHistory } from "../speech-plan.js";
 import type {
   LineFrame,
   PipelineEvent,
@@ -12,7 +12,7 @@ import type {
   TranslateStreamFn,
   TranslationJob,
 } from "../frames.js";
-import type { BoundedQueue } from "../queue.js";
+import type { BoundedQueue } from "../../core/queue.js";
 import { spanInSegment } from "./casing.js";
 
 /** Interim translations from a stream are sent at most this often. */

@@ -1,5 +1,5 @@
-import { openRecognition } from "../../engines/asr-stream.js";
-import { EngineUnavailableError } from "../../engines/busy.js";
+import { openRecognition } from "../../engines/kit/asr-stream.js";
+import { EngineUnavailableError } from "../../core/busy.js";
 import type {
   AsrEngine,
   AsrStreamOptions,
@@ -7,7 +7,7 @@ import type {
   LanguageCode,
   RecognitionEvent,
   RecognitionStream,
-} from "../../engines/types.js";
+} from "../../core/contracts.js";
 import type { SpeakerChange } from "../../speakers/tracker.js";
 import type { HypothesisFrame, PipelineObserver, SpeechFrame, TimedWindow } from "../frames.js";
 import { SAMPLES_PER_MS } from "./audio-intake.js";
@@ -48,7 +48,7 @@ export interface UtteranceRecognitionOptions {
 
 /**
  * Stage 2, utterance recognition: speech in, hypotheses out. Opens one recognition per utterance
- * (push-style: the engine's own, or the polling adapter of src/engines/asr-stream.ts), writes its
+ * (push-style: the engine's own, or the polling adapter of src/engines/kit/asr-stream.ts), writes its
  * windows, and passes on what it hears — partials as the engine reports them, the final when the
  * utterance ends — with the speaker context they were heard in (`SpeakerSplit`). A change of voice
  * inside an utterance splits it in two (`split`). `next` is segment building; it runs synchronously.

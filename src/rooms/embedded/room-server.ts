@@ -2,7 +2,7 @@ import type { ServerMessage } from "../../wire/messages.js";
 import type { FastifyInstance } from "fastify";
 import type { RawData, WebSocket } from "ws";
 import { forwardSocket } from "../../fleet/forward-socket.js";
-import { Channel } from "../../pipeline/channel.js";
+import { Channel } from "../../core/channel.js";
 import { errorBody } from "../../wire/error-body.js";
 import { Pcm16Input, SocketWire } from "../../wire/socket-wire.js";
 import { mintRoomToken, verifyRoomToken, type RoomTokenKeys } from "../tokens.js";

@@ -9,7 +9,7 @@ import type {
   RemoteTrackPublication,
   Room,
 } from "@livekit/rtc-node";
-import { Channel } from "../../pipeline/channel.js";
+import { Channel } from "../../core/channel.js";
 import { TRANSLATION_TRACK_NAME, type RoomConnection, type RoomEvent } from "../types.js";
 
 /**

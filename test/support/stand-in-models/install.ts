@@ -5,9 +5,9 @@
 import { existsSync } from "node:fs";
 import { cp, mkdir, rename, rm, symlink, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { findMtModel } from "../../../src/models/mt-catalogue.js";
-import { mtModelDir } from "../../../src/models/mt-models.js";
-import { findSherpaModelOf } from "../../../src/models/sherpa-catalogue.js";
+import { findMtModel } from "../../../src/engines/transformers-js/catalogue.js";
+import { mtModelDir } from "../../../src/engines/transformers-js/models.js";
+import { findSherpaModelOf } from "../../../src/engines/sherpa-onnx/catalogue.js";
 import { writeKokoroStandIn } from "./kokoro.js";
 import { writePunctuationStandIn } from "./punctuation.js";
 import { writeStreamingTransducerStandIn } from "./streaming-transducer.js";

@@ -4,16 +4,16 @@
  * the pieces given and the little else a model file has: a trainer_spec (model_type BPE, vocab_size,
  * the special pieces' ids) and a normalizer_spec ("identity": no precompiled character map to carry).
  * So stand-in archives can ship a bpe.model, as sherpa-onnx-streaming-zipformer-en-2023-06-26 does,
- * and the service derive bpe.vocab from it (src/models/bpe-vocab.ts).
+ * and the service derive bpe.vocab from it (src/engines/sherpa-onnx/bpe-vocab.ts).
  */
 import { pieceScore } from "./streaming-transducer.js";
 import protobuf from "protobufjs/minimal.js";
-import { ModelType, PieceType } from "../../../src/models/bpe-vocab.js";
+import { ModelType, PieceType } from "../../../src/engines/sherpa-onnx/bpe-vocab.js";
 
 export interface PieceSpec {
   piece: string;
   score: number;
-  /** SentencePiece.Type (PieceType in src/models/bpe-vocab.ts); NORMAL when left out. */
+  /** SentencePiece.Type (PieceType in src/engines/sherpa-onnx/bpe-vocab.ts); NORMAL when left out. */
   type?: number;
 }
 

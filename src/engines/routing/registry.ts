@@ -1,0 +1,473 @@
+import path from "node:path";
+import { loadProblem } from "../kit/models/model-dir.js";
+import { DEFAULT_PIVOT_LANGUAGES, idOf, recognizersToBuild, type EngineSettings } from "./engine-config.js";
+import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
+import { createMfccSpeakerEngine } from "../mfcc-speaker/index.js";
+import { createSileroVadEngine } from "../silero-vad/index.js";
+import { nativeBuildLoads } from "../whisper-cpp/binding.js";
+import { abortError } from "../../core/cancellation.js";
+import { streamSynthesis } from "../kit/synthesis.js";
+import { voiceMeasurementStore, type VoiceMeasurementStore } from "../../voices/measurement-store.js";
+import type {
+  AsrEngine,
+  HostStatus,
+  LanguageCode,
+  MtEngine,
+  SpeakerEngine,
+  SynthesisRequest,
+  SynthesizedAudio,
+  TranslateRequest,
+  TtsEngine,
+  VadEngine,
+} from "../../core/contracts.js";
+
+/** A way to translate one pair: a direct engine, or two hops through the pivot language. */
+export interface TranslationRoute {
+  readonly from: LanguageCode;
+  readonly to: LanguageCode;
+  readonly hops: readonly {
+    readonly engine: MtEngine;
+    readonly from: LanguageCode;
+    readonly to: LanguageCode;
+  }[];
+}
+
+export interface LanguagesReport {
+  readonly recognition: {
+    language: string;
+    engine: string;
+    partial_results: boolean;
+    word_timings: boolean;
+  }[];
+  readonly translation: { from: string; to: string; engines: string[]; via: string | null }[];
+  readonly voice_output: { language: string; engine: string }[];
+  /** The recognizer that identifies languages (`sourceLanguage=auto`, two-way), if any. */
+  readonly language_identification: string | null;
+  readonly engines: { kind: string; id: string; version: string; detail?: string }[];
+}
+
+/**
+ * Builds the configured engines and answers every "who can serve this?" question from their
+ * declared capabilities. Earlier engines in a configured list take precedence.
+ */
+export class EngineRegistry {
+  private constructor(
+    readonly vad: VadEngine,
+    /** Tells speakers apart (src/speakers/): a speaker-embedding model when pulled, else the MFCC engine. */
+    readonly speakers: SpeakerEngine,
+    private readonly asr: readonly AsrEngine[],
+    private readonly mt: readonly MtEngine[],
+    private readonly tts: readonly TtsEngine[],
+    /** Languages a pair without a direct engine may be translated through, in order of preference. */
+    private readonly pivotLanguages: readonly LanguageCode[],
+    /** Engines that were configured but failed to load, with the reason (shown on /healthz). */
+    readonly unavailable: readonly { id: string; reason: string }[],
+    /** Where the voices' measurements persist (src/voices/measurement-store.ts); undefined: in memory. */
+    readonly voiceMeasurements: VoiceMeasurementStore | undefined,
+  ) {}
+
+  /** One synthesizer per language, so whatever is cached per engine (voice measurements) is found again. */
+  private readonly synthesizers = new Map<LanguageCode, TtsEngine | undefined>();
+
+  static async create(config: EngineSettings): Promise<EngineRegistry> {
+    const unavailable: { id: string; reason: string }[] = [];
+    /** Builds the configured engines of one kind (src/engines/routing/descriptors.ts), skipping failures. */
+    async function build<K extends EngineKind>(
+      kind: K,
+      specs: readonly (SpecOf<K> & { readonly languages?: readonly string[] })[],
+      restrict: (engine: EngineOfKind[K], languages: readonly string[]) => EngineOfKind[K],
+    ): Promise<EngineOfKind[K][]> {
+      const built = await Promise.all(
+        specs.map(async (spec) => {
+          try {
+            const engine = await createEngine(kind, spec, config);
+            return spec.languages ? restrict(engine, spec.languages) : engine;
+          } catch (error) {
+            unavailable.push({ id: idOf(spec), reason: (error as Error).message });
+            return undefined;
+          }
+        }),
+      );
+      return built.filter((engine) => engine !== undefined);
+    }
+    const vad = await createSileroVadEngine(config.sileroModel ? { modelPath: config.sileroModel } : {});
+    const [asr, mt, tts, speakers] = await Promise.all([
+      build("asr", recognizersToBuild(config, nativeBuildLoads), restrictLanguages),
+      build("mt", config.mt, restrictPairs),
+      build("tts", config.tts, restrictLanguages),
+      buildSpeakerEngine(config, unavailable),
+    ]);
+    // Parts of engines that serve without them (one voice of several).
+    for (const engine of [...asr, ...mt, ...tts]) unavailable.push(...(engine.unavailableParts ?? []));
+    return new EngineRegistry(
+      vad,
+      speakers,
+      asr,
+      mt,
+      tts,
+      config.pivotLanguages,
+      unavailable,
+      voiceMeasurementStore(config.voiceMeasurementsDir),
+    );
+  }
+
+  /** For tests and embedders that construct engines themselves. */
+  static fromEngines(engines: {
+    vad: VadEngine;
+    speakers?: SpeakerEngine;
+    asr: AsrEngine[];
+    mt: MtEngine[];
+    tts: TtsEngine[];
+    pivotLanguages?: readonly LanguageCode[];
+    voiceMeasurementsDir?: string;
+  }): EngineRegistry {
+    return new EngineRegistry(
+      engines.vad,
+      engines.speakers ?? createMfccSpeakerEngine(),
+      engines.asr,
+      engines.mt,
+      engines.tts,
+      engines.pivotLanguages ?? DEFAULT_PIVOT_LANGUAGES,
+      [],
+      engines.voiceMeasurementsDir === undefined
+        ? undefined
+        : voiceMeasurementStore(engines.voiceMeasurementsDir),
+    );
+  }
+
+  /**
+   * The recognizer for a language: the preferred engine that serves it, falling back to the next
+   * one when a stream cannot be opened (e.g. a remote server whose circuit is open). `served` is
+   * told which engine opened each stream, so the metrics credit a fallback with what it served.
+   */
+  recognizer(language: LanguageCode, served?: Served<AsrEngine>): AsrEngine | undefined {
+    const candidates = this.asr.filter((engine) => engine.capabilities.languages.includes(language));
+    const [first] = candidates;
+    if (!first || (candidates.length === 1 && !served)) return first;
+    return withOverrides(first, {
+      createStream: async (options) =>
+        firstSuccess(candidates, (engine) => engine.createStream(options), undefined, served),
+    });
+  }
+
+  /** The preferred recognizer that identifies the spoken language (`language: "auto"`). */
+  languageIdentifier(): AsrEngine | undefined {
+    return this.asr.find((engine) => engine.capabilities.languageDetection === true);
+  }
+
+  /**
+   * The preferred synthesizer for a language, falling back to the next one when synthesis fails
+   * (a stream: when it fails before its first chunk). The same object for every call.
+   */
+  synthesizer(language: LanguageCode): TtsEngine | undefined {
+    if (!this.synthesizers.has(language)) this.synthesizers.set(language, this.fallbackSynthesizer(language));
+    return this.synthesizers.get(language);
+  }
+
+  /**
+   * As `synthesizer`, telling `served` which engine answered each call (as soon as one has), so the
+   * metrics credit a fallback engine with the calls it served. A new object per call: one per caller.
+   */
+  synthesizerReporting(language: LanguageCode, served: Served<TtsEngine>): TtsEngine | undefined {
+    return this.fallbackSynthesizer(language, served);
+  }
+
+  private fallbackSynthesizer(language: LanguageCode, served?: Served<TtsEngine>): TtsEngine | undefined {
+    const candidates = this.tts.filter((engine) => engine.capabilities.languages.includes(language));
+    const [first] = candidates;
+    if (!first || (candidates.length === 1 && !served)) return first;
+    return withOverrides(first, {
+      synthesize: async (request, signal) =>
+        firstSuccess(candidates, (engine) => engine.synthesize(request, signal), signal, served),
+      synthesizeStream: (request, signal) => firstStreaming(candidates, request, signal, served),
+    });
+  }
+
+  /** The preferred route (see `translationRoutes`). */
+  translationRoute(from: LanguageCode, to: LanguageCode): TranslationRoute | undefined {
+    return this.translationRoutes(from, to)[0];
+  }
+
+  /**
+   * Every route for a pair, best first: each engine with the pair directly, and two hops through
+   * each pivot language (English, then Spanish, by default). A route is as preferred as its least
+   * preferred engine (the configured order), so a neural engine through English comes before a
+   * rule-based engine direct; among equals, fewer hops first, then the pivots in order. The same
+   * language needs no route.
+   */
+  translationRoutes(from: LanguageCode, to: LanguageCode): TranslationRoute[] {
+    if (from === to) return [{ from, to, hops: [] }];
+    const routes: TranslationRoute[] = this.directEngines(from, to).map((engine) => ({
+      from,
+      to,
+      hops: [{ engine, from, to }],
+    }));
+    for (const pivot of this.pivotLanguages) {
+      if (pivot === from || pivot === to) continue;
+      for (const first of this.directEngines(from, pivot))
+        for (const second of this.directEngines(pivot, to))
+          routes.push({
+            from,
+            to,
+            hops: [
+              { engine: first, from, to: pivot },
+              { engine: second, from: pivot, to },
+            ],
+          });
+    }
+    const rank = (route: TranslationRoute) =>
+      Math.max(...route.hops.map((hop) => this.mt.indexOf(hop.engine)));
+    // Array.prototype.sort is stable: equal routes keep direct-first, pivot order.
+    return routes.sort((a, b) => rank(a) - rank(b) || a.hops.length - b.hops.length);
+  }
+
+  recognitionLanguages(): LanguageCode[] {
+    return unique(this.asr.flatMap((engine) => engine.capabilities.languages));
+  }
+
+  voiceLanguages(): LanguageCode[] {
+    return unique(this.tts.flatMap((engine) => engine.capabilities.languages));
+  }
+
+  /** Every language some route can translate into from `from`. */
+  translationTargets(from: LanguageCode): LanguageCode[] {
+    const candidates = unique([
+      from,
+      ...this.mt.flatMap((e) => e.capabilities.pairs.flatMap((p) => [p.from, p.to])),
+    ]);
+    return candidates.filter((to) => this.translationRoute(from, to) !== undefined);
+  }
+
+  /** The engines serving sessions, as they appear in `model_version_id`. */
+  engineSummary(): string {
+    return this.allEngines()
+      .map(({ engine }) => `${engine.info.id}@${engine.info.version}`)
+      .join(",");
+  }
+
+  report(): LanguagesReport {
+    const languages = unique(this.mt.flatMap((e) => e.capabilities.pairs.flatMap((p) => [p.from, p.to])));
+    const translation: LanguagesReport["translation"] = [];
+    for (const from of languages) {
+      for (const to of languages) {
+        if (from === to) continue;
+        const route = this.translationRoute(from, to);
+        if (!route) continue;
+        translation.push({
+          from,
+          to,
+          engines: unique(route.hops.map((hop) => hop.engine.info.id)),
+          via: route.hops.length > 1 ? route.hops[0]!.to : null,
+        });
+      }
+    }
+    return {
+      recognition: this.recognitionLanguages().map((language) => {
+        const engine = this.recognizer(language)!;
+        return {
+          language,
+          engine: engine.info.id,
+          partial_results: engine.capabilities.partialResults,
+          word_timings: engine.capabilities.wordTimings,
+        };
+      }),
+      translation,
+      voice_output: this.voiceLanguages().map((language) => ({
+        language,
+        engine: this.synthesizer(language)!.info.id,
+      })),
+      language_identification: this.languageIdentifier()?.info.id ?? null,
+      engines: this.engines(),
+    };
+  }
+
+  /** The model host processes of the engines (src/engines/kit/model-host/): /healthz and the metrics. */
+  hosts(): HostStatus[] {
+    return this.allEngines().flatMap(({ engine }) => engine.hosts?.() ?? []);
+  }
+
+  /** Whether everything configured serves: no engine missing, no host failing. */
+  healthy(): boolean {
+    return this.unavailable.length === 0 && this.hosts().every((host) => host.state !== "failing");
+  }
+
+  /** The circuit breakers of the remote engines (for metrics). */
+  circuits(): { kind: string; id: string; circuit: NonNullable<VadEngine["circuit"]> }[] {
+    return this.allEngines().flatMap(({ kind, engine }) =>
+      engine.circuit === undefined ? [] : [{ kind, id: engine.info.id, circuit: engine.circuit }],
+    );
+  }
+
+  /** Every engine serving, with its version and how it runs. */
+  engines(): LanguagesReport["engines"] {
+    return this.allEngines().map(({ kind, engine }) => ({ kind, ...engine.info }));
+  }
+
+  /** Starts what the translation engines start on first use (the service calls this once it listens). */
+  async warmUp(): Promise<void> {
+    await Promise.allSettled(this.mt.map((engine) => engine.warmUp?.()));
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled(this.allEngines().map(({ engine }) => engine.close()));
+  }
+
+  private directEngines(from: LanguageCode, to: LanguageCode): MtEngine[] {
+    return this.mt.filter((engine) => engine.capabilities.pairs.some((p) => p.from === from && p.to === to));
+  }
+
+  private allEngines() {
+    return [
+      { kind: "vad", engine: this.vad },
+      { kind: "speakers", engine: this.speakers },
+      ...this.asr.map((engine) => ({ kind: "asr", engine })),
+      ...this.mt.map((engine) => ({ kind: "mt", engine })),
+      ...this.tts.map((engine) => ({ kind: "tts", engine })),
+    ];
+  }
+}
+
+/**
+ * The speaker engine: sherpa-onnx over the configured speaker-embedding model, or the embedded MFCC
+ * engine when none is configured or it fails to load (the reason then goes to `unavailable`).
+ */
+async function buildSpeakerEngine(
+  config: EngineSettings,
+  unavailable: { id: string; reason: string }[],
+): Promise<SpeakerEngine> {
+  if (config.speakerModel === undefined) return createMfccSpeakerEngine();
+  try {
+    const problem = loadProblem(path.dirname(config.speakerModel), config.modelsDir, [config.speakerModel]);
+    if (problem) throw new Error(`the speaker model is not loaded: ${problem}`);
+    // Loaded only when configured, as every other engine (src/engines/routing/descriptors.ts).
+    const { createSherpaSpeakerEngine } = await import("../sherpa-onnx/speaker-embedding.js");
+    return await createSherpaSpeakerEngine({ model: config.speakerModel, ...config.speakerThresholds });
+  } catch (error) {
+    unavailable.push({ id: "sherpa-onnx-speaker", reason: (error as Error).message });
+    return createMfccSpeakerEngine();
+  }
+}
+
+/** Told which candidate answered a call that could have fallen back to another. */
+export type Served<T> = (candidate: T) => void;
+
+/** What a translation needs besides the language pair (see `TranslateRequest`). */
+export type TranslationInput = Omit<TranslateRequest, "from" | "to">;
+
+/**
+ * Translates along the first route that works: every hop of a route in turn, and the next route
+ * when an engine of this one fails (a remote server down, say, with Apertium behind it). `served`
+ * is told the route that translated.
+ */
+export async function translateAlong(
+  routes: readonly TranslationRoute[],
+  input: TranslationInput,
+  signal?: AbortSignal,
+  served?: Served<TranslationRoute>,
+): Promise<string> {
+  return firstSuccess(
+    routes,
+    async (route) => {
+      let current = input.text;
+      for (const hop of route.hops) {
+        current = await hop.engine.translate({ ...input, text: current, from: hop.from, to: hop.to }, signal);
+      }
+      return current;
+    },
+    signal,
+    served,
+  );
+}
+
+/**
+ * Tries each candidate in order; the first success wins (and `served` is told which it was),
+ * otherwise the first failure is thrown. Once `signal` has fired no further candidate is tried:
+ * the call was cancelled, nothing failed.
+ */
+async function firstSuccess<C, T>(
+  candidates: readonly C[],
+  attempt: (candidate: C) => Promise<T>,
+  signal?: AbortSignal,
+  served?: Served<C>,
+): Promise<T> {
+  let firstError: unknown;
+  for (const candidate of candidates) {
+    if (signal?.aborted) throw abortError(signal);
+    let result: T;
+    try {
+      result = await attempt(candidate);
+    } catch (error) {
+      firstError ??= error;
+      continue;
+    }
+    served?.(candidate);
+    return result;
+  }
+  throw firstError ?? new Error("no engine available");
+}
+
+/**
+ * Streams speech from the first engine that produces some: an engine failing before its first
+ * chunk hands over to the next (as `firstSuccess`); a failure after that ends the stream. `served`
+ * is told the engine at its first chunk.
+ */
+async function* firstStreaming(
+  engines: readonly TtsEngine[],
+  request: SynthesisRequest,
+  signal: AbortSignal | undefined,
+  served: Served<TtsEngine> | undefined,
+): AsyncIterable<SynthesizedAudio> {
+  let firstError: unknown;
+  for (const engine of engines) {
+    if (signal?.aborted) throw abortError(signal);
+    let produced = false;
+    try {
+      for await (const chunk of streamSynthesis(engine, request, signal)) {
+        if (!produced) served?.(engine);
+        produced = true;
+        yield chunk;
+      }
+      return;
+    } catch (error) {
+      if (produced) throw error;
+      firstError ??= error;
+    }
+  }
+  throw firstError ?? new Error("no engine available");
+}
+
+/**
+ * The engine seen through a Proxy with some members replaced: the fallback methods of `recognizer`
+ * and `synthesizer`, or the narrowed capabilities of `restrictLanguages` and `restrictPairs`.
+ * Everything else is the primary engine's own.
+ */
+function withOverrides<T extends object>(primary: T, overrides: Partial<T>): T {
+  return new Proxy(primary, {
+    get(target, key) {
+      if (key in overrides) return overrides[key as keyof T];
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/** An ASR or TTS engine limited to some of its languages (`languages` in the engines file). */
+function restrictLanguages<T extends AsrEngine | TtsEngine>(engine: T, languages: readonly string[]): T {
+  const capabilities = {
+    ...engine.capabilities,
+    languages: engine.capabilities.languages.filter((language) => languages.includes(language)),
+  };
+  return withOverrides(engine, { capabilities } as unknown as Partial<T>);
+}
+
+/** An MT engine limited to pairs between the given languages. */
+function restrictPairs(engine: MtEngine, languages: readonly string[]): MtEngine {
+  const pairs = engine.capabilities.pairs.filter(
+    (p) => languages.includes(p.from) && languages.includes(p.to),
+  );
+  return withOverrides(engine, { capabilities: { ...engine.capabilities, pairs } });
+}
+
+function unique<T>(items: T[]): T[] {
+  return [...new Set(items)];
+}

@@ -1,0 +1,187 @@
+/**
+ * Finding pulled sherpa-onnx models in the models directory (src/engines/sherpa-onnx/catalogue.ts says
+ * where each unpacks), for the engines that load them.
+ */
+import { existsSync } from "node:fs";
+import path from "node:path";
+import type { SherpaRecognizerOptions } from "./recognizer.js";
+import type { NeuralVoiceModel } from "./tts.js";
+import { ModelError } from "../kit/models/download.js";
+import { loadProblem } from "../kit/models/model-dir.js";
+import {
+  findSherpaModelOf,
+  sherpaModelsOf,
+  type SherpaEntryOf,
+  type SherpaModelEntry,
+  type SherpaModelKind,
+} from "./catalogue.js";
+
+/** The directory a sherpa-onnx model lives in once pulled. */
+export function sherpaModelDir(entry: SherpaModelEntry, modelsDir: string): string {
+  return path.join(modelsDir, entry.dir);
+}
+
+/** The files of `entry` that must be there for it to load (paths in the models directory). */
+export function requiredFiles(entry: SherpaModelEntry, modelsDir: string): string[] {
+  const dir = sherpaModelDir(entry, modelsDir);
+  const relative = (() => {
+    switch (entry.kind) {
+      case "tts":
+        return entry.tts.kind === "vits"
+          ? [entry.tts.model, entry.tts.tokens]
+          : [entry.tts.model, entry.tts.tokens, entry.tts.voices, ...entry.tts.lexicons];
+      case "streaming-asr":
+        return [entry.asr.encoder, entry.asr.decoder, entry.asr.joiner, entry.asr.tokens, entry.asr.bpeVocab];
+      case "punctuation":
+        return [entry.punctuation.model, entry.punctuation.bpeVocab];
+      case "speaker":
+        return [entry.speaker.model];
+    }
+  })();
+  return relative.map((file) => path.join(dir, file));
+}
+
+/**
+ * What keeps a pulled model from loading: files that are not what `pull` recorded or lead out of
+ * the models directory (model-dir.ts), a voice's eSpeak NG data included.
+ */
+export function loadProblemOf(entry: SherpaModelEntry, modelsDir: string): string | undefined {
+  const espeak = entry.kind === "tts" ? [path.join(sherpaModelDir(entry, modelsDir), "espeak-ng-data")] : [];
+  return loadProblem(sherpaModelDir(entry, modelsDir), modelsDir, [
+    ...requiredFiles(entry, modelsDir),
+    ...espeak.filter((dir) => existsSync(dir)),
+  ]);
+}
+
+/** Refuses to load a pulled model `loadProblemOf` finds a problem with. */
+function checkLoadable(entry: SherpaModelEntry, modelsDir: string): void {
+  const problem = loadProblemOf(entry, modelsDir);
+  if (problem) throw new ModelError(`${entry.name} is not loaded: ${problem}`);
+}
+
+export function isPulled(entry: SherpaModelEntry, modelsDir: string): boolean {
+  return requiredFiles(entry, modelsDir).every((file) => existsSync(file));
+}
+
+const KIND_NAMES: Record<SherpaModelKind, string> = {
+  tts: "voice model",
+  "streaming-asr": "streaming recognition model",
+  punctuation: "punctuation model",
+  speaker: "speaker model",
+};
+
+/** Whether any model of `kind` is pulled (the default engines then use it). */
+export function anyPulled(kind: SherpaModelKind, modelsDir: string): boolean {
+  return sherpaModelsOf(kind).some((entry) => isPulled(entry, modelsDir));
+}
+
+/**
+ * The models of one kind to load: those named (each must be a pulled catalogue model of that kind),
+ * or every pulled one in catalogue order; at least one.
+ */
+export function pulledModels<K extends SherpaModelKind>(
+  kind: K,
+  names: readonly string[] | undefined,
+  modelsDir: string,
+): SherpaEntryOf<K>[] {
+  const what = KIND_NAMES[kind];
+  const entries = names
+    ? names.map((name) => {
+        const entry = findSherpaModelOf(kind, name);
+        if (!entry) {
+          const known = sherpaModelsOf(kind).map((e) => e.name);
+          throw new ModelError(`"${name}" is not a ${what} in the catalogue (known: ${known.join(", ")})`);
+        }
+        if (!isPulled(entry, modelsDir)) {
+          throw new ModelError(`${what} "${name}" is not pulled: run \`relay models pull ${name}\``);
+        }
+        return entry;
+      })
+    : sherpaModelsOf(kind).filter((entry) => isPulled(entry, modelsDir));
+  if (entries.length === 0) throw new ModelError(`no ${what} is pulled (\`relay models list\` shows them)`);
+  return entries;
+}
+
+/** The voice models to load (`pulledModels("tts", …)`) as the TTS engine takes them. */
+export function neuralVoiceModels(
+  names: readonly string[] | undefined,
+  modelsDir: string,
+): NeuralVoiceModel[] {
+  return pulledModels("tts", names, modelsDir).map((entry) => {
+    const dir = sherpaModelDir(entry, modelsDir);
+    const layout = entry.tts;
+    const file = (name: string) => path.join(dir, name);
+    // The archives carry the eSpeak NG data their phonemizer was built against.
+    const dataDir = file("espeak-ng-data");
+    let problem: string | undefined;
+    try {
+      checkLoadable(entry, modelsDir);
+    } catch (error) {
+      problem = (error as Error).message;
+    }
+    const files: NeuralVoiceModel["files"] =
+      layout.kind === "vits"
+        ? { kind: "vits", model: file(layout.model), tokens: file(layout.tokens), dataDir }
+        : {
+            kind: "kokoro",
+            model: file(layout.model),
+            tokens: file(layout.tokens),
+            voices: file(layout.voices),
+            dataDir,
+            lexicon: layout.lexicons.map(file).join(","),
+          };
+    return {
+      name: entry.name,
+      languages: entry.languages,
+      ...(problem ? { problem } : {}),
+      ...(layout.kind === "vits" && layout.genders ? { genders: layout.genders } : {}),
+      files,
+    };
+  });
+}
+
+/**
+ * The streaming recognizer's files: the named (or the pulled) streaming model, and the named
+ * punctuation model, the pulled one when not named, or none when `false`.
+ */
+export function recognizerFiles(
+  model: string | undefined,
+  punctuation: string | false | undefined,
+  modelsDir: string,
+): Pick<SherpaRecognizerOptions, "name" | "files" | "punctuation"> {
+  const [entry] = pulledModels("streaming-asr", model === undefined ? undefined : [model], modelsDir);
+  const file = (dir: string, name: string) => path.join(modelsDir, dir, name);
+  const punct = punctuationModel(punctuation, modelsDir);
+  checkLoadable(entry!, modelsDir);
+  if (punct) checkLoadable(punct, modelsDir);
+  return {
+    name: entry!.name,
+    files: {
+      encoder: file(entry!.dir, entry!.asr.encoder),
+      decoder: file(entry!.dir, entry!.asr.decoder),
+      joiner: file(entry!.dir, entry!.asr.joiner),
+      tokens: file(entry!.dir, entry!.asr.tokens),
+      bpeVocab: file(entry!.dir, entry!.asr.bpeVocab),
+    },
+    ...(punct
+      ? {
+          punctuation: {
+            model: file(punct.dir, punct.punctuation.model),
+            bpeVocab: file(punct.dir, punct.punctuation.bpeVocab),
+          },
+        }
+      : {}),
+  };
+}
+
+/** The punctuation model to use: the named one, else the pulled one if any; none when `false`. */
+function punctuationModel(
+  punctuation: string | false | undefined,
+  modelsDir: string,
+): SherpaEntryOf<"punctuation"> | undefined {
+  if (punctuation === false) return undefined;
+  if (punctuation !== undefined) return pulledModels("punctuation", [punctuation], modelsDir)[0];
+  return anyPulled("punctuation", modelsDir)
+    ? pulledModels("punctuation", undefined, modelsDir)[0]
+    : undefined;
+}
