@@ -25,6 +25,7 @@ import { alive, until } from "../support/processes.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { openTtsSession, speakLine } from "../support/tts-session.js";
+import { configuredEngine } from "../../src/engines/routing/adapters.js";
 
 const CLIP = "data/speech/librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0870.wav";
 const OTHER_KEY = "other-account-key";
@@ -76,7 +77,7 @@ afterAll(async () => {
 });
 
 describe("hotword recognizers: bounded, freed, per account", () => {
-  const recognizer = () => server.registry.recognizer("en") as SherpaRecognizerEngine;
+  const recognizer = () => configuredEngine(server.registry.recognizer("en")!) as SherpaRecognizerEngine;
   /** One utterance with `context`'s names as hotwords, as a session's next segment opens it. */
   const utterance = async (context: string, account: string) => {
     const stream = await recognizer().createStream({ language: "en", context, account });
@@ -137,7 +138,7 @@ describe("hotword recognizers: bounded, freed, per account", () => {
 });
 
 describe("speech synthesis: abandoned long texts stop, accounts take turns", () => {
-  const tts = () => server.registry.synthesizer("en") as SherpaTtsEngine;
+  const tts = () => configuredEngine(server.registry.synthesizer("en")!) as SherpaTtsEngine;
 
   it("four abandoned unpunctuated speaks stop with their sessions; another account is served", async () => {
     const before = await tts().passes();

@@ -5,8 +5,15 @@ import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from ".
 import { createMfccSpeakerEngine } from "../mfcc-speaker/index.js";
 import { createSileroVadEngine } from "../silero-vad/index.js";
 import { nativeBuildLoads } from "../whisper-cpp/binding.js";
-import { abortError } from "../../core/cancellation.js";
-import { streamSynthesis } from "../kit/synthesis.js";
+import {
+  FallbackRecognizer,
+  FallbackSynthesizer,
+  firstSuccess,
+  RestrictedRecognizer,
+  RestrictedSynthesizer,
+  RestrictedTranslator,
+  type Served,
+} from "./adapters.js";
 import { voiceMeasurementStore, type VoiceMeasurementStore } from "../../voices/measurement-store.js";
 import type {
   AsrEngine,
@@ -14,8 +21,6 @@ import type {
   LanguageCode,
   MtEngine,
   SpeakerEngine,
-  SynthesisRequest,
-  SynthesizedAudio,
   TranslateRequest,
   TtsEngine,
   VadEngine,
@@ -92,9 +97,9 @@ export class EngineRegistry {
     }
     const vad = await createSileroVadEngine(config.sileroModel ? { modelPath: config.sileroModel } : {});
     const [asr, mt, tts, speakers] = await Promise.all([
-      build("asr", recognizersToBuild(config, nativeBuildLoads), restrictLanguages),
-      build("mt", config.mt, restrictPairs),
-      build("tts", config.tts, restrictLanguages),
+      build("asr", recognizersToBuild(config, nativeBuildLoads), (e, l) => new RestrictedRecognizer(e, l)),
+      build("mt", config.mt, (e, l) => new RestrictedTranslator(e, l)),
+      build("tts", config.tts, (e, l) => new RestrictedSynthesizer(e, l)),
       buildSpeakerEngine(config, unavailable),
     ]);
     // Parts of engines that serve without them (one voice of several).
@@ -142,12 +147,9 @@ export class EngineRegistry {
    */
   recognizer(language: LanguageCode, served?: Served<AsrEngine>): AsrEngine | undefined {
     const candidates = this.asr.filter((engine) => engine.capabilities.languages.includes(language));
-    const [first] = candidates;
-    if (!first || (candidates.length === 1 && !served)) return first;
-    return withOverrides(first, {
-      createStream: async (options) =>
-        firstSuccess(candidates, (engine) => engine.createStream(options), undefined, served),
-    });
+    const [first, ...others] = candidates;
+    if (!first || (others.length === 0 && !served)) return first;
+    return new FallbackRecognizer([first, ...others], served);
   }
 
   /** The preferred recognizer that identifies the spoken language (`language: "auto"`). */
@@ -174,13 +176,9 @@ export class EngineRegistry {
 
   private fallbackSynthesizer(language: LanguageCode, served?: Served<TtsEngine>): TtsEngine | undefined {
     const candidates = this.tts.filter((engine) => engine.capabilities.languages.includes(language));
-    const [first] = candidates;
-    if (!first || (candidates.length === 1 && !served)) return first;
-    return withOverrides(first, {
-      synthesize: async (request, signal) =>
-        firstSuccess(candidates, (engine) => engine.synthesize(request, signal), signal, served),
-      synthesizeStream: (request, signal) => firstStreaming(candidates, request, signal, served),
-    });
+    const [first, ...others] = candidates;
+    if (!first || (others.length === 0 && !served)) return first;
+    return new FallbackSynthesizer([first, ...others], served);
   }
 
   /** The preferred route (see `translationRoutes`). */
@@ -348,8 +346,7 @@ async function buildSpeakerEngine(
   }
 }
 
-/** Told which candidate answered a call that could have fallen back to another. */
-export type Served<T> = (candidate: T) => void;
+export type { Served } from "./adapters.js";
 
 /** What a translation needs besides the language pair (see `TranslateRequest`). */
 export type TranslationInput = Omit<TranslateRequest, "from" | "to">;
@@ -377,95 +374,6 @@ export async function translateAlong(
     signal,
     served,
   );
-}
-
-/**
- * Tries each candidate in order; the first success wins (and `served` is told which it was),
- * otherwise the first failure is thrown. Once `signal` has fired no further candidate is tried:
- * the call was cancelled, nothing failed.
- */
-async function firstSuccess<C, T>(
-  candidates: readonly C[],
-  attempt: (candidate: C) => Promise<T>,
-  signal?: AbortSignal,
-  served?: Served<C>,
-): Promise<T> {
-  let firstError: unknown;
-  for (const candidate of candidates) {
-    if (signal?.aborted) throw abortError(signal);
-    let result: T;
-    try {
-      result = await attempt(candidate);
-    } catch (error) {
-      firstError ??= error;
-      continue;
-    }
-    served?.(candidate);
-    return result;
-  }
-  throw firstError ?? new Error("no engine available");
-}
-
-/**
- * Streams speech from the first engine that produces some: an engine failing before its first
- * chunk hands over to the next (as `firstSuccess`); a failure after that ends the stream. `served`
- * is told the engine at its first chunk.
- */
-async function* firstStreaming(
-  engines: readonly TtsEngine[],
-  request: SynthesisRequest,
-  signal: AbortSignal | undefined,
-  served: Served<TtsEngine> | undefined,
-): AsyncIterable<SynthesizedAudio> {
-  let firstError: unknown;
-  for (const engine of engines) {
-    if (signal?.aborted) throw abortError(signal);
-    let produced = false;
-    try {
-      for await (const chunk of streamSynthesis(engine, request, signal)) {
-        if (!produced) served?.(engine);
-        produced = true;
-        yield chunk;
-      }
-      return;
-    } catch (error) {
-      if (produced) throw error;
-      firstError ??= error;
-    }
-  }
-  throw firstError ?? new Error("no engine available");
-}
-
-/**
- * The engine seen through a Proxy with some members replaced: the fallback methods of `recognizer`
- * and `synthesizer`, or the narrowed capabilities of `restrictLanguages` and `restrictPairs`.
- * Everything else is the primary engine's own.
- */
-function withOverrides<T extends object>(primary: T, overrides: Partial<T>): T {
-  return new Proxy(primary, {
-    get(target, key) {
-      if (key in overrides) return overrides[key as keyof T];
-      const value: unknown = Reflect.get(target, key, target);
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
-
-/** An ASR or TTS engine limited to some of its languages (`languages` in the engines file). */
-function restrictLanguages<T extends AsrEngine | TtsEngine>(engine: T, languages: readonly string[]): T {
-  const capabilities = {
-    ...engine.capabilities,
-    languages: engine.capabilities.languages.filter((language) => languages.includes(language)),
-  };
-  return withOverrides(engine, { capabilities } as unknown as Partial<T>);
-}
-
-/** An MT engine limited to pairs between the given languages. */
-function restrictPairs(engine: MtEngine, languages: readonly string[]): MtEngine {
-  const pairs = engine.capabilities.pairs.filter(
-    (p) => languages.includes(p.from) && languages.includes(p.to),
-  );
-  return withOverrides(engine, { capabilities: { ...engine.capabilities, pairs } });
 }
 
 function unique<T>(items: T[]): T[] {
