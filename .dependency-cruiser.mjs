@@ -59,6 +59,16 @@ export default {
       to: { path: "^src/engines/[^/]+/index[.]ts$" },
     },
     {
+      name: "dubbing-library-has-no-service",
+      severity: "error",
+      comment:
+        "Dubbing's media and stages are a library: no service wiring, configuration, database or storage (jobs/ has those).",
+      from: { path: "^src/dubbing/(media|stages)/" },
+      to: {
+        path: "^src/(services|config|app[^/]*)[.]ts$|^src/(db|storage|api|sessions|fleet)/|^src/dubbing/jobs/",
+      },
+    },
+    {
       name: "core-imports-nothing",
       severity: "error",
       comment:

@@ -15,7 +15,7 @@ import path from "node:path";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { loadConfig } from "../src/config.js";
 import { dubMedia, UnsupportedLanguageError } from "../src/dubbing/index.js";
-import { MIN_CONFIDENCE, pooledConfidence, type Heard } from "../src/dubbing/language-detection.js";
+import { MIN_CONFIDENCE, pooledConfidence, type Heard } from "../src/dubbing/stages/language-detection.js";
 import { EngineRegistry } from "../src/engines/routing/registry.js";
 
 const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
@@ -98,7 +98,7 @@ for (const [index, clip] of CLIPS.entries()) {
 await registry.close();
 await rm(work, { recursive: true, force: true });
 
-console.log(`\nRefused below ${MIN_CONFIDENCE} (src/dubbing/language-detection.ts)\n`);
+console.log(`\nRefused below ${MIN_CONFIDENCE} (src/dubbing/stages/language-detection.ts)\n`);
 console.log("| language | clips | pooled min | pooled max | refused |");
 console.log("| --- | --- | --- | --- | --- |");
 for (const language of [...new Set(results.map((r) => r.language))]) {

@@ -20,7 +20,7 @@ import { Metrics } from "./metrics.js";
 import { SERVICE_VERSION } from "./version.js";
 import { MemoryAccountSlots, RedisAccountSlots } from "./sessions/account-slots.js";
 import { MemoryPendingSessions, RedisPendingSessions } from "./sessions/pending.js";
-import { uploadGate } from "./dubbing/retention.js";
+import { uploadGate } from "./dubbing/jobs/retention.js";
 import { localStorageRoutes } from "./storage/local-routes.js";
 import type { Services } from "./services.js";
 

@@ -279,7 +279,7 @@ export interface Config {
     /** A source download may take `baseMs` plus 1 s per `minBytesPerSec` bytes. */
     readonly downloadDeadline: { readonly baseMs: number; readonly minBytesPerSec: number };
   };
-  /** What is kept in the object store, and for how long (src/dubbing/retention.ts). */
+  /** What is kept in the object store, and for how long (src/dubbing/jobs/retention.ts). */
   readonly retention: {
     /** Lifetime of an upload URL. */
     readonly uploadUrlTtlSec: number;

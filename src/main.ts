@@ -1,8 +1,8 @@
 import { pino } from "pino";
 import { buildApp } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
-import { startRetention } from "./dubbing/retention.js";
-import { startDubbingWorkers } from "./dubbing/worker.js";
+import { startRetention } from "./dubbing/jobs/retention.js";
+import { startDubbingWorkers } from "./dubbing/jobs/worker.js";
 import { recognitionTier, type RecognitionTier } from "./engines/routing/languages.js";
 import { openServices } from "./services.js";
 import { SERVICE_VERSION } from "./version.js";

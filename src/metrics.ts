@@ -6,7 +6,7 @@
  * (`PipelineObserver` in the pipeline), so the domain never imports prom-client.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { WorkerObserver } from "./dubbing/worker.js";
+import type { WorkerObserver } from "./dubbing/jobs/worker.js";
 import type { HostStatus } from "./core/contracts.js";
 import type { PipelineObserver, PipelineStage } from "./pipeline/translation-pipeline.js";
 

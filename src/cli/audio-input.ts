@@ -5,7 +5,7 @@
  */
 import { open } from "node:fs/promises";
 import { isWav, readWavAsPcm16, UnsupportedWavError } from "../audio/wav.js";
-import { inputArgs, runFfmpeg } from "../dubbing/ffmpeg.js";
+import { inputArgs, runFfmpeg } from "../dubbing/media/ffmpeg.js";
 import { CliError } from "./common.js";
 
 /** ffmpeg's decode of a file of up to this length (an hour of audio takes a few seconds). */

@@ -182,7 +182,7 @@ export interface UploadsRepository {
   unname(id: string): Promise<void>;
 }
 
-/** What the retention sweep reads and marks (see src/dubbing/retention.ts). */
+/** What the retention sweep reads and marks (see src/dubbing/jobs/retention.ts). */
 export interface RetentionRepository {
   /** Takes or renews the named lease for `owner` until now + `ttlMs`; false while another holds it. */
   acquireLease(name: string, owner: string, ttlMs: number): Promise<boolean>;

@@ -1,16 +1,16 @@
 /** The dubbing media pipeline as a library (no HTTP, no storage): see `dubMedia`. */
-export { dubMedia, type DubOptions, type DubResult } from "./dub.js";
-export { DUB_SAMPLE_RATE } from "./synthesis.js";
-export { assertDubbable, assertDurationWithin, MIN_INPUT_DURATION_SEC } from "./input-checks.js";
-export { DUB_STAGES, overallProgress, type DubStage } from "./progress.js";
-export { type DubSegment } from "./translation.js";
+export { dubMedia, type DubOptions, type DubResult } from "./stages/dub.js";
+export { DUB_SAMPLE_RATE } from "./stages/synthesis.js";
+export { assertDubbable, assertDurationWithin, MIN_INPUT_DURATION_SEC } from "./media/input-checks.js";
+export { DUB_STAGES, overallProgress, type DubStage } from "./stages/progress.js";
+export { type DubSegment } from "./stages/translation.js";
 export {
   MediaTooLongError,
   MediaTooShortError,
   MediaToolError,
   UnsupportedFormatError,
   UnsupportedLanguageError,
-} from "./errors.js";
+} from "./media/errors.js";
 export {
   isAcceptedFormat,
   mediaBinaries,
@@ -20,8 +20,8 @@ export {
   setMediaBinaries,
   type MediaBinaries,
   type MediaInfo,
-} from "./ffmpeg.js";
-export { toSrt, toWebVtt, type SubtitleSegment, type SubtitleTrack } from "./subtitles.js";
+} from "./media/ffmpeg.js";
+export { toSrt, toWebVtt, type SubtitleSegment, type SubtitleTrack } from "./stages/subtitles.js";
 export {
   DEFAULT_DUCK_OPTIONS,
   DEFAULT_FIT_OPTIONS,
@@ -30,4 +30,4 @@ export {
   type ClipPlacement,
   type FitOptions,
   type FitStrategy,
-} from "./timeline.js";
+} from "./stages/timeline.js";

@@ -82,7 +82,7 @@ export interface ObjectStore {
 
 /**
  * The service's view of uploads, consulted by the embedded store's PUTs (keys are the uploads'
- * object keys; src/dubbing/retention.ts answers).
+ * object keys; src/dubbing/jobs/retention.ts answers).
  */
 export interface UploadGate {
   /** Whether an object may still be stored at `key` (false once retention deleted its upload). */

@@ -3,12 +3,13 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
+import { RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { makeTestVideo } from "../support/media.js";
 import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { dubbingClient } from "../support/dubbing-client.js";
+import { openSession } from "../support/session-socket.js";
 
 /**
  * sourceLanguage=auto (relay-2) with languageHints, and dubbing's source_lang=auto, through the
@@ -52,8 +53,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function open(params: Record<string, string>): Promise<RealtimeSocket> {
-  const session = await createSession(server.baseUrl, API_KEY, {
+const open = (params: Record<string, string>): Promise<RealtimeSocket> =>
+  openSession(server.baseUrl, {
     sourceLanguage: "auto",
     modelName: "relay-2",
     targetLanguage: "es",
@@ -61,10 +62,6 @@ async function open(params: Record<string, string>): Promise<RealtimeSocket> {
     finalizeMode: "sentence",
     ...params,
   });
-  const socket = await RealtimeSocket.connect(session.ws_url);
-  await socket.waitFor((m) => m.type === "ready");
-  return socket;
-}
 
 const of = (socket: RealtimeSocket, type: string) =>
   socket.messages.filter((m: ServerMessage) => m.type === type);

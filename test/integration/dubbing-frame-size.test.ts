@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { UnsupportedFormatError } from "../../src/dubbing/errors.js";
-import { MAX_FRAME, probe } from "../../src/dubbing/ffmpeg.js";
+import { UnsupportedFormatError } from "../../src/dubbing/media/errors.js";
+import { MAX_FRAME, probe } from "../../src/dubbing/media/ffmpeg.js";
 import { API_KEY, startServer } from "../support/server.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 

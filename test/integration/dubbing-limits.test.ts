@@ -3,7 +3,7 @@ import { createServer, type ServerResponse, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { costOf } from "../../src/dubbing/pricing.js";
+import { costOf } from "../../src/dubbing/jobs/pricing.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { API_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
 

@@ -9,7 +9,7 @@ import {
   downloadSource,
   isPublicAddress,
   SourceTooLargeError,
-} from "../../src/dubbing/source.js";
+} from "../../src/dubbing/media/source.js";
 import { API_KEY, startServer } from "../support/server.js";
 
 let server: Server;

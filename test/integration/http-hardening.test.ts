@@ -14,7 +14,7 @@ import { chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp, type App } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
-import { startDubbingWorkers } from "../../src/dubbing/worker.js";
+import { startDubbingWorkers } from "../../src/dubbing/jobs/worker.js";
 import { openServices } from "../../src/services.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { testEnv } from "../support/env.js";

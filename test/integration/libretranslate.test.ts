@@ -13,6 +13,7 @@ import {
 import { freePort } from "../support/ports.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { openSession } from "../support/session-socket.js";
 
 /**
  * The service configured (ENGINES_FILE) with LibreTranslate as its translator, served by a local
@@ -71,17 +72,13 @@ async function getJson(server: TestServer, route: string): Promise<Record<string
 }
 
 /** English speech into `targetLanguage`, one final per utterance, no speech output. */
-async function open(server: TestServer, targetLanguage = "de"): Promise<RealtimeSocket> {
-  const session = await createSession(server.baseUrl, API_KEY, {
+const open = (server: TestServer, targetLanguage = "de"): Promise<RealtimeSocket> =>
+  openSession(server.baseUrl, {
     sourceLanguage: "en",
     targetLanguage,
     audioOutputEnabled: "false",
     finalizeMode: "sentence",
   });
-  const socket = await RealtimeSocket.connect(session.ws_url);
-  await socket.waitFor((m) => m.type === "ready");
-  return socket;
-}
 
 const isFinal = (type: string) => (m: ServerMessage) => m.type === type && m.is_final === true;
 

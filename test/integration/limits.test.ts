@@ -5,6 +5,7 @@ import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js
 import { injectApp, type InjectedApp } from "../support/app.js";
 import { createRoomSession } from "../support/room-client.js";
 import { API_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
+import { openSession } from "../support/session-socket.js";
 
 /**
  * Limits that hold for every client: one careless or hostile client cannot hurt the others.
@@ -417,13 +418,8 @@ describe("idle and overlong sessions", () => {
     await short?.close();
   });
 
-  async function open(params: Record<string, string> = {}, target = idle): Promise<RealtimeSocket> {
-    const socket = await RealtimeSocket.connect(
-      (await createSession(target.baseUrl, API_KEY, params)).ws_url,
-    );
-    await socket.waitFor((m) => m.type === "ready");
-    return socket;
-  }
+  const open = (params: Record<string, string> = {}, target = idle): Promise<RealtimeSocket> =>
+    openSession(target.baseUrl, params);
 
   it("closes a session that sends no audio and no message (4408), after an error frame", async () => {
     const socket = await open();

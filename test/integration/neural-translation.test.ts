@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
+import { RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { EngineBusyError } from "../../src/core/busy.js";
 import {
   createTransformersEngine,
@@ -26,6 +26,7 @@ import { createRoomSession, joinRoom } from "../support/room-client.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { installStandInTranslation } from "../support/stand-in-models/install.js";
+import { openSession } from "../support/session-socket.js";
 
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 const GO_FORWARD = "data/speech/librivox-pocketsphinx/goforward.wav";
@@ -82,12 +83,8 @@ afterAll(async () => {
 const finalsOf = (socket: RealtimeSocket, type: string) =>
   socket.messages.filter((m: ServerMessage) => m.type === type && m.is_final === true);
 
-async function open(params: Record<string, string>): Promise<RealtimeSocket> {
-  const session = await createSession(server.baseUrl, API_KEY, params);
-  const socket = await RealtimeSocket.connect(session.ws_url);
-  await socket.waitFor((m) => m.type === "ready");
-  return socket;
-}
+const open = (params: Record<string, string> = {}): Promise<RealtimeSocket> =>
+  openSession(server.baseUrl, params);
 
 /** Streams one utterance, finalizes, and waits for its translated final. */
 async function speak(socket: RealtimeSocket, pcm: Int16Array): Promise<ServerMessage> {

@@ -12,6 +12,7 @@ import { dubbingClient } from "../support/dubbing-client.js";
 import { makeTestVideo } from "../support/media.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { openSession } from "../support/session-socket.js";
 
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 let server: TestServer;
@@ -130,13 +131,7 @@ describe("GET /metrics", () => {
   it("counts the client's close codes apart from the server's, collapsing the codes a client chooses", async () => {
     const series = (by: string, code: string) => `relay_sessions_closed_total{by="${by}",code="${code}"}`;
     const before = await scrape();
-    const open = async (params: Record<string, string> = {}) => {
-      const socket = await RealtimeSocket.connect(
-        (await createSession(server.baseUrl, API_KEY, params)).ws_url,
-      );
-      await socket.waitFor((m) => m.type === "ready");
-      return socket;
-    };
+    const open = (params: Record<string, string> = {}) => openSession(server.baseUrl, params);
     // Codes a client may choose: each counted as "other", none as a series of its own.
     for (const code of [3000, 4123, 4999]) {
       const socket = await open();

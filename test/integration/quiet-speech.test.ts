@@ -162,7 +162,7 @@ describe.skipIf(SPEECH_MISSING)("quiet (-50 dBFS peak) and loud (clipped) microp
     expectSameUtterances(loud, full, "loud");
   });
 
-  // Dubbing levels the whole speech track before its VAD and recognizer (src/dubbing/speech-audio.ts).
+  // Dubbing levels the whole speech track before its VAD and recognizer (src/dubbing/media/speech-audio.ts).
   it("dubbing: a quiet recording is segmented and recognized as the full-level one", async () => {
     const clips = [CLIPS[0]!, CLIPS[1]!];
     const recordings = await Promise.all(clips.map((clip) => readWavAsPcm16(sharedPath(clip))));

@@ -7,6 +7,7 @@ import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js
 import { startOpenAiServer } from "../support/openai-server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { openSession } from "../support/session-socket.js";
 
 /** Whatever a client sends, the process survives and other sessions are unaffected. */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
@@ -22,13 +23,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function open(
-  params: Record<string, string> = { audioOutputEnabled: "false" },
-): Promise<RealtimeSocket> {
-  const socket = await RealtimeSocket.connect((await createSession(server.baseUrl, API_KEY, params)).ws_url);
-  await socket.waitFor((m) => m.type === "ready");
-  return socket;
-}
+const open = (params: Record<string, string> = { audioOutputEnabled: "false" }): Promise<RealtimeSocket> =>
+  openSession(server.baseUrl, params);
 
 const errors = (socket: RealtimeSocket) => socket.messages.filter((m) => m.type === "error");
 

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
+import { RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
-import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { startServer, type TestServer } from "../support/server.js";
+import { openSession } from "../support/session-socket.js";
 
 /** Real speech through the real server and the real embedded engines (Silero, PocketSphinx, Apertium, eSpeak NG). */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
@@ -22,12 +23,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function open(params: Record<string, string> = {}): Promise<RealtimeSocket> {
-  const session = await createSession(server.baseUrl, API_KEY, params);
-  const socket = await RealtimeSocket.connect(session.ws_url);
-  await socket.waitFor((m) => m.type === "ready");
-  return socket;
-}
+const open = (params: Record<string, string> = {}): Promise<RealtimeSocket> =>
+  openSession(server.baseUrl, params);
 
 const isFinal = (type: string) => (m: ServerMessage) => m.type === type && m.is_final === true;
 const of = (socket: RealtimeSocket, type: string) => socket.messages.filter((m) => m.type === type);

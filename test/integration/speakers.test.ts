@@ -5,7 +5,7 @@
  * library voice of their gender, with the spec's timing rules.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
+import { RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { findVoice } from "../../src/voices/library.js";
 import { voiceClonerFor } from "../../src/voices/voice-clone.js";
 import {
@@ -15,8 +15,9 @@ import {
   type Conversation,
   type Turn,
 } from "../support/conversations.js";
-import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
+import { openSession } from "../support/session-socket.js";
 
 const SPEECH_MISSING =
   sharedMissing("data/speech/ljspeech/wavs") || sharedMissing("data/speech/librivox-pocketsphinx");
@@ -33,12 +34,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function open(params: Record<string, string>): Promise<RealtimeSocket> {
-  const session = await createSession(server.baseUrl, API_KEY, params);
-  const socket = await RealtimeSocket.connect(session.ws_url);
-  await socket.waitFor((m) => m.type === "ready");
-  return socket;
-}
+const open = (params: Record<string, string> = {}): Promise<RealtimeSocket> =>
+  openSession(server.baseUrl, params);
 
 const transcripts = (socket: RealtimeSocket) => socket.messages.filter((m) => m.type.endsWith("_transcript"));
 const finals = (socket: RealtimeSocket, type: string) =>

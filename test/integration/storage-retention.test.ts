@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startDubbingWorkers } from "../../src/dubbing/worker.js";
+import { startDubbingWorkers } from "../../src/dubbing/jobs/worker.js";
 import { dubbingClient, type DubbingAnswer } from "../support/dubbing-client.js";
 import { API_KEY, BROKE_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
 

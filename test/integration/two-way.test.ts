@@ -3,11 +3,12 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
-import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
+import { RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { medianPitch } from "../support/audio-measures.js";
 import { standInEntry, startOpenAiServer, TONE_HZ, type OpenAiTestServer } from "../support/openai-server.js";
-import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { openSession } from "../support/session-socket.js";
 
 /**
  * twoWay=true through the real server over HTTP and WebSocket, with a stand-in OpenAI-compatible
@@ -62,12 +63,8 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function open(params: Record<string, string>): Promise<RealtimeSocket> {
-  const session = await createSession(server.baseUrl, API_KEY, params);
-  const socket = await RealtimeSocket.connect(session.ws_url);
-  await socket.waitFor((m) => m.type === "ready");
-  return socket;
-}
+const open = (params: Record<string, string> = {}): Promise<RealtimeSocket> =>
+  openSession(server.baseUrl, params);
 
 const finalsOf = (socket: RealtimeSocket, type: string) =>
   socket.messages.filter((m: ServerMessage) => m.type === type && m.is_final === true);

@@ -1,5 +1,5 @@
-import { startRetention } from "../../src/dubbing/retention.js";
-import { startDubbingWorkers } from "../../src/dubbing/worker.js";
+import { startRetention } from "../../src/dubbing/jobs/retention.js";
+import { startDubbingWorkers } from "../../src/dubbing/jobs/worker.js";
 import { openTestApp, type InjectAppOptions, type InjectedApp } from "./app.js";
 import { freePort } from "./ports.js";
 

@@ -1,16 +1,16 @@
-import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
-import { API_KEY } from "./env.js";
+import type { RealtimeSocket } from "../../src/cli/recording-socket.js";
+import { openSession } from "./session-socket.js";
 
 /** A `mode=tts` session, once both ready frames are in. */
-export async function openTtsSession(
+export const openTtsSession = (
   baseUrl: string,
   params: Record<string, string> = {},
-): Promise<RealtimeSocket> {
-  const session = await createSession(baseUrl, API_KEY, { mode: "tts", ...params });
-  const socket = await RealtimeSocket.connect(session.ws_url);
-  await socket.waitFor((m) => m.type === "ready" && m.mode === "tts");
-  return socket;
-}
+): Promise<RealtimeSocket> =>
+  openSession(
+    baseUrl,
+    { mode: "tts", ...params },
+    { isReady: (m) => m.type === "ready" && m.mode === "tts" },
+  );
 
 /** Sends one `speak` and returns the audio frames received before its `speech_end`. */
 export async function speakLine(

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { UnsupportedLanguageError } from "../../src/dubbing/errors.js";
-import { chooseSourceLanguage, pooledConfidence, type Heard } from "../../src/dubbing/language-detection.js";
+import { UnsupportedLanguageError } from "../../src/dubbing/media/errors.js";
+import {
+  chooseSourceLanguage,
+  pooledConfidence,
+  type Heard,
+} from "../../src/dubbing/stages/language-detection.js";
 import { dubbingAutoSource, type LanguageCapabilities } from "../../src/engines/routing/languages.js";
 
 /** Recognizers of `languages`, one of them identifying languages when `identifier`. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mapLimit } from "../../src/dubbing/concurrency.js";
+import { mapLimit } from "../../src/dubbing/stages/concurrency.js";
 
 const tick = (ms = 1): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

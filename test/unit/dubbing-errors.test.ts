@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { withoutPaths } from "../../src/dubbing/errors.js";
+import { withoutPaths } from "../../src/dubbing/media/errors.js";
 
 describe("withoutPaths", () => {
   it("cuts absolute paths (plain or file:) to their last component", () => {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { shapeClip, trimSilence } from "../../src/dubbing/clips.js";
-import { assertDubbable } from "../../src/dubbing/input-checks.js";
-import { overallProgress, DUB_STAGES } from "../../src/dubbing/progress.js";
-import { MediaTooShortError, UnsupportedFormatError } from "../../src/dubbing/errors.js";
-import { isAcceptedFormat, type MediaInfo } from "../../src/dubbing/ffmpeg.js";
-import { OFFLINE_SEGMENTER_OPTIONS, padSpans, SpanCollector } from "../../src/dubbing/segments.js";
+import { shapeClip, trimSilence } from "../../src/dubbing/media/clips.js";
+import { assertDubbable } from "../../src/dubbing/media/input-checks.js";
+import { overallProgress, DUB_STAGES } from "../../src/dubbing/stages/progress.js";
+import { MediaTooShortError, UnsupportedFormatError } from "../../src/dubbing/media/errors.js";
+import { isAcceptedFormat, type MediaInfo } from "../../src/dubbing/media/ffmpeg.js";
+import { OFFLINE_SEGMENTER_OPTIONS, padSpans, SpanCollector } from "../../src/dubbing/stages/segments.js";
 
 const WINDOW_MS = 32;
 const options = { ...OFFLINE_SEGMENTER_OPTIONS, windowMs: WINDOW_MS };

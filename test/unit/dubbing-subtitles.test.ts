@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { toSrt, toWebVtt, type SubtitleSegment } from "../../src/dubbing/subtitles.js";
+import { toSrt, toWebVtt, type SubtitleSegment } from "../../src/dubbing/stages/subtitles.js";
 
 const segments: SubtitleSegment[] = [
   { startSec: 1.5, endSec: 3.25, text: "go forward ten meters", translatedText: "Va de frente diez metros" },

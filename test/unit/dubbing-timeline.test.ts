@@ -8,7 +8,7 @@ import {
   fitTimeline,
   mergeSpans,
   type SlotInput,
-} from "../../src/dubbing/timeline.js";
+} from "../../src/dubbing/stages/timeline.js";
 
 const { maxNaturalTempo, maxTempo, minTempo } = DEFAULT_FIT_OPTIONS;
 const EPS = 1e-9;

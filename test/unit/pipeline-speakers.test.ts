@@ -9,6 +9,7 @@ import { levelSpeakerEngine } from "../support/speaker-engine-double.js";
 import type { VoiceChooser } from "../../src/speakers/voice-choice.js";
 import { defaultVoice, VOICES } from "../../src/voices/library.js";
 import { energyVad } from "../support/vad-double.js";
+import { finals, pipelineWith as harnessPipeline, toneFor } from "../support/pipeline-harness.js";
 
 /**
  * Engine doubles, as in translation-pipeline.test.ts. The audio is made of constant-level stretches,
@@ -82,20 +83,8 @@ function levelAsr(
   };
 }
 
-function pipelineWith(overrides: Partial<PipelineOptions> & { asr: AsrEngine }): TranslationPipeline {
-  return new TranslationPipeline({
-    vad: energyVad,
-    sourceLanguage: "en",
-    targetFor: () => "es",
-    translate: async ({ text }) => text.toUpperCase(),
-    speak: async function* (text) {
-      yield new Float32Array(1920).fill(text.length / 100);
-    },
-    finalizeMode: "stable",
-    finalizeWaitMs: 5,
-    ...overrides,
-  });
-}
+const pipelineWith = (overrides: Partial<PipelineOptions> & { asr: AsrEngine }): TranslationPipeline =>
+  harnessPipeline({ translate: async ({ text }) => text.toUpperCase(), speak: toneFor, ...overrides });
 
 /** Feeds the audio, ends the input and returns every event. */
 async function run(pipeline: TranslationPipeline, ...audio: Int16Array[]): Promise<PipelineEvent[]> {
@@ -110,9 +99,6 @@ async function run(pipeline: TranslationPipeline, ...audio: Int16Array[]): Promi
 type Transcript = Extract<PipelineEvent, { type: "original" | "translated" }>;
 const transcripts = (events: PipelineEvent[]) =>
   events.filter((e): e is Transcript => e.type === "original" || e.type === "translated");
-function finals<T extends "original" | "translated">(events: PipelineEvent[], type: T) {
-  return events.filter((e): e is Extract<PipelineEvent, { type: T }> => e.type === type && e.isFinal);
-}
 
 const segmentsOf = (events: PipelineEvent[]) => [...new Set(transcripts(events).map((e) => e.segmentId))];
 const wordsOf = (text: string) => new Set(text.split(" ").filter(Boolean));

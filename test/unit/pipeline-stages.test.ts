@@ -14,6 +14,7 @@ import {
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
 import { energyVad } from "../support/vad-double.js";
+import { collect, pipelineWith as harnessPipeline, speech } from "../support/pipeline-harness.js";
 
 /**
  * The pipeline's stages end to end with engine doubles (as in translation-pipeline.test.ts):
@@ -44,26 +45,8 @@ const helloAsr: AsrEngine = {
   close: async () => {},
 };
 
-const speech = (ms: number) => new Int16Array(ms * 16).fill(1000);
-
-function pipelineWith(overrides: Partial<PipelineOptions>): TranslationPipeline {
-  return new TranslationPipeline({
-    vad: energyVad,
-    asr: helloAsr,
-    sourceLanguage: "en",
-    targetFor: () => "es",
-    translate: async ({ text }) => text,
-    finalizeMode: "stable",
-    finalizeWaitMs: 5,
-    ...overrides,
-  });
-}
-
-async function collect(pipeline: TranslationPipeline): Promise<PipelineEvent[]> {
-  const events: PipelineEvent[] = [];
-  for await (const event of pipeline.events) events.push(event);
-  return events;
-}
+const pipelineWith = (overrides: Partial<PipelineOptions>): TranslationPipeline =>
+  harnessPipeline({ asr: helloAsr, translate: async ({ text }) => text, ...overrides });
 
 /** A speak double recording what it was asked to say; `said(text)` resolves once it was asked. */
 function voice() {

@@ -10,6 +10,14 @@ import {
 } from "../../src/pipeline/translation-pipeline.js";
 import { defaultVoice } from "../../src/voices/library.js";
 import { energyVad } from "../support/vad-double.js";
+import {
+  collect,
+  finals,
+  pipelineWith as harnessPipeline,
+  silence,
+  speech,
+  toneFor,
+} from "../support/pipeline-harness.js";
 
 /** Engine doubles: speech is any window whose samples are non-zero; the recognizer reveals one scripted word per 250 ms. */
 
@@ -99,44 +107,17 @@ async function sentenceCasing({ text }: { text: string }): Promise<string> {
     .join(" ");
 }
 
-const speech = (ms: number) => new Int16Array(ms * 16).fill(1000);
-const silence = (ms: number) => new Int16Array(ms * 16);
-
-async function collect(
-  pipeline: TranslationPipeline,
-  until: (events: PipelineEvent[]) => boolean,
-): Promise<PipelineEvent[]> {
-  const events: PipelineEvent[] = [];
-  for await (const event of pipeline.events) {
-    events.push(event);
-    if (until(events)) break;
-  }
-  return events;
-}
-
-function pipelineWith(overrides: Partial<PipelineOptions> & { asr: AsrEngine }): TranslationPipeline {
-  return new TranslationPipeline({
-    vad: energyVad,
-    sourceLanguage: "en",
-    targetFor: () => "es",
+const pipelineWith = (overrides: Partial<PipelineOptions> & { asr: AsrEngine }): TranslationPipeline =>
+  harnessPipeline({
     // a "translation" that keeps case and word boundaries: every word reversed
     translate: async ({ text }) =>
       text
         .split(" ")
         .map((w) => [...w].reverse().join(""))
         .join(" "),
-    speak: async function* (text) {
-      yield new Float32Array(1920).fill(text.length / 100);
-    },
-    finalizeMode: "stable",
-    finalizeWaitMs: 5,
+    speak: toneFor,
     ...overrides,
   });
-}
-
-function finals<T extends "original" | "translated">(events: PipelineEvent[], type: T) {
-  return events.filter((e): e is Extract<PipelineEvent, { type: T }> => e.type === type && e.isFinal);
-}
 
 describe("TranslationPipeline (engine doubles)", () => {
   it("streams interims, prefix-extending stable finals, translations and speech; trailing silence ends the segment", async () => {

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest, preValidationAsyncHookHandler } f
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { JobRecord } from "../../db/types.js";
-import { toSrt, toWebVtt } from "../../dubbing/subtitles.js";
+import { toSrt, toWebVtt } from "../../dubbing/stages/subtitles.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import { ApiError } from "../errors.js";
 import { BEARER, errorResponses } from "../openapi.js";

@@ -5,9 +5,9 @@ import { InsufficientBalanceError } from "../../db/billing.js";
 import { ActiveJobsLimitError } from "../../db/job-records.js";
 import { StorageQuotaError } from "../../db/uploads.js";
 import type { JobRecord, NewJob, UploadRecord } from "../../db/types.js";
-import { creationHold, formatUsd, type CreationHold } from "../../dubbing/pricing.js";
-import { UPLOAD_SOURCE_SCHEME } from "../../dubbing/source.js";
-import { uploadDurationSec, urlDurationSec } from "../../dubbing/upload-duration.js";
+import { creationHold, formatUsd, type CreationHold } from "../../dubbing/jobs/pricing.js";
+import { UPLOAD_SOURCE_SCHEME } from "../../dubbing/media/source.js";
+import { uploadDurationSec, urlDurationSec } from "../../dubbing/jobs/upload-duration.js";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import {

@@ -4,15 +4,15 @@
  * cache that keeps spans decoded while choosing the language from being decoded twice.
  */
 import { open, type FileHandle } from "node:fs/promises";
-import type { EngineRegistry } from "../engines/routing/registry.js";
-import type { AsrEngine, LanguageCode } from "../core/contracts.js";
+import type { EngineRegistry } from "../../engines/routing/registry.js";
+import type { AsrEngine, LanguageCode } from "../../core/contracts.js";
 import { mapLimit } from "./concurrency.js";
-import { energyOf, type Energy } from "./energy.js";
+import { energyOf, type Energy } from "../media/energy.js";
 import { chooseSourceLanguage } from "./language-detection.js";
 import { readPcm16, SEGMENT_PAD_SEC } from "./segments.js";
-import { SPEECH_RATE, type SpeechAudio } from "./speech-audio.js";
+import { SPEECH_RATE, type SpeechAudio } from "../media/speech-audio.js";
 import type { Span } from "./timeline.js";
-import { recognizerFor } from "../pipeline/speech-plan.js";
+import { recognizerFor } from "../../pipeline/speech-plan.js";
 
 /** Audio written to the recognizer per call (1 s). */
 const ASR_CHUNK = 16_000;

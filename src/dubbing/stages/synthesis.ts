@@ -5,12 +5,12 @@
  */
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { float32ToBytes } from "../audio/pcm.js";
-import { resample } from "../audio/resampler.js";
-import type { LanguageCode, TtsEngine, Voice } from "../core/contracts.js";
-import { trimSilence } from "./clips.js";
+import { float32ToBytes } from "../../audio/pcm.js";
+import { resample } from "../../audio/resampler.js";
+import type { LanguageCode, TtsEngine, Voice } from "../../core/contracts.js";
+import { trimSilence } from "../media/clips.js";
 import { mapLimit } from "./concurrency.js";
-import { energyOf, type Energy } from "./energy.js";
+import { energyOf, type Energy } from "../media/energy.js";
 import type { DubSegment } from "./translation.js";
 
 /** Rate of the clips, of the dubbed track they are fitted into and of the output audio. */

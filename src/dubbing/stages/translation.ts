@@ -3,8 +3,8 @@
  * the lines before it as history. Separate because it is where recognized speech becomes the job's segments
  * (times rounded to the millisecond, original and translated text), which later stages voice.
  */
-import type { LanguageCode } from "../core/contracts.js";
-import { TranslationHistory, type Translator } from "../pipeline/speech-plan.js";
+import type { LanguageCode } from "../../core/contracts.js";
+import { TranslationHistory, type Translator } from "../../pipeline/speech-plan.js";
 import type { Recognized } from "./recognition.js";
 
 export interface DubSegment {

@@ -5,12 +5,12 @@
  * so their lines can be dubbed in a voice matched to theirs (src/speakers/voice-choice.ts).
  */
 import type { FileHandle } from "node:fs/promises";
-import { int16ToFloat32 } from "../audio/pcm.js";
-import type { SpeakerEngine } from "../core/contracts.js";
-import { SpeakerTracker } from "../speakers/tracker.js";
-import type { VoiceChooser } from "../speakers/voice-choice.js";
+import { int16ToFloat32 } from "../../audio/pcm.js";
+import type { SpeakerEngine } from "../../core/contracts.js";
+import { SpeakerTracker } from "../../speakers/tracker.js";
+import type { VoiceChooser } from "../../speakers/voice-choice.js";
 import { readPcm16 } from "./segments.js";
-import { SPEECH_RATE } from "./speech-audio.js";
+import { SPEECH_RATE } from "../media/speech-audio.js";
 import type { Span } from "./timeline.js";
 
 export interface SpeakerSpan extends Span {

@@ -5,11 +5,11 @@
  * back span by span.
  */
 import { open } from "node:fs/promises";
-import { AutomaticGain } from "../audio/level.js";
-import type { VadEngine } from "../core/contracts.js";
+import { AutomaticGain } from "../../audio/level.js";
+import type { VadEngine } from "../../core/contracts.js";
 import { inputArgs, localPath, runFfmpeg, timeoutFor, type MediaInfo } from "./ffmpeg.js";
-import { detectSpeech, padSpans, SEGMENT_PAD_SEC } from "./segments.js";
-import type { Span } from "./timeline.js";
+import { detectSpeech, padSpans, SEGMENT_PAD_SEC } from "../stages/segments.js";
+import type { Span } from "../stages/timeline.js";
 
 /** Rate of the audio the VAD and the recognizer read. */
 export const SPEECH_RATE = 16_000;

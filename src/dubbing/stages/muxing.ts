@@ -5,7 +5,7 @@
  */
 import { rename } from "node:fs/promises";
 import path from "node:path";
-import { inputArgs, localPath, runFfmpeg, timeoutFor, type MediaInfo } from "./ffmpeg.js";
+import { inputArgs, localPath, runFfmpeg, timeoutFor, type MediaInfo } from "../media/ffmpeg.js";
 
 /** Moves the result into `outputDir` as `<outputName>.mp4` or `.mp3`; returns its path. */
 export async function writeOutput(job: {

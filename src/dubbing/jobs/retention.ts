@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger } from "fastify";
-import type { Config } from "../config.js";
-import type { Database } from "../db/types.js";
-import type { ExpiryRule, ObjectStore, UploadGate } from "../storage/types.js";
-import { UPLOAD_SOURCE_SCHEME } from "./source.js";
+import type { Config } from "../../config.js";
+import type { Database } from "../../db/types.js";
+import type { ExpiryRule, ObjectStore, UploadGate } from "../../storage/types.js";
+import { UPLOAD_SOURCE_SCHEME } from "../media/source.js";
 
 /**
  * What the object store keeps, and for how long. An upload is deleted once every job that named it

@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
-import { findOnPath } from "../os/programs.js";
+import { findOnPath } from "../../os/programs.js";
 import { MediaToolError, UnsupportedFormatError } from "./errors.js";
 
 export interface MediaBinaries {

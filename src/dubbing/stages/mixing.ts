@@ -3,8 +3,8 @@
  * and the ffmpeg filter graph that ducks the original under speech and adds the dubbed track.
  * Separate because these are the decisions about how the result sounds, apart from producing clips.
  */
-import { rmsOf, type Energy } from "./energy.js";
-import { inputArgs, localPath, runFfmpeg, timeoutFor, type MediaInfo } from "./ffmpeg.js";
+import { rmsOf, type Energy } from "../media/energy.js";
+import { inputArgs, localPath, runFfmpeg, timeoutFor, type MediaInfo } from "../media/ffmpeg.js";
 import { DUB_SAMPLE_RATE, type StoredClip } from "./synthesis.js";
 import { DEFAULT_DUCK_OPTIONS, duckingExpression, type ClipPlacement, type Span } from "./timeline.js";
 import type { DubSegment } from "./translation.js";

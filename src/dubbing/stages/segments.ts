@@ -5,9 +5,13 @@
  */
 import { createReadStream } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
-import { int16ToFloat32 } from "../audio/pcm.js";
-import type { VadEngine } from "../core/contracts.js";
-import { DEFAULT_SEGMENTER_OPTIONS, SpeechSegmenter, type SegmenterOptions } from "../pipeline/segmenter.js";
+import { int16ToFloat32 } from "../../audio/pcm.js";
+import type { VadEngine } from "../../core/contracts.js";
+import {
+  DEFAULT_SEGMENTER_OPTIONS,
+  SpeechSegmenter,
+  type SegmenterOptions,
+} from "../../pipeline/segmenter.js";
 import type { Span } from "./timeline.js";
 
 /** Offline: close an utterance after 400 ms of silence, cap it at 12 s (one dubbed line each). */

@@ -4,8 +4,8 @@
  * Separate because it owns the track file while clips are written into it concurrently.
  */
 import { open, readFile, rm, type FileHandle } from "node:fs/promises";
-import { float32ToBytes } from "../audio/pcm.js";
-import { changeTempo, shapeClip } from "./clips.js";
+import { float32ToBytes } from "../../audio/pcm.js";
+import { changeTempo, shapeClip } from "../media/clips.js";
 import { mapLimit } from "./concurrency.js";
 import { DUB_SAMPLE_RATE, type StoredClip } from "./synthesis.js";
 import { fitTimeline, type ClipPlacement } from "./timeline.js";

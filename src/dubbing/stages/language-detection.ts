@@ -3,8 +3,8 @@
  * recognition proper: it decides which recognizer the whole file is decoded with, and its rules
  * (voting, the confidence check, the letter-count heuristic) are a policy of their own.
  */
-import type { LanguageCode } from "../core/contracts.js";
-import { UnsupportedLanguageError } from "./errors.js";
+import type { LanguageCode } from "../../core/contracts.js";
+import { UnsupportedLanguageError } from "../media/errors.js";
 
 /** Segments tried with each candidate recognizer when the source language is "auto". */
 const DETECTION_SEGMENTS = 3;

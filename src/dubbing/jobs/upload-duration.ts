@@ -1,9 +1,9 @@
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import path from "node:path";
-import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "../storage/types.js";
-import { MediaToolError, UnsupportedFormatError } from "./errors.js";
-import { ACCEPTED_DEMUXERS, probe, runFfprobe } from "./ffmpeg.js";
-import { withGuardedMirror } from "./source.js";
+import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "../../storage/types.js";
+import { MediaToolError, UnsupportedFormatError } from "../media/errors.js";
+import { ACCEPTED_DEMUXERS, probe, runFfprobe } from "../media/ffmpeg.js";
+import { withGuardedMirror } from "../media/source.js";
 
 /** What ffprobe may read of a URL source at creation: enough for the headers of any container. */
 export const URL_PROBE_MAX_BYTES = 16 * 1024 * 1024;

@@ -4,10 +4,10 @@
  * `source_lang` can say) that can be recognized and translated. Separate so it can be checked
  * before any media work; the rules themselves are the service's (src/engines/routing/languages.ts).
  */
-import type { EngineRegistry } from "../engines/routing/registry.js";
-import type { LanguageCode } from "../core/contracts.js";
-import { isDubbingLanguage, translatableSources, unservable } from "../engines/routing/languages.js";
-import { UnsupportedLanguageError } from "./errors.js";
+import type { EngineRegistry } from "../../engines/routing/registry.js";
+import type { LanguageCode } from "../../core/contracts.js";
+import { isDubbingLanguage, translatableSources, unservable } from "../../engines/routing/languages.js";
+import { UnsupportedLanguageError } from "../media/errors.js";
 
 export function sourceCandidates(
   registry: EngineRegistry,

@@ -1,12 +1,12 @@
 import { mkdir, mkdtemp, readdir, rm } from "node:fs/promises";
 import path from "node:path";
 import type { FastifyBaseLogger } from "fastify";
-import type { Services } from "../services.js";
-import type { Config } from "../config.js";
-import type { Database, JobErrorCode, JobProgress, JobRecord } from "../db/types.js";
-import type { EngineRegistry } from "../engines/routing/registry.js";
-import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "../storage/types.js";
-import { dubbingVoice } from "../pipeline/speech-plan.js";
+import type { Services } from "../../services.js";
+import type { Config } from "../../config.js";
+import type { Database, JobErrorCode, JobProgress, JobRecord } from "../../db/types.js";
+import type { EngineRegistry } from "../../engines/routing/registry.js";
+import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "../../storage/types.js";
+import { dubbingVoice } from "../../pipeline/speech-plan.js";
 import {
   dubMedia,
   MediaTooShortError,
@@ -16,8 +16,8 @@ import {
   UnsupportedFormatError,
   UnsupportedLanguageError,
   type DubStage,
-} from "./index.js";
-import { withoutPaths } from "./errors.js";
+} from "../index.js";
+import { withoutPaths } from "../media/errors.js";
 import { costOf, formatUsd } from "./pricing.js";
 import {
   DownloadError,
@@ -25,7 +25,7 @@ import {
   SourceTooLargeError,
   UPLOAD_SOURCE_SCHEME,
   type DownloadDeadline,
-} from "./source.js";
+} from "../media/source.js";
 
 /**
  * Runs dubbing jobs from the database. A job is held under a lease renewed by heartbeats; a worker

@@ -1,0 +1,55 @@
+import {
+  TranslationPipeline,
+  type PipelineEvent,
+  type PipelineOptions,
+} from "../../src/pipeline/translation-pipeline.js";
+import { energyVad } from "./vad-double.js";
+
+/**
+ * The one harness of the pipeline's unit tests: a pipeline over engine doubles (the energy VAD,
+ * English into Spanish, stable finals without a wait), audio to feed it, and its events read back.
+ * Each file passes the doubles its tests are about (`asr`, `translate`, `speak`, …).
+ */
+
+/** Loud enough for the energy VAD: speech to it. */
+export const speech = (ms: number) => new Int16Array(ms * 16).fill(1000);
+export const silence = (ms: number) => new Int16Array(ms * 16);
+
+export function pipelineWith(
+  options: Partial<PipelineOptions> & Pick<PipelineOptions, "asr" | "translate">,
+): TranslationPipeline {
+  return new TranslationPipeline({
+    vad: energyVad,
+    sourceLanguage: "en",
+    targetFor: () => "es",
+    finalizeMode: "stable",
+    finalizeWaitMs: 5,
+    ...options,
+  });
+}
+
+/** A speech double: one frame whose level tells how long the text was. */
+export async function* toneFor(text: string): AsyncGenerator<Float32Array> {
+  yield new Float32Array(1920).fill(text.length / 100);
+}
+
+/** The pipeline's events until `until` says enough (by default: until the pipeline ends). */
+export async function collect(
+  pipeline: TranslationPipeline,
+  until: (events: PipelineEvent[]) => boolean = () => false,
+): Promise<PipelineEvent[]> {
+  const events: PipelineEvent[] = [];
+  for await (const event of pipeline.events) {
+    events.push(event);
+    if (until(events)) break;
+  }
+  return events;
+}
+
+/** The final transcripts (or translations) among `events`. */
+export function finals<T extends "original" | "translated">(
+  events: PipelineEvent[],
+  type: T,
+): Extract<PipelineEvent, { type: T }>[] {
+  return events.filter((e): e is Extract<PipelineEvent, { type: T }> => e.type === type && e.isFinal);
+}
