@@ -151,7 +151,7 @@ export async function operationsRoutes(app: FastifyInstance, options: Operations
       fleet: { processes: fleet.size, session_room: fleet.hasRoom() },
       rooms: { open: rooms.count, backend: rooms.backend.kind },
       engines: registry.engines(),
-      translation_pairs: registry.report().translation,
+      translation_pairs: registry.translationPairs(),
       unavailable_engines: unavailableEngines(registry),
       model_hosts: registry.hosts().map(({ host, state, failures, restarts, rssBytes }) => ({
         host,

@@ -54,7 +54,7 @@ describe("translation routes", () => {
     expect(routes(registry, "en", "es")[0]).toBe("neural:en-es");
     // Apertium keeps what the neural engine cannot reach.
     expect(routes(registry, "pt", "fr")).toEqual(["apertium:pt-es+apertium:es-fr"]);
-    expect(registry.report().translation).toContainEqual({
+    expect(registry.translationPairs()).toContainEqual({
       from: "de",
       to: "es",
       engines: ["neural"],

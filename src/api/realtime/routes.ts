@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
-import { recognitionTier, servedDubbingLanguages } from "../../engines/routing/languages.js";
+import { languagesReport } from "../languages-report.js";
 import { listVoices } from "../../voices/library.js";
 import { ApiError, errorBody, type ValidationErrorMapping } from "../errors.js";
 import { BEARER, DOCUMENTED_WEBSOCKET, errorResponses } from "../openapi.js";
@@ -165,12 +165,7 @@ export async function realtimeRoutes(app: FastifyInstance, options: RealtimeRout
         response: { 200: z.looseObject({}).describe("The engines' languages (see docs/realtime-api.md)") },
       },
     },
-    // Beyond the spec's engines report: the dubbing languages served, and what recognition offers.
-    async () => ({
-      ...registry.report(),
-      dubbing: servedDubbingLanguages(registry),
-      recognition_tier: recognitionTier(registry),
-    }),
+    async () => languagesReport(registry),
   );
 }
 

@@ -37,18 +37,20 @@ export interface TranslationRoute {
   }[];
 }
 
-export interface LanguagesReport {
-  readonly recognition: {
-    language: string;
-    engine: string;
-    partial_results: boolean;
-    word_timings: boolean;
-  }[];
-  readonly translation: { from: string; to: string; engines: string[]; via: string | null }[];
-  readonly voice_output: { language: string; engine: string }[];
-  /** The recognizer that identifies languages (`sourceLanguage=auto`, two-way), if any. */
-  readonly language_identification: string | null;
-  readonly engines: { kind: string; id: string; version: string; detail?: string }[];
+/** A pair some route translates: the engines along it, and the pivot language when it has two hops. */
+export interface ServedPair {
+  readonly from: LanguageCode;
+  readonly to: LanguageCode;
+  readonly engines: string[];
+  readonly via: LanguageCode | null;
+}
+
+/** An engine serving, as /healthz and /v1/languages list it. */
+export interface ServingEngine {
+  readonly kind: string;
+  readonly id: string;
+  readonly version: string;
+  readonly detail?: string;
 }
 
 /**
@@ -243,15 +245,16 @@ export class EngineRegistry {
       .join(",");
   }
 
-  report(): LanguagesReport {
+  /** Every pair some route translates, with the engines along its preferred route. */
+  translationPairs(): ServedPair[] {
     const languages = unique(this.mt.flatMap((e) => e.capabilities.pairs.flatMap((p) => [p.from, p.to])));
-    const translation: LanguagesReport["translation"] = [];
+    const pairs: ServedPair[] = [];
     for (const from of languages) {
       for (const to of languages) {
         if (from === to) continue;
         const route = this.translationRoute(from, to);
         if (!route) continue;
-        translation.push({
+        pairs.push({
           from,
           to,
           engines: unique(route.hops.map((hop) => hop.engine.info.id)),
@@ -259,24 +262,7 @@ export class EngineRegistry {
         });
       }
     }
-    return {
-      recognition: this.recognitionLanguages().map((language) => {
-        const engine = this.recognizer(language)!;
-        return {
-          language,
-          engine: engine.info.id,
-          partial_results: engine.capabilities.partialResults,
-          word_timings: engine.capabilities.wordTimings,
-        };
-      }),
-      translation,
-      voice_output: this.voiceLanguages().map((language) => ({
-        language,
-        engine: this.synthesizer(language)!.info.id,
-      })),
-      language_identification: this.languageIdentifier()?.info.id ?? null,
-      engines: this.engines(),
-    };
+    return pairs;
   }
 
   /** The model host processes of the engines (src/engines/kit/model-host/): /healthz and the metrics. */
@@ -297,7 +283,7 @@ export class EngineRegistry {
   }
 
   /** Every engine serving, with its version and how it runs. */
-  engines(): LanguagesReport["engines"] {
+  engines(): ServingEngine[] {
     return this.allEngines().map(({ kind, engine }) => ({ kind, ...engine.info }));
   }
 
