@@ -209,6 +209,20 @@ export interface TranslateRequest {
   readonly account?: string;
 }
 
+/** What the translation stage asks for: the text, the session context and the recent history. */
+export interface TranslationCall {
+  /** The language of `text` (identified per utterance in "auto" sessions). */
+  readonly from: LanguageCode;
+  readonly text: string;
+  readonly context: string;
+  /** The session's last few final sentences and their translations, oldest first. */
+  readonly previous: readonly { readonly source: string; readonly translation: string }[];
+  /** An interim's translation (a busy engine may refuse it: a later one replaces it). */
+  readonly interim?: boolean;
+  /** Who asks, for a fair share of shared engines (`TranslateRequest.account`). */
+  readonly account?: string;
+}
+
 export interface MtEngine extends Engine {
   readonly capabilities: MtCapabilities;
   translate(request: TranslateRequest, signal?: AbortSignal): Promise<string>;

@@ -1,27 +1,16 @@
-import type { Hypothesis, LanguageCode, Voice } from "../core/contracts.js";
+import type { Hypothesis, LanguageCode, TranslationCall, Voice } from "../core/contracts.js";
+
+export type { TranslationCall } from "../core/contracts.js";
 
 /**
  * The pipeline's types: what callers give it and get from it (the public part, shared with the
- * speech plan, metrics and the wire format), and the frames its stages pass one way to each other
+ * language plan, metrics and the wire format), and the frames its stages pass one way to each other
  * (src/pipeline/stages/). A module of types only, so every stage and every caller can import it
  * without an import cycle.
  */
 
 // ------------------------------------------------------------------ what callers give and get
 
-/** What the translation stage asks for: the text, the session context and the recent history. */
-export interface TranslationCall {
-  /** The language of `text` (identified per utterance in "auto" sessions). */
-  readonly from: LanguageCode;
-  readonly text: string;
-  readonly context: string;
-  /** The session's last few final sentences and their translations, oldest first. */
-  readonly previous: readonly { readonly source: string; readonly translation: string }[];
-  /** An interim's translation (a busy engine may refuse it: a later one replaces it). */
-  readonly interim?: boolean;
-  /** Who asks, for a fair share of shared engines (`TranslateRequest.account`). */
-  readonly account?: string;
-}
 /** A translation the pipeline asks for: into `to`, the language `targetFor` chose for the utterance. */
 export interface TargetedCall extends TranslationCall {
   readonly to: LanguageCode;

@@ -1,13 +1,9 @@
 import type { EngineRegistry, TranslationRoute } from "../engines/routing/registry.js";
 import type { LanguageCode, TtsEngine } from "../core/contracts.js";
-import {
-  languagePlan,
-  recognizerFor,
-  translatorFor,
-  type SessionLanguages,
-  type Translator,
-  type VoiceChoice,
-} from "./speech-plan.js";
+import { languagePlan, type SessionLanguages } from "./language-plan.js";
+import { recognizerFor } from "../engines/routing/recognizer-choice.js";
+import { translatorFor, type Translator } from "../engines/routing/translator.js";
+import { type VoiceChoice } from "../voices/voice-defaults.js";
 import { fixedVoice, genderDefault, MatchedVoices, type VoiceChooser } from "../speakers/voice-choice.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { renderSpeech } from "./speech-output.js";
@@ -16,8 +12,10 @@ import { TranslationPipeline, type PipelineObserver } from "./translation-pipeli
 
 /**
  * Builds the translation pipeline of one live audio stream, for WebSocket sessions and room
- * translators: engines, translation directions and context from the speech plan
- * (src/pipeline/speech-plan.ts), speaker labels and each speaker's voice from src/speakers/.
+ * translators: the recognizer and translator from src/engines/routing/ (recognizer-choice.ts,
+ * translator.ts), translation directions from the language plan (language-plan.ts), context from
+ * the translation history (translation-history.ts), speaker labels and each speaker's voice from
+ * src/speakers/.
  */
 
 /** "auto" and two-way need a recognizer that identifies languages; the caller has checked the engines. */

@@ -11,7 +11,7 @@ import type {
 import { unservable } from "../../src/engines/routing/languages.js";
 import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
 import type { PipelineEvent } from "../../src/pipeline/translation-pipeline.js";
-import { languagePlan, requirementsOf } from "../../src/pipeline/speech-plan.js";
+import { languagePlan, requirementsOf } from "../../src/pipeline/language-plan.js";
 import { defaultVoice } from "../../src/voices/library.js";
 import { energyVad } from "../support/vad-double.js";
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { LanguageCode } from "../../core/contracts.js";
 import { parseLanguageTag } from "../../core/language-tags.js";
 import { DUBBING_LANGUAGES, isDubbingLanguage } from "../../engines/routing/languages.js";
-import { dubbingVoice } from "../../pipeline/speech-plan.js";
+import { dubbingVoice } from "../../voices/voice-defaults.js";
 import type { ValidationErrorMapping } from "../errors.js";
 
 /** The dubbing interface's request and response schemas (its routes: src/api/dubbing/routes.ts). */

@@ -20,7 +20,7 @@ import {
   type Requirement,
   type Unservable,
 } from "../../engines/routing/languages.js";
-import { DEFAULT_VOICE_TYPES } from "../../pipeline/speech-plan.js";
+import { DEFAULT_VOICE_TYPES } from "../../voices/voice-defaults.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import { ApiError } from "../errors.js";
 import { BEARER, errorResponses } from "../openapi.js";

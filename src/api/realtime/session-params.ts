@@ -9,7 +9,8 @@ import {
   type Requirement,
   type Unservable,
 } from "../../engines/routing/languages.js";
-import { DEFAULT_VOICE_TYPES, languagePlan, requirementsOf, voiceOf } from "../../pipeline/speech-plan.js";
+import { DEFAULT_VOICE_TYPES, voiceOf } from "../../voices/voice-defaults.js";
+import { languagePlan, requirementsOf } from "../../pipeline/language-plan.js";
 import { voiceById } from "../../voices/library.js";
 
 /**

@@ -8,7 +8,7 @@ import { parseLanguageTag } from "../../core/language-tags.js";
 import { recognitionAdvice, recognitionTier, unservable } from "../../engines/routing/languages.js";
 import { EmptyRoomsLimitError, RoomCapacityError, type Rooms } from "../../rooms/rooms.js";
 import { AccountSessionsLimitError } from "../../sessions/capacity.js";
-import { DEFAULT_VOICE_TYPES, voiceOf } from "../../pipeline/speech-plan.js";
+import { DEFAULT_VOICE_TYPES, voiceOf } from "../../voices/voice-defaults.js";
 import { voiceById } from "../../voices/library.js";
 import { accountOf, authenticated } from "../authenticate.js";
 import { ApiError, type ValidationErrorMapping } from "../errors.js";

@@ -6,7 +6,7 @@ import type { Config } from "../../config.js";
 import type { Database, JobErrorCode, JobProgress, JobRecord } from "../../db/types.js";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
 import { ObjectNotFoundError, ObjectTooLargeError, type ObjectStore } from "../../storage/types.js";
-import { dubbingVoice } from "../../pipeline/speech-plan.js";
+import { dubbingVoice } from "../../voices/voice-defaults.js";
 import {
   dubMedia,
   MediaTooShortError,

@@ -18,7 +18,7 @@ import path from "node:path";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { LanguageCode, Voice } from "../../core/contracts.js";
 import type { VoiceFeatures } from "../../voices/voice-features.js";
-import { translatorFor } from "../../pipeline/speech-plan.js";
+import { translatorFor } from "../../engines/routing/translator.js";
 import { genderDefault, MatchedVoices } from "../../speakers/voice-choice.js";
 import { voiceClonerFor } from "../../voices/voice-clone.js";
 import { buildDubTrack } from "./dub-track.js";

@@ -12,7 +12,7 @@ import { chooseSourceLanguage } from "./language-detection.js";
 import { readPcm16, SEGMENT_PAD_SEC } from "./segments.js";
 import { SPEECH_RATE, type SpeechAudio } from "../media/speech-audio.js";
 import type { Span } from "./timeline.js";
-import { recognizerFor } from "../../pipeline/speech-plan.js";
+import { recognizerFor } from "../../engines/routing/recognizer-choice.js";
 
 /** Audio written to the recognizer per call (1 s). */
 const ASR_CHUNK = 16_000;

@@ -1,10 +1,11 @@
 /**
- * The "translating" stage: each recognized line translated along the speech plan's routes, with
+ * The "translating" stage: each recognized line translated along the routes of src/engines/routing/translator.ts, with
  * the lines before it as history. Separate because it is where recognized speech becomes the job's segments
  * (times rounded to the millisecond, original and translated text), which later stages voice.
  */
 import type { LanguageCode } from "../../core/contracts.js";
-import { TranslationHistory, type Translator } from "../../pipeline/speech-plan.js";
+import { TranslationHistory } from "../../pipeline/translation-history.js";
+import { type Translator } from "../../engines/routing/translator.js";
 import type { Recognized } from "./recognition.js";
 
 export interface DubSegment {
@@ -20,8 +21,8 @@ export interface DubSegment {
 
 /**
  * Lines are translated in order, each with the lines before it and their translations as history:
- * the context policy of live sessions (src/pipeline/speech-plan.ts), so an engine that uses context gets the
- * same kind of context whichever surface calls it.
+ * the context policy of live sessions (src/pipeline/translation-history.ts), so an engine that uses
+ * context gets the same kind of context whichever surface calls it.
  */
 export async function translateAll(
   translator: Translator,

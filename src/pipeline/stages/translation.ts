@@ -1,7 +1,7 @@
 import { EngineBusyError } from "../../core/busy.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import type { SpeakerVoice, VoiceChooser } from "../../speakers/voice-choice.js";
-import { TranslationHistory } from "../speech-plan.js";
+import { TranslationHistory } from "../translation-history.js";
 import type {
   LineFrame,
   PipelineEvent,
