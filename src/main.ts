@@ -1,10 +1,9 @@
 import { pino } from "pino";
 import { buildApp } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
-import { startRetention } from "./dubbing/jobs/retention.js";
-import { startDubbingWorkers } from "./dubbing/jobs/worker.js";
 import { recognitionTier, type RecognitionTier } from "./engines/routing/languages.js";
 import { openServices } from "./services.js";
+import { serve } from "./serving.js";
 import { SERVICE_VERSION } from "./version.js";
 
 /**
@@ -28,19 +27,17 @@ async function main(): Promise<void> {
       "no API key can open a session: API_KEYS is empty and the database holds no key. " +
         "Start with `API_KEYS=dev-key npm start`, or create one with `npx relay keys create`",
     );
-  await app.http.listen({ port: config.port, host: config.host });
+  const serving = await serve(app, config, services);
   // Through the log's own (asynchronous) stream, so that it comes after the lines logged so far.
   logOutput.write(banner(config, recognitionTier(services.registry)));
   void services.registry.warmUp();
-  const workers = startDubbingWorkers(config, services, app.http.log, { observer: app.metrics.dubbing });
-  const retention = startRetention(config, services, app.http.log);
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.http.log.info(`${signal}: closing sessions and shutting down`);
-    await Promise.all([app.shutdown(), workers.stop(), retention.stop()]);
+    await Promise.all([app.shutdown(), serving.stop()]);
     await services.close();
     process.exit(0);
   };

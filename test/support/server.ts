@@ -1,5 +1,4 @@
-import { startRetention } from "../../src/dubbing/jobs/retention.js";
-import { startDubbingWorkers } from "../../src/dubbing/jobs/worker.js";
+import { serve } from "../../src/serving.js";
 import { openTestApp, type InjectAppOptions, type InjectedApp } from "./app.js";
 import { freePort } from "./ports.js";
 
@@ -26,17 +25,16 @@ export async function startServer(
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const handle = await openTestApp(baseUrl, env, options);
-  await handle.app.http.listen({ port, host: "127.0.0.1" });
-  const workers = startDubbingWorkers(handle.config, handle.services, handle.app.http.log, {
+  const serving = await serve(handle.app, handle.config, handle.services, {
+    port,
+    host: "127.0.0.1",
     pollMs: 200,
-    observer: handle.app.metrics.dubbing,
   });
-  const retention = startRetention(handle.config, handle.services, handle.app.http.log);
   return {
     ...handle,
     baseUrl,
     async close() {
-      await Promise.all([workers.stop(), retention.stop()]);
+      await serving.stop();
       await handle.close();
     },
   };
