@@ -1,4 +1,5 @@
-import { languageName, type RecognitionTier } from "../engines/routing/languages.js";
+import { languageName } from "../core/language-tags.js";
+import type { RecognitionTier } from "../engines/routing/languages.js";
 import { getJson, printTable, type Connection } from "./common.js";
 
 /** The listings' shapes as this client reads them (fields it does not print are left out). */

@@ -40,3 +40,17 @@ export function isLanguageCode(value: string): boolean {
   const parsed = parseLanguageTag(value);
   return parsed.ok && parsed.language === value;
 }
+
+const ENGLISH_NAMES = new Intl.DisplayNames(["en"], { type: "language", fallback: "code" });
+
+/**
+ * The English name of `code` ("de" → "German"): what people read (listings, the recognition tier)
+ * and what LLM prompts name; the code itself when ICU does not know it or it is not a tag.
+ */
+export function languageName(code: string): string {
+  try {
+    return ENGLISH_NAMES.of(code) ?? code;
+  } catch {
+    return code;
+  }
+}

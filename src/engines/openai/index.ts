@@ -10,4 +10,4 @@ export { type CircuitOptions, type CircuitStatus } from "../kit/remote/guard.js"
 export { createOpenAiAsrEngine, type OpenAiAsrOptions } from "./asr.js";
 export { createOpenAiMtEngine, type OpenAiMtOptions } from "./mt.js";
 export { createOpenAiTtsEngine, type OpenAiTtsOptions, type OpenAiTtsVoices } from "./tts.js";
-export { languageCodeOf, languageName } from "./languages.js";
+export { languageCodeOf } from "./languages.js";

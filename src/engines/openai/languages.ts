@@ -7,15 +7,6 @@ import type { LanguageCode } from "../../core/contracts.js";
 
 const NAMES = new Intl.DisplayNames(["en"], { type: "language", fallback: "none" });
 
-/** The English name of `code` ("de" → "German"); the code itself when ICU does not know it. */
-export function languageName(code: LanguageCode): string {
-  try {
-    return NAMES.of(code) ?? code;
-  } catch {
-    return code;
-  }
-}
-
 /**
  * Names Whisper (and servers built on it) use that differ from ICU's English names, and languages
  * without an ISO 639-1 code of their own mapped to their macrolanguage.

@@ -18,7 +18,8 @@ import type {
 } from "../../core/contracts.js";
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
 import type { CircuitStatus } from "../kit/remote/guard.js";
-import { configuredLanguages, languageName } from "./languages.js";
+import { languageName } from "../../core/language-tags.js";
+import { configuredLanguages } from "./languages.js";
 
 export interface OpenAiMtOptions extends RemoteEngineOptions {
   /** Languages the model translates between; every ordered pair of distinct ones is offered. */

@@ -1,5 +1,6 @@
 import type { EngineRegistry } from "./registry.js";
 import type { LanguageCode } from "../../core/contracts.js";
+import { languageName } from "../../core/language-tags.js";
 
 /**
  * What the configured engines can do with a language: one servability check for every surface
@@ -201,15 +202,4 @@ export function recognitionTier(
 /** The tier's next step as the end of a "cannot be recognized" message ("" when there is none). */
 export function recognitionAdvice(tier: RecognitionTier): string {
   return tier.upgrade ? ` (the server's operator can add languages: ${tier.upgrade})` : "";
-}
-
-const LANGUAGE_NAMES = new Intl.DisplayNames(["en"], { type: "language", fallback: "code" });
-
-/** "English" for "en": people read names; the codes stay where they are typed. */
-export function languageName(code: string): string {
-  try {
-    return LANGUAGE_NAMES.of(code) ?? code;
-  } catch {
-    return code; // not a well-formed tag
-  }
 }
