@@ -51,13 +51,13 @@ fi
 # Pulls the default models of one kind, in turn. A model that fails is reported and the next one is
 # tried (one bad download costs that model only); offline, the first failure says so and the rest
 # are not tried.
-#   pull_defaults <kind> <catalogue module> <catalogue export> <what serves instead>
+#   pull_defaults <kind> <engine family> <catalogue export> <what serves instead>
 pull_defaults() {
   if [ -n "${RELAY_SKIP_MODELS:-}" ]; then
     echo "setup: RELAY_SKIP_MODELS is set: no $1 pulled; $4"
     return
   fi
-  models=$(node -e "import('./dist/models/$2.js').then((m) => console.log(m.$3.filter((e) => e.default).map((e) => e.name).join(' ')))")
+  models=$(node -e "import('./dist/engines/$2/catalogue.js').then((m) => console.log(m.$3.filter((e) => e.default).map((e) => e.name).join(' ')))")
   pulled=""
   for model in $models; do
     if node dist/cli/main.js models pull "$model" >/tmp/relay-setup-pull.err 2>&1; then
@@ -72,8 +72,8 @@ pull_defaults() {
 # The default neural models (sherpa-onnx, about 510 MiB to download): the streaming English recognizer and its
 # punctuation, the speaker-embedding model, and Piper voices for English and Spanish (eSpeak NG
 # speaks the other languages).
-pull_defaults "neural model" sherpa-catalogue SHERPA_CATALOGUE "the embedded engines serve"
+pull_defaults "neural model" sherpa-onnx SHERPA_CATALOGUE "the embedded engines serve"
 # The default translation models (Opus-MT through transformers.js, about 650 MiB): en<->es, en<->fr
 # and en<->de, and every pair between those four through English; Apertium stays the fallback.
-pull_defaults "translation model" mt-catalogue MT_CATALOGUE "Apertium translates"
+pull_defaults "translation model" transformers-js MT_CATALOGUE "Apertium translates"
 echo "setup: done"

@@ -136,3 +136,19 @@ describe("npm files", () => {
     expect(stderr).not.toMatch(/warn/iu);
   });
 });
+
+describe("scripts/setup.sh", () => {
+  it("finds the default models of each kind in the built catalogues (the list setup pulls is not empty)", async () => {
+    const setup = await read("scripts/setup.sh");
+    const lister = /models=\$\(node -e "([^"]+)"\)/u.exec(setup)![1]!;
+    const calls = [...setup.matchAll(/^pull_defaults "[^"]+" (\S+) (\S+) /gmu)];
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    for (const [, family, exported] of calls) {
+      // The same command setup runs, against the dist/ the test run built.
+      const { stdout } = await run("node", ["-e", lister.replaceAll("$2", family!).replaceAll("$3", exported!)], {
+        cwd: PROJECT_ROOT,
+      });
+      expect(stdout.trim(), `${family} ${exported}`).not.toBe("");
+    }
+  });
+});
