@@ -51,12 +51,12 @@ async function play(socket: RealtimeSocket, pcm: Int16Array): Promise<void> {
       m.type === "original_transcript" &&
       m.is_final === true &&
       (m.end_ms === undefined || (m.end_ms as number) > pcm.length / 16 - 4000),
-    60_000,
+    150_000,
   );
   await socket.waitFor(
     (m) =>
       m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
-    60_000,
+    150_000,
   );
 }
 
