@@ -19,6 +19,7 @@ import {
   type EngineSettings,
   type EngineLists,
 } from "./engines/routing/engine-config.js";
+import { familySettingsFrom, familyVariables } from "./engines/routing/descriptors.js";
 
 /**
  * All configuration comes from environment variables, validated here once at start-up
@@ -179,29 +180,9 @@ const envSchema = z.object({
   /** The sherpa-onnx speaker engine's thresholds (1 − cosine; src/engines/sherpa-onnx/speaker-embedding.ts). */
   SPEAKER_SAME_BELOW: z.coerce.number().min(0).max(2).optional(),
   SPEAKER_NEW_ABOVE: z.coerce.number().min(0).max(2).optional(),
-  POCKETSPHINX_MODEL_DIR: z.string().default("/usr/share/pocketsphinx/model/en-us"),
-  POCKETSPHINX_MAX_DECODERS: z.coerce.number().int().min(1).optional(),
-  // Real-time profile: a bounded search without the second (flat) pass. `npm run bench:asr` on the
-  // LibriVox clips: 0.12 CPU-s per audio second and 18 ms to finish an utterance, against 0.31 and
-  // 239 ms with the library defaults, for WER 0.347 instead of 0.307 (docs/benchmarks.md).
-  POCKETSPHINX_SETTINGS: z
-    .string()
-    .default("-maxhmmpf 2000 -fwdflat no -bestpath yes")
-    .transform((value, ctx) => {
-      const parts = value.split(/\s+/u).filter(Boolean);
-      if (parts.length % 2 !== 0 || parts.some((part, i) => i % 2 === 0 && !part.startsWith("-"))) {
-        ctx.addIssue({
-          code: "custom",
-          message: 'expected "-name value" pairs, e.g. "-maxhmmpf 2000 -fwdflat no"',
-        });
-        return z.NEVER;
-      }
-      return Object.fromEntries(parts.flatMap((part, i) => (i % 2 === 0 ? [[part, parts[i + 1]!]] : [])));
-    }),
-  APERTIUM_MODES_DIR: z.string().default("/usr/share/apertium/modes"),
   TRANSLATION_PIVOT_LANGUAGE: z.string().optional(),
-  ESPEAK_NG_BIN: z.string().default("espeak-ng"),
-  SVOX_PICO_DIR: z.string().default(path.resolve(PROJECT_ROOT, "../shared/models/svox-pico")),
+  // Each engine family's own variables (its descriptor's `environment`).
+  ...familyVariables(),
 });
 
 export interface Config {
@@ -470,14 +451,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ...(e.SPEAKER_SAME_BELOW === undefined ? {} : { sameSpeakerBelow: e.SPEAKER_SAME_BELOW }),
         ...(e.SPEAKER_NEW_ABOVE === undefined ? {} : { newSpeakerAbove: e.SPEAKER_NEW_ABOVE }),
       },
-      pocketsphinxModelDir: e.POCKETSPHINX_MODEL_DIR,
-      // One decoder per concurrently speaking session, bounded so memory stays predictable.
-      pocketsphinxMaxDecoders: e.POCKETSPHINX_MAX_DECODERS ?? Math.min(e.MAX_SESSIONS, 16),
-      pocketsphinxSettings: e.POCKETSPHINX_SETTINGS,
-      apertiumModesDir: e.APERTIUM_MODES_DIR,
       pivotLanguages: engineLists.pivot,
-      espeakBinary: e.ESPEAK_NG_BIN,
-      svoxPicoDir: existsSync(e.SVOX_PICO_DIR) ? e.SVOX_PICO_DIR : undefined,
+      families: familySettingsFrom(e, { maxSessions: e.MAX_SESSIONS, projectRoot: PROJECT_ROOT }),
       voiceMeasurementsDir: path.resolve(
         e.VOICE_MEASUREMENTS_DIR ?? path.join(dataDir, "voice-measurements"),
       ),

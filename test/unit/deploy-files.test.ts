@@ -145,9 +145,13 @@ describe("scripts/setup.sh", () => {
     expect(calls.length).toBeGreaterThanOrEqual(2);
     for (const [, family, exported] of calls) {
       // The same command setup runs, against the dist/ the test run built.
-      const { stdout } = await run("node", ["-e", lister.replaceAll("$2", family!).replaceAll("$3", exported!)], {
-        cwd: PROJECT_ROOT,
-      });
+      const { stdout } = await run(
+        "node",
+        ["-e", lister.replaceAll("$2", family!).replaceAll("$3", exported!)],
+        {
+          cwd: PROJECT_ROOT,
+        },
+      );
       expect(stdout.trim(), `${family} ${exported}`).not.toBe("");
     }
   });

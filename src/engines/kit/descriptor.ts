@@ -21,17 +21,49 @@ export interface EngineOfKind {
 export interface EngineDefaults {
   /** Where `relay models pull` puts models and whisper.cpp finds them by catalogue name. */
   readonly modelsDir: string;
-  readonly pocketsphinxModelDir: string;
-  readonly pocketsphinxMaxDecoders: number;
-  readonly pocketsphinxSettings: Readonly<Record<string, string>>;
-  readonly apertiumModesDir: string;
-  readonly espeakBinary: string;
-  readonly svoxPicoDir: string | undefined;
   /**
    * Where the library voices' measurements per TTS engine are kept (`VOICE_MEASUREMENTS_DIR`,
    * default `DATA_DIR/voice-measurements`); processes may share it.
    */
   readonly voiceMeasurementsDir: string;
+  /** Each family's own settings, made from the variables its descriptor reads (`environment`), by family id. */
+  readonly families: Readonly<Record<string, unknown>>;
+}
+
+/** What a family's settings may depend on besides its own variables. */
+export interface ServiceFacts {
+  readonly maxSessions: number;
+  /** The project's folder (where `../shared` is found by default). */
+  readonly projectRoot: string;
+}
+
+/**
+ * The environment variables a family reads (part of the service's validated environment,
+ * src/config.ts) and the settings it makes of them, which its factories receive.
+ */
+export interface FamilyEnvironment<Shape extends z.ZodRawShape = z.ZodRawShape, Settings = unknown> {
+  /** The family's id (its descriptor's). */
+  readonly family: string;
+  readonly variables: Shape;
+  settings(values: z.output<z.ZodObject<Shape>>, service: ServiceFacts): Settings;
+}
+
+export function environment<Shape extends z.ZodRawShape, Settings>(
+  family: string,
+  variables: Shape,
+  settings: (values: z.output<z.ZodObject<Shape>>, service: ServiceFacts) => Settings,
+): FamilyEnvironment<Shape, Settings> {
+  return { family, variables, settings };
+}
+
+/** A family's settings as the service made them from its `environment` (the one place they are typed back). */
+export function familySettings<Settings>(
+  defaults: EngineDefaults,
+  { family }: FamilyEnvironment<z.ZodRawShape, Settings>,
+): Settings {
+  if (!(family in defaults.families))
+    throw new Error(`engine family ${family}: no settings (its environment was not read)`);
+  return defaults.families[family] as Settings;
 }
 
 export const languages = z.array(z.string().refine(isLanguageCode, "use ISO 639-1 codes such as en")).min(1);

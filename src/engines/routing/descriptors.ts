@@ -1,5 +1,12 @@
 import type { z } from "zod";
-import type { EngineDefaults, EngineKind, EngineOfKind, EngineRole } from "../kit/descriptor.js";
+import type {
+  EngineDefaults,
+  EngineKind,
+  EngineOfKind,
+  EngineRole,
+  FamilyEnvironment,
+  ServiceFacts,
+} from "../kit/descriptor.js";
 import { descriptor as pocketsphinx } from "../pocketsphinx/descriptor.js";
 import { descriptor as whisperCpp } from "../whisper-cpp/descriptor.js";
 import { descriptor as apertium } from "../apertium/descriptor.js";
@@ -38,6 +45,28 @@ export const ENGINE_DESCRIPTORS = [
 ] as const;
 
 type Descriptor = (typeof ENGINE_DESCRIPTORS)[number];
+
+/** The families that read environment variables of their own. */
+function environments(): FamilyEnvironment[] {
+  return ENGINE_DESCRIPTORS.flatMap((descriptor) =>
+    "environment" in descriptor ? [descriptor.environment as FamilyEnvironment] : [],
+  );
+}
+
+/** Every family's environment variables, for the service's one environment schema (src/config.ts). */
+export function familyVariables(): z.ZodRawShape {
+  return Object.assign({}, ...environments().map((family) => family.variables)) as z.ZodRawShape;
+}
+
+/** Each family's settings from the validated environment, by family id (`EngineDefaults.families`). */
+export function familySettingsFrom(
+  values: Readonly<Record<string, unknown>>,
+  service: ServiceFacts,
+): Record<string, unknown> {
+  return Object.fromEntries(
+    environments().map((family) => [family.family, family.settings(values as never, service)]),
+  );
+}
 
 /** The roles of one kind, over every engine that serves it. */
 type RoleOf<K extends EngineKind> = Descriptor extends infer D
