@@ -20,6 +20,7 @@ import { sherpaModelDir } from "../../src/engines/sherpa-onnx/models.js";
 import { buildConversation, speakerOf, type Conversation } from "../support/conversations.js";
 import { injectApp } from "../support/app.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { playToLastTranslation } from "../support/session-socket.js";
 import { sharedMissing } from "../support/shared.js";
 import { writeSpeakerEmbeddingStandIn } from "../support/stand-in-models/speaker-embedding.js";
 
@@ -102,20 +103,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels through a pulled speaker
     });
     const socket = await RealtimeSocket.connect(session.ws_url);
     await socket.waitFor((m) => m.type === "ready");
-    await socket.stream(pcm, { chunkMs: 20, speed: 3 });
-    socket.finalize();
-    const last = await socket.waitFor(
-      (m) =>
-        m.type === "original_transcript" &&
-        m.is_final === true &&
-        (m.end_ms === undefined || (m.end_ms as number) > pcm.length / 16 - 4000),
-      60_000,
-    );
-    await socket.waitFor(
-      (m) =>
-        m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
-      60_000,
-    );
+    await playToLastTranslation(socket, pcm);
     socket.close();
     return socket.messages;
   }

@@ -20,6 +20,7 @@ import { defaultVoice, findVoice, VOICES } from "../../src/voices/library.js";
 import { measureVoice } from "../../src/voices/voice-features.js";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { dubMedia } from "../../src/dubbing/index.js";
+import { playToLastTranslation } from "../support/session-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { installStandInVoice } from "../support/stand-in-models/install.js";
 import { vitsStandInPitch } from "../support/stand-in-models/vits.js";
@@ -170,18 +171,7 @@ describe.skipIf(CONVERSATION_MISSING)("voiceId=auto with neural voices", () => {
     });
     const socket = await RealtimeSocket.connect(session.ws_url);
     await socket.waitFor((m) => m.type === "ready");
-    await socket.stream(conversation.pcm, { chunkMs: 20, speed: 3 });
-    socket.finalize();
-    const lastEnd = conversation.turns.at(-1)!.endSample / 16;
-    const last = await socket.waitFor(
-      (m) => m.type === "original_transcript" && m.is_final === true && (m.end_ms as number) > lastEnd - 4000,
-      60_000,
-    );
-    await socket.waitFor(
-      (m) =>
-        m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
-      60_000,
-    );
+    await playToLastTranslation(socket, conversation.pcm, conversation.turns.at(-1)!.endSample / 16);
     socket.close();
     const voiced = socket.messages.filter(
       (m) => m.type === "translated_transcript" && m.voiceId !== undefined,

@@ -17,7 +17,7 @@ import {
 } from "../support/conversations.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
-import { openSession } from "../support/session-socket.js";
+import { openSession, playToLastTranslation } from "../support/session-socket.js";
 
 const SPEECH_MISSING =
   sharedMissing("data/speech/ljspeech/wavs") || sharedMissing("data/speech/librivox-pocketsphinx");
@@ -41,25 +41,6 @@ const transcripts = (socket: RealtimeSocket) => socket.messages.filter((m) => m.
 const finals = (socket: RealtimeSocket, type: string) =>
   socket.messages.filter((m) => m.type === type && m.is_final === true);
 
-/** Streams the conversation, finalizes, and waits for the last segment's translated final. */
-async function play(socket: RealtimeSocket, pcm: Int16Array): Promise<void> {
-  await socket.stream(pcm, { chunkMs: 20, speed: 3 });
-  socket.finalize();
-  // Sessions that report positions: the final of the conversation's last turn, then its translation.
-  const last = await socket.waitFor(
-    (m) =>
-      m.type === "original_transcript" &&
-      m.is_final === true &&
-      (m.end_ms === undefined || (m.end_ms as number) > pcm.length / 16 - 4000),
-    150_000,
-  );
-  await socket.waitFor(
-    (m) =>
-      m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
-    150_000,
-  );
-}
-
 /** The person speaking most of a transcript's span, from the conversation's truth. */
 const personOf = (message: ServerMessage): string | undefined =>
   speakerOf(conversation, (message.start_ms as number) * 16, (message.end_ms as number) * 16);
@@ -73,7 +54,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
       finalizeMode: "sentence",
       audioOutputEnabled: "false",
     });
-    await play(socket, conversation.pcm);
+    await playToLastTranslation(socket, conversation.pcm);
     socket.close();
 
     const all = transcripts(socket);
@@ -122,7 +103,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
       finalizeMode: "stable",
       audioOutputEnabled: "false",
     });
-    await play(socket, conversation.pcm);
+    await playToLastTranslation(socket, conversation.pcm);
     socket.close();
 
     // Finals by segment, in the order they were sent.
@@ -179,7 +160,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
       audioOutputEnabled: "false",
       finalizeMode: "sentence",
     });
-    await play(socket, conversation.pcm.subarray(0, conversation.turns[1]!.endSample));
+    await playToLastTranslation(socket, conversation.pcm.subarray(0, conversation.turns[1]!.endSample));
     await socket.settle(1000);
     socket.close();
     for (const message of transcripts(socket)) {
@@ -228,7 +209,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 voiceId=auto", () => {
     // Before the first decision: the voiceType default speaks, and no voiceId is reported.
     expect(firstTranslation).not.toHaveProperty("voiceId");
 
-    await play(socket, conversation.pcm);
+    await playToLastTranslation(socket, conversation.pcm);
     socket.close();
 
     const translations = finals(socket, "translated_transcript").filter((m) => (m.text as string) !== "");

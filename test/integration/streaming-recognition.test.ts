@@ -14,6 +14,7 @@ import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { installStandInRecognizer } from "../support/stand-in-models/install.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { speakOneUtterance } from "../support/session-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 const CLIP = "data/speech/librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0870.wav";
@@ -41,11 +42,7 @@ async function hear(params: Record<string, string>): Promise<RealtimeSocket> {
   });
   const socket = await RealtimeSocket.connect(session.ws_url);
   await socket.waitFor((m) => m.type === "ready");
-  // A second of silence after the speech: the utterance ends before finalize.
-  const audio = new Int16Array(speech.length + 16_000);
-  audio.set(speech);
-  await socket.stream(audio, { chunkMs: 20, speed: 4 });
-  socket.finalize();
+  await speakOneUtterance(socket, speech);
   await socket.waitFor((m) => m.type === "translated_transcript" && m.is_final === true, 30_000);
   socket.close();
   return socket;

@@ -22,6 +22,7 @@ import { MT_CATALOGUE } from "../../src/engines/transformers-js/catalogue.js";
 import { SHERPA_CATALOGUE, type SherpaModelEntry } from "../../src/engines/sherpa-onnx/catalogue.js";
 import { runScript, type Run } from "../support/run-script.js";
 import { startServiceProcess } from "../support/service-process.js";
+import { speakOneUtterance } from "../support/session-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import {
   huggingFaceFiles,
@@ -232,11 +233,7 @@ describe("the default models, pulled as setup pulls them, with no bzip2 or tar o
       });
       const socket = await RealtimeSocket.connect(session.ws_url);
       await socket.waitFor((m) => m.type === "ready");
-      // A second of silence after the speech ends the utterance.
-      const audio = new Int16Array(speech.length + 16_000);
-      audio.set(speech);
-      await socket.stream(audio, { chunkMs: 20, speed: 4 });
-      socket.finalize();
+      await speakOneUtterance(socket, speech);
       const isFinal = (type: string) => (m: ServerMessage) => m.type === type && m.is_final === true;
       const translation = await socket.waitFor(isFinal("translated_transcript"), 30_000);
       // Speech follows its translation.

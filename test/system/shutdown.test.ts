@@ -1,35 +1,16 @@
 import { spawn } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
-import { freePort } from "../support/ports.js";
 import { nodeArgs, PROJECT_ROOT } from "../support/run-script.js";
+import { startServiceProcess } from "../support/service-process.js";
 
 describe("the service process (npm start's entry point)", () => {
   it("serves after start-up, and on SIGTERM closes every session with 1001 and exits 0", async () => {
-    const port = await freePort();
-    const baseUrl = `http://127.0.0.1:${port}`;
-    const child = spawn(process.execPath, nodeArgs("src/main.ts"), {
-      cwd: PROJECT_ROOT,
-      env: {
-        ...process.env,
-        PORT: String(port),
-        HOST: "127.0.0.1",
-        API_KEYS: "k1",
-        LOG_LEVEL: "warn",
-        DATA_DIR: "/tmp/relay-shutdown-test",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    const { baseUrl, child, exited, stderr } = await startServiceProcess("shutdown", {
+      API_KEYS: "k1",
+      DATA_DIR: "/tmp/relay-shutdown-test",
     });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
     try {
-      await expect
-        .poll(async () => (await fetch(`${baseUrl}/healthz`).catch(() => undefined))?.status, {
-          timeout: 30_000,
-          interval: 200,
-        })
-        .toBe(200);
       const sockets = await Promise.all(
         ([{}, { mode: "tts" }] as Record<string, string>[]).map(async (params) => {
           const socket = await RealtimeSocket.connect((await createSession(baseUrl, "k1", params)).ws_url);
@@ -41,7 +22,7 @@ describe("the service process (npm start's entry point)", () => {
       child.kill("SIGTERM");
       expect(await Promise.all(sockets.map((s) => s.closed()))).toEqual([1001, 1001]);
       expect(await exited).toBe(0);
-      expect(stderr).toBe("");
+      expect(stderr()).toBe("");
     } finally {
       child.kill("SIGKILL");
     }
