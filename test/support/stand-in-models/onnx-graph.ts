@@ -139,7 +139,7 @@ export class GraphBuilder {
     return output;
   }
 
-  floats(prefix: string, dims: readonly number[], values: readonly number[]): string {
+  floats(prefix: string, dims: readonly number[], values: ArrayLike<number>): string {
     const name = this.name(prefix);
     this.initializers.push(floatTensor(name, dims, Float32Array.from(values)));
     return name;
@@ -151,11 +151,20 @@ export class GraphBuilder {
     return name;
   }
 
-  /** Random weights scaled by fan-in, so activations neither vanish nor blow up over a deep stack. */
-  weights(prefix: string, dims: readonly number[], fanIn: number): string {
+  /**
+   * Random weights scaled for the fan-in, so activations neither vanish nor blow up over a deep
+   * stack: ±1/√fanIn, or He's ±√(6/fanIn) in front of ReLUs.
+   */
+  weights(
+    prefix: string,
+    dims: readonly number[],
+    fanIn: number,
+    scaling: "fan-in" | "he" = "fan-in",
+  ): string {
     const name = this.name(prefix);
     const count = dims.reduce((a, b) => a * b, 1);
-    this.initializers.push(floatTensor(name, dims, randomWeights(count, this.seed++, 1 / Math.sqrt(fanIn))));
+    const scale = scaling === "he" ? Math.sqrt(6 / fanIn) : 1 / Math.sqrt(fanIn);
+    this.initializers.push(floatTensor(name, dims, randomWeights(count, this.seed++, scale)));
     return name;
   }
 }

@@ -25,16 +25,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { onnx as Onnx } from "onnx-proto";
-import {
-  DataType,
-  encodeModel,
-  floatTensor,
-  int64Tensor,
-  node,
-  randomWeights,
-  valueInfo,
-} from "./onnx-graph.js";
+import { DataType, encodeModel, GraphBuilder, node, randomWeights, valueInfo } from "./onnx-graph.js";
 
 export type SpeakerEmbeddingFramework = "3d-speaker" | "wespeaker";
 
@@ -114,15 +105,15 @@ export function writeSpeakerEmbeddingStandIn(options: SpeakerEmbeddingStandInOpt
   if (!Number.isInteger(dim) || dim < STATISTIC_DIM)
     throw new RangeError(`dim must be an integer >= ${STATISTIC_DIM} (the statistic's size), got ${dim}`);
 
-  const graph = new GraphParts();
+  const graph = new GraphBuilder();
   const statistic = voiceStatistic(graph, names.input);
-  let embedding = graph.project(statistic, STATISTIC_DIM, dim, "projection");
+  let embedding = project(graph, statistic, STATISTIC_DIM, dim, "projection");
   if (options.size === "real") {
     const real = realSizeBranch(graph, names.input, dim);
-    graph.add("Mul", [real, graph.scalar("real_branch_weight", REAL_BRANCH_WEIGHT)], "real_branch_scaled");
-    embedding = graph.add("Add", [embedding, "real_branch_scaled"], "with_real_branch");
+    const scaled = graph.op("Mul", [real, graph.floats("real_branch_weight", [1], [REAL_BRANCH_WEIGHT])]);
+    embedding = graph.op("Add", [embedding, scaled]);
   }
-  graph.add("Identity", [embedding], names.output);
+  graph.nodes.push(node("Identity", [embedding], [names.output]));
 
   const model = path.join(options.dir, names.file);
   mkdirSync(options.dir, { recursive: true });
@@ -140,55 +131,18 @@ export function writeSpeakerEmbeddingStandIn(options: SpeakerEmbeddingStandInOpt
   return { model };
 }
 
-/** Nodes and weights as they are added; each `add` returns its output's name. */
-class GraphParts {
-  readonly nodes: Onnx.INodeProto[] = [];
-  readonly initializers: Onnx.ITensorProto[] = [];
-  private seed = 1;
-
-  add(
-    opType: string,
-    inputs: readonly string[],
-    output: string,
-    attributes: Parameters<typeof node>[3] = {},
-  ): string {
-    this.nodes.push(node(opType, inputs, [output], attributes));
-    return output;
-  }
-
-  weights(name: string, dims: readonly number[], data: Float32Array): string {
-    this.initializers.push(floatTensor(name, dims, data));
-    return name;
-  }
-
-  /** Uniform weights scaled for the fan-in (He), so activations neither vanish nor blow up through ReLUs. */
-  heWeights(name: string, dims: readonly number[], fanIn: number): string {
-    const count = dims.reduce((a, b) => a * b, 1);
-    return this.weights(name, dims, randomWeights(count, this.seed++, Math.sqrt(6 / fanIn)));
-  }
-
-  scalar(name: string, value: number): string {
-    return this.weights(name, [1], Float32Array.of(value));
-  }
-
-  ints(name: string, values: readonly number[]): string {
-    this.initializers.push(int64Tensor(name, [values.length], values));
-    return name;
-  }
-
-  /**
-   * [N, from] → [N, to] by the first `from` rows of a Householder reflection I − 2vvᵀ of size `to`:
-   * near-identity, rows orthonormal, so cosine similarity survives the projection exactly.
-   */
-  project(input: string, from: number, to: number, name: string): string {
-    const v = randomWeights(to, 7919, 1);
-    const norm2 = v.reduce((sum, x) => sum + x * x, 0);
-    const matrix = new Float32Array(from * to);
-    for (let row = 0; row < from; row++)
-      for (let col = 0; col < to; col++)
-        matrix[row * to + col] = (row === col ? 1 : 0) - (2 * v[row]! * v[col]!) / norm2;
-    return this.add("MatMul", [input, this.weights(`${name}_matrix`, [from, to], matrix)], name);
-  }
+/**
+ * [N, from] → [N, to] by the first `from` rows of a Householder reflection I − 2vvᵀ of size `to`:
+ * near-identity, rows orthonormal, so cosine similarity survives the projection exactly.
+ */
+function project(graph: GraphBuilder, input: string, from: number, to: number, name: string): string {
+  const v = randomWeights(to, 7919, 1);
+  const norm2 = v.reduce((sum, x) => sum + x * x, 0);
+  const matrix = new Float32Array(from * to);
+  for (let row = 0; row < from; row++)
+    for (let col = 0; col < to; col++)
+      matrix[row * to + col] = (row === col ? 1 : 0) - (2 * v[row]! * v[col]!) / norm2;
+  return graph.op("MatMul", [input, graph.floats(`${name}_matrix`, [from, to], matrix)]);
 }
 
 /**
@@ -197,81 +151,69 @@ class GraphParts {
  * change is zero, so one frame is enough; a small fixed offset keeps a featureless input (all bins
  * alike) from giving a zero vector, whose cosine is undefined.
  */
-function voiceStatistic(graph: GraphParts, input: string): string {
-  const timeAxis = graph.ints("time_axis", [1]);
-  const first = graph.add(
-    "Slice",
-    [input, graph.ints("zero", [0]), graph.ints("one", [1]), timeAxis],
-    "first_frame",
-  );
-  const allButLast = graph.add(
-    "Slice",
-    [input, "zero", graph.ints("minus_one", [-1]), timeAxis],
-    "all_but_last",
-  );
-  const previous = graph.add("Concat", [first, allButLast], "previous_frame", { axis: 1 });
-  const change = graph.add("Sub", [input, previous], "frame_change");
-  const mean = graph.add("ReduceMean", [input], "feature_mean", { axes: [1], keepdims: 1 });
-  const deviation = graph.add("Sub", [input, mean], "feature_deviation");
+function voiceStatistic(graph: GraphBuilder, input: string): string {
+  const timeAxis = graph.ints("time_axis", [1], [1]);
+  const zero = graph.ints("zero", [1], [0]);
+  const first = graph.op("Slice", [input, zero, graph.ints("one", [1], [1]), timeAxis]);
+  const allButLast = graph.op("Slice", [input, zero, graph.ints("minus_one", [1], [-1]), timeAxis]);
+  const previous = graph.op("Concat", [first, allButLast], { axis: 1 });
+  const change = graph.op("Sub", [input, previous]);
+  const mean = graph.op("ReduceMean", [input], { axes: [1], keepdims: 1 });
+  const deviation = graph.op("Sub", [input, mean]);
   // log std = 0.5 · log variance; the level part counts half as much as the change part.
   const parts = [
     centeredLogVariance(graph, change, "change", 0.5),
     centeredLogVariance(graph, deviation, "level", 0.25),
   ];
-  const joined = graph.add("Concat", parts, "statistic_parts", { axis: 1 });
-  const offset = graph.weights(
+  const joined = graph.op("Concat", parts, { axis: 1 });
+  const offset = graph.floats(
     "statistic_offset",
     [STATISTIC_DIM],
     randomWeights(STATISTIC_DIM, 104729, 0.01),
   );
-  return graph.add("Add", [joined, offset], "voice_statistic");
+  return graph.op("Add", [joined, offset]);
 }
 
 /** [N, T, 80] zero-mean values → [N, 80]: `scale` · log(mean square over time), centered across bins. */
-function centeredLogVariance(graph: GraphParts, values: string, name: string, scale: number): string {
-  const squared = graph.add("Mul", [values, values], `${name}_squared`);
-  const variance = graph.add("ReduceMean", [squared], `${name}_variance`, { axes: [1], keepdims: 0 });
-  const floored = graph.add(
-    "Add",
-    [variance, graph.scalar(`${name}_floor`, 1e-4)],
-    `${name}_variance_floored`,
-  );
-  const logVariance = graph.add("Log", [floored], `${name}_log_variance`);
-  const level = graph.add("ReduceMean", [logVariance], `${name}_log_variance_level`, {
+function centeredLogVariance(graph: GraphBuilder, values: string, name: string, scale: number): string {
+  const squared = graph.op("Mul", [values, values]);
+  const variance = graph.op("ReduceMean", [squared], { axes: [1], keepdims: 0 });
+  const floored = graph.op("Add", [variance, graph.floats(`${name}_floor`, [1], [1e-4])]);
+  const logVariance = graph.op("Log", [floored]);
+  const level = graph.op("ReduceMean", [logVariance], {
     axes: [1],
     keepdims: 1,
   });
-  const centered = graph.add("Sub", [logVariance, level], `${name}_log_variance_centered`);
-  return graph.add("Mul", [centered, graph.scalar(`${name}_scale`, scale)], `${name}_statistic`);
+  const centered = graph.op("Sub", [logVariance, level]);
+  return graph.op("Mul", [centered, graph.floats(`${name}_scale`, [1], [scale])]);
 }
 
 /**
  * CAM++'s size and compute, none of its function: a 2-D convolution front end over (bin, frame),
  * 1-D convolutions at half the frame rate, mean and max pooling, a dense layer to `dim`, tanh.
  */
-function realSizeBranch(graph: GraphParts, input: string, dim: number): string {
+function realSizeBranch(graph: GraphBuilder, input: string, dim: number): string {
   // Centered per bin, so the WeSpeaker path's large log-domain offset does not reach the weights.
-  const mean = graph.add("ReduceMean", [input], "real_mean", { axes: [1], keepdims: 1 });
-  const centered = graph.add("Sub", [input, mean], "real_centered");
+  const mean = graph.op("ReduceMean", [input], { axes: [1], keepdims: 1 });
+  const centered = graph.op("Sub", [input, mean]);
   // [N, T, 80] → [N, 1, 80, T]: one channel over (bin, frame), as CAM++'s FCM sees it.
-  const image = graph.add(
-    "Unsqueeze",
-    [graph.add("Transpose", [centered], "real_by_bin", { perm: [0, 2, 1] }), graph.ints("channel_axis", [1])],
-    "real_image",
-  );
+  const image = graph.op("Unsqueeze", [
+    graph.op("Transpose", [centered], { perm: [0, 2, 1] }),
+    graph.ints("channel_axis", [1], [1]),
+  ]);
 
   const channels = 32;
   let x = image;
   let inChannels = 1;
   // Bin strides: 80 → 40 → 20 → 10 bins, like FCM's downsampling; time stays at 100 frames/s.
   for (const [i, binStride] of [1, 2, 1, 2, 1, 2].entries()) {
-    const w = graph.heWeights(`fcm${i}_w`, [channels, inChannels, 3, 3], inChannels * 9);
-    const conv = graph.add("Conv", [x, w], `fcm${i}`, { pads: [1, 1, 1, 1], strides: [binStride, 1] });
-    x = graph.add("Relu", [conv], `fcm${i}_relu`);
+    const w = graph.weights(`fcm${i}_w`, [channels, inChannels, 3, 3], inChannels * 9, "he");
+    const conv = graph.op("Conv", [x, w], { pads: [1, 1, 1, 1], strides: [binStride, 1] });
+    x = graph.op("Relu", [conv]);
     inChannels = channels;
   }
   // [N, 32, 10, T] → [N, 320, T]
-  x = graph.add("Reshape", [x, graph.ints("tdnn_shape", [0, channels * 10, -1])], "tdnn_input");
+  x = graph.op("Reshape", [x, graph.ints("tdnn_shape", [3], [0, channels * 10, -1])]);
 
   // [in, out, kernel, stride]: the stride-2 layer halves the frame rate, as CAM++'s first TDNN does.
   const layers: [number, number, number, number][] = [
@@ -281,16 +223,16 @@ function realSizeBranch(graph: GraphParts, input: string, dim: number): string {
     [512, 512, 1, 1],
   ];
   for (const [i, [inC, outC, kernel, stride]] of layers.entries()) {
-    const w = graph.heWeights(`tdnn${i}_w`, [outC, inC, kernel], inC * kernel);
-    const b = graph.weights(`tdnn${i}_b`, [outC], new Float32Array(outC));
+    const w = graph.weights(`tdnn${i}_w`, [outC, inC, kernel], inC * kernel, "he");
+    const b = graph.floats(`tdnn${i}_b`, [outC], new Float32Array(outC));
     const half = Math.floor(kernel / 2);
-    const conv = graph.add("Conv", [x, w, b], `tdnn${i}`, { pads: [half, half], strides: [stride] });
-    x = graph.add("Relu", [conv], `tdnn${i}_relu`);
+    const conv = graph.op("Conv", [x, w, b], { pads: [half, half], strides: [stride] });
+    x = graph.op("Relu", [conv]);
   }
 
-  const pooledMean = graph.add("ReduceMean", [x], "pool_mean", { axes: [2], keepdims: 0 });
-  const pooledMax = graph.add("ReduceMax", [x], "pool_max", { axes: [2], keepdims: 0 });
-  const pooled = graph.add("Concat", [pooledMean, pooledMax], "pooled", { axis: 1 });
-  const dense = graph.add("MatMul", [pooled, graph.heWeights("dense_w", [1024, dim], 1024)], "dense");
-  return graph.add("Tanh", [dense], "real_branch");
+  const pooledMean = graph.op("ReduceMean", [x], { axes: [2], keepdims: 0 });
+  const pooledMax = graph.op("ReduceMax", [x], { axes: [2], keepdims: 0 });
+  const pooled = graph.op("Concat", [pooledMean, pooledMax], { axis: 1 });
+  const dense = graph.op("MatMul", [pooled, graph.weights("dense_w", [1024, dim], 1024, "he")]);
+  return graph.op("Tanh", [dense]);
 }
