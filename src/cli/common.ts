@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { writeWavFloat32 } from "../audio/wav.js";
 import { CliError, networkCause, request } from "./network.js";
 import {
@@ -193,5 +194,20 @@ export function printTable(header: readonly string[], rows: readonly string[][])
         .join("  ")
         .trimEnd(),
     );
+  }
+}
+
+/** `--context` or `--context-file` (not both): the session's or job's context. */
+export async function contextOption(options: {
+  readonly context?: string;
+  readonly contextFile?: string;
+}): Promise<string | undefined> {
+  if (options.context !== undefined && options.contextFile !== undefined)
+    throw new CliError("pass --context or --context-file, not both");
+  if (options.contextFile === undefined) return options.context;
+  try {
+    return await readFile(options.contextFile, "utf8");
+  } catch (error) {
+    throw new CliError(`cannot read --context-file ${options.contextFile}: ${(error as Error).message}`);
   }
 }

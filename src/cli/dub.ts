@@ -13,7 +13,7 @@ import {
   type JobStatus,
 } from "@relay-translate/client";
 import { parseLanguageTag } from "../core/language-tags.js";
-import { CliError, describeError, request, requireKey, type Connection } from "./common.js";
+import { CliError, contextOption, describeError, request, requireKey, type Connection } from "./common.js";
 import { ProgressLine } from "./progress.js";
 
 /** `relay dub`: a local file or URL through the dubbing REST API, polled to the end, result saved to disk. */
@@ -24,6 +24,8 @@ export interface DubCommandOptions {
   /** "auto", "female", "male" or a voice id; the server's default ("auto") when absent. */
   readonly voice?: string;
   readonly out: string;
+  readonly context?: string;
+  readonly contextFile?: string;
   readonly json: boolean;
 }
 
@@ -68,7 +70,7 @@ export async function uploadFile(
 
 export async function createJob(
   connection: Connection,
-  request: { sourceUrl: string; targetLang: string; sourceLang: string; voice?: string },
+  request: { sourceUrl: string; targetLang: string; sourceLang: string; voice?: string; context?: string },
 ): Promise<JobStatus> {
   try {
     return await dubbingClientOf(connection).create(request);
@@ -207,6 +209,7 @@ export async function dub(
 ): Promise<number> {
   await checkUsage(connection, input, options);
   requireKey(connection);
+  const context = await contextOption(options);
   const view = new ProgressLine(process.stderr);
 
   let sourceUrl = input;
@@ -227,6 +230,7 @@ export async function dub(
     targetLang: options.to,
     sourceLang: options.from,
     ...(options.voice !== undefined ? { voice: options.voice } : {}),
+    ...(context !== undefined ? { context } : {}),
   });
   const jobId = created.job_id;
   view.note(`job ${jobId} created`);

@@ -12,6 +12,7 @@ import {
   sleep,
   writeSpeech,
   type Connection,
+  contextOption,
 } from "./common.js";
 import { TranscriptView } from "./transcript-view.js";
 
@@ -25,6 +26,8 @@ export interface LiveOptions {
   readonly voice?: string;
   readonly model?: string;
   readonly finalizeMode?: string;
+  readonly context?: string;
+  readonly contextFile?: string;
   /** false (`--no-audio`): a transcripts-only session (`audioOutputEnabled=false`), no WAV written. */
   readonly audio: boolean;
   readonly json: boolean;
@@ -44,6 +47,7 @@ export async function live(connection: Connection, options: LiveOptions): Promis
   // Usage problems first, before the input is read or a session is spent.
   if (options.audio && !options.out) throw new CliError("--out is required (or pass --no-audio)");
   requireKey(connection);
+  const context = await contextOption(options);
   const pcm = await readAudioInput(options.in, 16_000);
   const { session, socket } = await openSession(connection, {
     sourceLanguage: options.from,
@@ -52,6 +56,7 @@ export async function live(connection: Connection, options: LiveOptions): Promis
     ...(options.voice !== undefined && { voiceId: options.voice }),
     ...(options.model !== undefined && { modelName: options.model }),
     ...(options.finalizeMode !== undefined && { finalizeMode: options.finalizeMode }),
+    ...(context !== undefined && { context }),
   });
 
   const view = new TranscriptView(process.stdout, options.json);

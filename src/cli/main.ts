@@ -50,11 +50,15 @@ const FLAG_TERMS: Readonly<Record<string, FlagNames>> = {
     modelName: "--model",
     finalizeMode: "--finalize-mode",
     "audioOutputEnabled=false": "--no-audio",
+    context: "--context",
   },
   speak: { targetLanguage: "--to", voiceId: "--voice", "mode=tts": "`relay speak`" },
-  dub: { source_lang: "--from", target_lang: "--to", voice: "--voice" },
+  dub: { source_lang: "--from", target_lang: "--to", voice: "--voice", context: "--context" },
 };
 let flagTerms: FlagNames = {};
+
+const CONTEXT_HELP =
+  'names and jargon to recognize and keep in translation; glossary lines "source => target" ("term => =" keeps it)';
 
 const program = new Command("relay")
   .description("Client for the relay speech translation service")
@@ -85,6 +89,8 @@ withServer(
     )
     .addOption(new Option("--finalize-mode <mode>", "when finals are sent").choices(["stable", "sentence"]))
     .option("--no-audio", "transcripts only: no translated speech, no --out")
+    .option("--context <text>", CONTEXT_HELP)
+    .option("--context-file <file>", "the same, read from a UTF-8 file (one glossary line per line)")
     .option("--json", "print every server message as one JSON line", false),
 ).action(async (input: string, options: Omit<Parameters<typeof live>[1], "in"> & ServerOptions) => {
   process.exitCode = await live(connection(options), { ...options, in: input });
@@ -114,6 +120,8 @@ withServer(
       "auto (each speaker in a voice matched to theirs), female, male, or a voice ID (see `relay voices`)",
     )
     .requiredOption("--out <file>", "where to save the result (MP4; MP3 when the input has no video)")
+    .option("--context <text>", CONTEXT_HELP)
+    .option("--context-file <file>", "the same, read from a UTF-8 file (one glossary line per line)")
     .option("--json", "print the finished job's status as one JSON line", false),
 ).action(async (input: string, options: DubCommandOptions & ServerOptions) => {
   process.exitCode = await dub(connection(options), input, options);

@@ -10,6 +10,9 @@
  * engine that cannot stop its work may ignore it (the caller discards the result).
  */
 
+import type { Glossary } from "./glossary.js";
+import type { PlaceholderForm } from "./term-protection.js";
+
 export type LanguageCode = string;
 
 /** Identifies an engine and the exact build/model behind it (part of `model_version_id`). */
@@ -118,6 +121,11 @@ export interface AsrStreamOptions {
   /** Free-text session context (names, jargon); engines that cannot use it ignore it. */
   readonly context?: string;
   /**
+   * The context's terms (src/core/glossary.ts): recognizers that take a vocabulary or hotwords add
+   * them; those that read `context` as text need not.
+   */
+  readonly glossary?: Glossary;
+  /**
    * Who asks (an account id), for a fair share of engines shared by every session: work queued in a
    * model host is served account by account. Absent: the service's own work.
    */
@@ -180,8 +188,14 @@ export interface TranslationPair {
 
 export interface MtCapabilities {
   readonly pairs: readonly TranslationPair[];
-  /** Whether `context` in a request influences the translation. */
+  /**
+   * Whether `context` in a request influences the translation. Engines that read it get the glossary
+   * in the request too; for the others, the router carries the glossary's terms through as
+   * placeholders of the form they declare in `placeholder`.
+   */
   readonly usesContext: boolean;
+  /** The placeholder this engine passes through unchanged best (measured: `npm run bench:context`). */
+  readonly placeholder?: PlaceholderForm;
   /** Whether the engine implements `translateStream` (partial translations while it works). */
   readonly streaming?: boolean;
 }
@@ -192,6 +206,8 @@ export interface TranslateRequest {
   readonly to: LanguageCode;
   /** Free-text session context (topic, names, jargon). */
   readonly context?: string;
+  /** The context's terms, for engines that read context (an LLM's prompt lists them). */
+  readonly glossary?: Glossary;
   /** Human-readable names of the languages, when the client gave them (`sourceLanguageLabel`…). */
   readonly fromLabel?: string;
   readonly toLabel?: string;
@@ -215,6 +231,8 @@ export interface TranslationCall {
   readonly from: LanguageCode;
   readonly text: string;
   readonly context: string;
+  /** The context's terms: kept verbatim or as their given target (src/engines/routing/registry.ts). */
+  readonly glossary?: Glossary;
   /** The session's last few final sentences and their translations, oldest first. */
   readonly previous: readonly { readonly source: string; readonly translation: string }[];
   /** An interim's translation (a busy engine may refuse it: a later one replaces it). */

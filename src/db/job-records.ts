@@ -69,6 +69,7 @@ export function createJobRecords(
           source_lang: job.sourceLang,
           target_lang: job.targetLang,
           voice: job.voice ?? "auto",
+          context: job.context ?? "",
           progress: null,
           error: null,
           error_message: null,

@@ -226,6 +226,19 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable("accounts").dropColumn("job_claimed_at").execute();
     },
   },
+  "0008_job_context": {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // Names and jargon for the job's recognition, translation and subtitles (src/core/glossary.ts).
+      await db.schema
+        .alterTable("jobs")
+        .addColumn("context", "text", (column) => column.notNull().defaultTo(""))
+        .execute();
+    },
+
+    async down(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable("jobs").dropColumn("context").execute();
+    },
+  },
 };
 
 /** The failure codes of the spec, as 0001-era rows prefix their `error` with. */

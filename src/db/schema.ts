@@ -73,6 +73,8 @@ export interface JobsTable {
   target_lang: string;
   /** `JobVoice`: "auto", "female", "male" or a library voice id. */
   voice: string;
+  /** Names and jargon ("" for none). */
+  context: ColumnType<string, string | undefined, string>;
   /** JSON `JobProgress`. */
   progress: string | null;
   /** One of the spec's failure codes; the human-readable reason is `error_message`. */
@@ -155,6 +157,7 @@ export function toJobRecord(row: Selectable<JobsTable>): JobRecord {
     sourceLang: row.source_lang,
     targetLang: row.target_lang,
     voice: row.voice,
+    context: row.context,
     progress: row.progress === null ? null : (JSON.parse(row.progress) as JobProgress),
     error: row.error,
     errorMessage: row.error_message,

@@ -40,6 +40,8 @@ export interface JobRecord {
   readonly targetLang: string;
   /** The voice it is dubbed in: "auto" (each speaker's matched voice), "female", "male" or a library id. */
   readonly voice: string;
+  /** Names and jargon for its recognition, translation and subtitles ("" for none). */
+  readonly context: string;
   readonly progress: JobProgress | null;
   readonly error: JobErrorCode | null;
   readonly errorMessage: string | null;
@@ -67,6 +69,8 @@ export interface NewJob {
   readonly targetLang: string;
   /** Default "auto". */
   readonly voice?: string;
+  /** Default "". */
+  readonly context?: string;
   readonly idempotencyKey?: string;
   /**
    * The job is created holding `costUsd` of the balance, or not at all (InsufficientBalanceError);

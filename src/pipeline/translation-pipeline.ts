@@ -1,4 +1,6 @@
 import type { AsrEngine, LanguageCode, SpeakerEngine, VadEngine } from "../core/contracts.js";
+import { sessionContext, type SessionContext } from "../core/glossary.js";
+import { spellHypothesis } from "./glossary-spelling.js";
 import { SpeakerTracker } from "../speakers/tracker.js";
 import type { VoiceChooser } from "../speakers/voice-choice.js";
 import type {
@@ -116,7 +118,7 @@ export class TranslationPipeline {
 
   private readonly intake: AudioIntake;
   private readonly recognition: UtteranceRecognition;
-  private context: string;
+  private context: SessionContext;
   private closed = false;
   /** Fired by `close()`: cancels the translation and synthesis calls still running. */
   private readonly cancellation = new AbortController();
@@ -127,7 +129,7 @@ export class TranslationPipeline {
     if (vad.capabilities.sampleRate !== 16_000 || asr.capabilities.sampleRate !== 16_000) {
       throw new Error("the pipeline takes 16 kHz input; the configured VAD and ASR must accept 16 kHz");
     }
-    this.context = options.context ?? "";
+    this.context = sessionContext(options.context);
     const { emit, reportError } = this.output;
     const { signal } = this.cancellation;
     this.intake = new AudioIntake({
@@ -173,7 +175,13 @@ export class TranslationPipeline {
         observer,
         ...(options.engineIds ? { engineId: options.engineIds.recognize } : {}),
       },
-      (frame, speaker) => segments.handle(frame, speaker),
+      (frame, speaker) =>
+        segments.handle(
+          "hypothesis" in frame
+            ? { ...frame, hypothesis: spellHypothesis(frame.hypothesis, this.context.glossary) }
+            : frame,
+          speaker,
+        ),
     );
     const translation = new TranslationStage(
       {
@@ -232,9 +240,18 @@ export class TranslationPipeline {
     this.intake.finalize();
   }
 
-  /** Applies to the next recognized utterance and every later translation. */
-  setContext(context: string): void {
-    this.context = context;
+  /**
+   * Applies to the next recognized utterance and every later translation. Returns the terms it found
+   * past the glossary's bound, which are not used.
+   */
+  setContext(context: string): number {
+    this.context = sessionContext(context);
+    return this.context.glossary.ignored;
+  }
+
+  /** Terms of the session's context past the glossary's bound (not used). */
+  get ignoredTerms(): number {
+    return this.context.glossary.ignored;
   }
 
   /** Session position of the audio received so far, in ms. */

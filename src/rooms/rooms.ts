@@ -41,6 +41,8 @@ export interface RoomRequest {
   readonly targetLanguage: LanguageCode;
   /** The translator's voice; undefined: it publishes transcripts only, no speech. */
   readonly voice: Voice | "clone" | undefined;
+  /** Names and jargon for every speaker's recognition and translation (src/core/glossary.ts). */
+  readonly context: string;
 }
 
 export interface CreatedRoom extends RoomAccess {
@@ -154,6 +156,7 @@ export class Rooms {
         sourceLanguage: request.sourceLanguage,
         targetLanguage: request.targetLanguage,
         voice: request.voice,
+        context: request.context,
         account: request.accountId,
         log: log.child({ room: roomName }),
         onEmpty: () => this.closeWhenIdle(roomName, this.options.departureTimeoutMs),

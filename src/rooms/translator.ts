@@ -18,6 +18,7 @@ export interface TranslatorOptions {
    * them; undefined: no speech, transcripts only.
    */
   readonly voice: Voice | "clone" | undefined;
+  readonly context: string;
   /** The account that opened the room: shared engines serve accounts in turn. */
   readonly account: string;
   readonly log: FastifyBaseLogger;
@@ -107,13 +108,14 @@ export class RoomTranslator {
   private speakerPipeline(identity: string): TranslationPipeline | undefined {
     let pipeline = this.speakers.get(identity);
     if (pipeline) return pipeline;
-    const { registry, sourceLanguage, targetLanguage, voice, account } = this.options;
+    const { registry, sourceLanguage, targetLanguage, voice, context, account } = this.options;
     try {
       pipeline = createLivePipeline(registry, {
         sourceLanguage,
         targetLanguage,
         finalizeMode: "stable",
         voice,
+        context,
         account,
       });
     } catch (error) {

@@ -1,11 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { hotwordsFromContext, MAX_HOTWORDS } from "../../src/engines/sherpa-onnx/hotwords.js";
+import { glossaryFromContext } from "../../src/core/glossary.js";
+import { hotwordsFrom, MAX_HOTWORDS } from "../../src/engines/sherpa-onnx/hotwords.js";
+
+const hotwordsFromContext = (context: string | undefined) => hotwordsFrom(glossaryFromContext(context));
 
 describe("hotwords from a session's context", () => {
-  it("takes short items as phrases and the names of longer prose, in the model's upper case", () => {
+  it("takes the context's terms (short items, the names of longer prose), in the model's upper case", () => {
     expect(hotwordsFromContext("Meeting with Anneliese Brandt about the rollout, Kubernetes, OKRs")).toEqual([
-      "ANNELIESE",
-      "BRANDT",
+      "ANNELIESE BRANDT",
       "KUBERNETES",
       "OKRS",
     ]);

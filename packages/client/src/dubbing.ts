@@ -50,6 +50,11 @@ export interface JobRequest {
   readonly sourceLang?: string;
   /** "auto", "female", "male" or a voice id. */
   readonly voice?: string;
+  /**
+   * Names and jargon to recognize and keep in the translation and subtitles, and glossary lines
+   * `source => target` (`term => =` keeps it verbatim); up to 2,000 characters, as a session's.
+   */
+  readonly context?: string;
 }
 
 /** What an upload body can be: a browser File/Blob, bytes, or (Node) a stream with its size. */
@@ -146,6 +151,7 @@ export class DubbingClient {
             target_lang: request.targetLang,
             source_lang: request.sourceLang ?? "auto",
             ...(request.voice !== undefined ? { voice: request.voice } : {}),
+            ...(request.context !== undefined ? { context: request.context } : {}),
           },
           headers: { "idempotency-key": idempotencyKey },
         });

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { contextField } from "../context-field.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import { parseLanguageTag } from "../../core/language-tags.js";
 import { DUBBING_LANGUAGES, isDubbingLanguage } from "../../engines/routing/languages.js";
@@ -65,6 +66,7 @@ export const jobRequest = z.object(
         message: 'must be "auto", "female", "male" or a voice id from GET /v1/voices',
       })
       .optional(),
+    context: contextField,
   },
   JSON_OBJECT,
 );

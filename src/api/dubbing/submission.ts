@@ -153,6 +153,7 @@ export async function submissionRoutes(app: FastifyInstance, options: DubbingRou
         sourceLang,
         targetLang: body.target_lang,
         voice: body.voice ?? DEFAULT_VOICE_TYPES.dubbing,
+        context: body.context ?? "",
         idempotencyKey,
         reservation: await reservationFor(sourceUrl, upload),
       });

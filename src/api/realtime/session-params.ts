@@ -1,4 +1,5 @@
 import type { EngineRegistry } from "../../engines/routing/registry.js";
+import { MAX_CONTEXT_LENGTH } from "../../core/glossary.js";
 import type { LanguageCode, Voice } from "../../core/contracts.js";
 import type { FinalizeMode } from "../../pipeline/stabilizer.js";
 import { parseLanguageTag } from "../../core/language-tags.js";
@@ -21,7 +22,7 @@ import { voiceById } from "../../voices/library.js";
 
 export const MODEL_NAMES = ["relay-1", "relay-2"] as const;
 export type ModelName = (typeof MODEL_NAMES)[number];
-export const MAX_CONTEXT_LENGTH = 2000;
+export { MAX_CONTEXT_LENGTH };
 const MAX_LABEL_LENGTH = 200;
 /**
  * Longest query value kept for a session waiting to be claimed. Twice the longest valid value, so

@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from "fastify";
+import { ignoredTermsNotice } from "../../core/glossary.js";
 import type { RawData, WebSocket } from "ws";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { LanguageCode, Voice } from "../../core/contracts.js";
@@ -265,6 +266,7 @@ class SpeechSession implements ModeHandler {
       ...(deps.observer ? { observer: deps.observer.pipeline } : {}),
       account,
     });
+    if (this.pipeline.ignoredTerms > 0) wire.error(ignoredTermsNotice(this.pipeline.ignoredTerms));
     void this.forwardEvents();
   }
 
@@ -293,7 +295,8 @@ class SpeechSession implements ModeHandler {
           this.wire.error(problem);
           continue;
         }
-        this.pipeline.setContext(value as string);
+        const ignored = this.pipeline.setContext(value as string);
+        if (ignored > 0) this.wire.error(ignoredTermsNotice(ignored));
         applied.push(key);
       }
       acknowledge(this.wire, applied, refused, "speech", ["context"]);

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { contextField } from "../context-field.js";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
@@ -98,6 +99,7 @@ const sessionRequest = z
         "Beyond the spec, default true; false: the translator publishes transcripts only, no speech",
       ),
       enableAudioOutput: audioOutput("enableAudioOutput").describe(camelCase("enable_audio_output")),
+      context: contextField,
     },
     { error: "the body must be a JSON object" },
   )
@@ -169,6 +171,7 @@ const sessionRequest = z
       sourceNamed: names[0]!,
       targetNamed: names[1]!,
       voice: speaks ? voice : undefined,
+      context: body.context ?? "",
     };
   });
 
@@ -223,6 +226,7 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
             sourceLanguage: body.sourceLanguage,
             targetLanguage: body.targetLanguage,
             voice: body.voice,
+            context: body.context,
           },
           options.publicBaseUrl(request),
         );

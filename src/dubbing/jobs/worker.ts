@@ -244,6 +244,7 @@ export class DubbingWorker {
         targetLang: job.targetLang,
         // Checked when the job was created; a library id that no longer exists falls back to "auto".
         voice: dubbingVoice(job.voice) ?? "auto",
+        context: job.context,
         account: job.accountId,
         signal: abort.signal,
         onProgress: (stage, fraction) => record(report("processing", stage, fraction)),

@@ -12,6 +12,7 @@
  * This module only orchestrates: each stage lives in its own module (speech-audio, recognition,
  * translation, synthesis, dub-track, mixing, muxing), with progress rules in progress.ts.
  */
+import { sessionContext } from "../../core/glossary.js";
 import { availableParallelism } from "node:os";
 import { mkdir, mkdtemp, open, rm } from "node:fs/promises";
 import path from "node:path";
@@ -59,6 +60,8 @@ export interface DubOptions {
   readonly concurrency?: number;
   /** Whose job: shared engines serve accounts in turn (`TranslateRequest.account`). */
   readonly account?: string;
+  /** Names and jargon, as a session's `context`: for recognition, translation and so subtitles. */
+  readonly context?: string;
 }
 
 export interface DubResult {
@@ -132,12 +135,14 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
 
     // d. recognize (choosing the language first when asked to)
     progress.report("recognizing", 0);
+    const context = sessionContext(options.context);
     const { language, recognized } = await recognizeAll(registry, candidates, audio, spans, {
       concurrency,
       targetLang,
       identify: options.sourceLang === "auto",
       onLanguage: (chosen) => options.onSourceLanguage?.(chosen),
       onProgress: (fraction) => progress.report("recognizing", fraction),
+      context,
       ...withSignal,
     });
     // Spans where the recognizer heard no words (noise, music) are not dubbed.
@@ -151,6 +156,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
     const segments = await translateAll(translatorFor(registry, targetLang), language, speech, {
       ...(options.account === undefined ? {} : { account: options.account }),
       onProgress: (fraction) => progress.report("translating", fraction),
+      context,
       ...withSignal,
     });
     progress.report("translating", 1);

@@ -3,6 +3,8 @@
  * source language when asked for "auto". Separate because it owns the recognizer streams and the
  * cache that keeps spans decoded while choosing the language from being decoded twice.
  */
+import type { SessionContext } from "../../core/glossary.js";
+import { spellHypothesis } from "../../pipeline/glossary-spelling.js";
 import { open, type FileHandle } from "node:fs/promises";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { AsrEngine, LanguageCode } from "../../core/contracts.js";
@@ -45,6 +47,7 @@ export async function recognizeAll(
     identify: boolean;
     onLanguage: (language: LanguageCode) => void;
     onProgress: (fraction: number) => void;
+    context: SessionContext;
     signal?: AbortSignal;
   },
 ): Promise<{ language: LanguageCode; recognized: Recognized[] }> {
@@ -56,7 +59,13 @@ export async function recognizeAll(
       const key = `${lang}:${index}`;
       let result = cache.get(key);
       if (!result) {
-        result = await recognizeSpan(recognizerFor(registry, lang)!, lang, pcm, spans[index]!);
+        result = await recognizeSpan(
+          recognizerFor(registry, lang)!,
+          lang,
+          pcm,
+          spans[index]!,
+          options.context,
+        );
         cache.set(key, result);
       }
       return result;
@@ -64,7 +73,8 @@ export async function recognizeAll(
     // No candidates: speech in a language that cannot be dubbed is to be refused, not taken for one.
     const identifier = options.identify ? recognizerFor(registry, "auto") : undefined;
     const identify = identifier
-      ? async (index: number) => (await recognizeSpan(identifier, "auto", pcm, spans[index]!)).language
+      ? async (index: number) =>
+          (await recognizeSpan(identifier, "auto", pcm, spans[index]!, options.context)).language
       : undefined;
     // A named language is one candidate, taken as named; "auto" is listened to.
     const language = options.identify
@@ -98,6 +108,7 @@ async function recognizeSpan(
   language: LanguageCode | "auto",
   pcm: { readonly levelled: FileHandle; readonly original: FileHandle },
   span: SpeechSpan,
+  context: SessionContext,
 ): Promise<Recognized> {
   if (asr.capabilities.sampleRate !== SPEECH_RATE) {
     throw new Error(`${asr.info.id} reads ${asr.capabilities.sampleRate} Hz audio; dubbing feeds 16 kHz`);
@@ -106,11 +117,11 @@ async function recognizeSpan(
   const endSample = Math.ceil(span.endSec * SPEECH_RATE);
   // Heard levelled; the energy is the original dialogue's, which the dub's level follows.
   const audio = await readPcm16(pcm.levelled, startSample, endSample);
-  const stream = await asr.createStream({ language });
+  const stream = await asr.createStream({ language, context: context.text, glossary: context.glossary });
   let hypothesis;
   try {
     for (let i = 0; i < audio.length; i += ASR_CHUNK) await stream.write(audio.subarray(i, i + ASR_CHUNK));
-    hypothesis = await stream.finish();
+    hypothesis = spellHypothesis(await stream.finish(), context.glossary);
   } catch (error) {
     stream.abort();
     throw error;

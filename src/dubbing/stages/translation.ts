@@ -3,6 +3,7 @@
  * the lines before it as history. Separate because it is where recognized speech becomes the job's segments
  * (times rounded to the millisecond, original and translated text), which later stages voice.
  */
+import type { SessionContext } from "../../core/glossary.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import { TranslationHistory } from "../../pipeline/translation-history.js";
 import { type Translator } from "../../engines/routing/translator.js";
@@ -28,7 +29,12 @@ export async function translateAll(
   translator: Translator,
   language: LanguageCode,
   speech: readonly Recognized[],
-  options: { onProgress: (fraction: number) => void; signal?: AbortSignal; account?: string },
+  options: {
+    onProgress: (fraction: number) => void;
+    context: SessionContext;
+    signal?: AbortSignal;
+    account?: string;
+  },
 ): Promise<DubSegment[]> {
   const history = new TranslationHistory();
   const segments: DubSegment[] = [];
@@ -37,7 +43,8 @@ export async function translateAll(
     const call = {
       from: language,
       text: line.text,
-      context: "",
+      context: options.context.text,
+      glossary: options.context.glossary,
       previous: history.recent,
       ...(options.account === undefined ? {} : { account: options.account }),
     };

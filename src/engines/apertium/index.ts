@@ -104,6 +104,7 @@ export async function createApertiumEngine(options: ApertiumOptions = {}): Promi
   const capabilities: MtCapabilities = {
     pairs: [...pairs.values()].map(({ mode }): TranslationPair => ({ from: mode.from, to: mode.to })),
     usesContext: false,
+    placeholder: "name",
   };
   let closed = false;
 

@@ -3,7 +3,7 @@
  * (OpenAI, vLLM, llama.cpp server, Ollama, …).
  *
  * The system message asks for a translation from one named language into another and carries the
- * session context and the session's recent sentences with their translations (for consistent names,
+ * session context, its glossary (src/core/glossary.ts) and the session's recent sentences with their translations (for consistent names,
  * terms and register); the user message is the text alone. The answer is used as the translation
  * after `cleanTranslation` removes the wrappers chat models tend to add anyway.
  */
@@ -18,6 +18,7 @@ import type {
 } from "../../core/contracts.js";
 import { RemoteClient, type RemoteEngineOptions } from "./client.js";
 import type { CircuitStatus } from "../kit/remote/guard.js";
+import { translationTerms } from "../../core/glossary.js";
 import { languageName } from "../../core/language-tags.js";
 import { configuredLanguages } from "./languages.js";
 
@@ -56,6 +57,16 @@ export function translationMessages(request: TranslateRequest): ChatMessage[] {
       "",
       "Background on this conversation (use it for names, terms and tone; do not translate it):",
       context,
+    );
+  }
+  const terms = request.glossary ? translationTerms(request.glossary) : [];
+  if (terms.length > 0) {
+    lines.push(
+      "",
+      "Glossary (write each term exactly as given here):",
+      ...terms.map((term) =>
+        term.target === term.text ? `${term.text} (keep as is)` : `${term.text} → ${term.target}`,
+      ),
     );
   }
   const previous = (request.previous ?? []).filter((p) => p.source.trim() !== "");

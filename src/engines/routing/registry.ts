@@ -1,4 +1,6 @@
 import path from "node:path";
+import { translationTerms } from "../../core/glossary.js";
+import { protectTerms, type PlaceholderForm } from "../../core/term-protection.js";
 import { loadProblem } from "../kit/models/model-dir.js";
 import { DEFAULT_PIVOT_LANGUAGES, idOf, recognizersToBuild, type EngineSettings } from "./engine-config.js";
 import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
@@ -348,18 +350,39 @@ export async function translateAlong(
   signal?: AbortSignal,
   served?: Served<TranslationRoute>,
 ): Promise<string> {
+  const terms = input.glossary ? translationTerms(input.glossary) : [];
   return firstSuccess(
     routes,
     async (route) => {
-      let current = input.text;
-      for (const hop of route.hops) {
-        current = await hop.engine.translate({ ...input, text: current, from: hop.from, to: hop.to }, signal);
+      const along = async (text: string) => {
+        let current = text;
+        for (const hop of route.hops) {
+          current = await hop.engine.translate(
+            { ...input, text: current, from: hop.from, to: hop.to },
+            signal,
+          );
+        }
+        return current;
+      };
+      // Engines that cannot read context get the terms as placeholders, carried through every hop
+      // of a pivot; a placeholder lost on the way means the plain translation instead.
+      const form = placeholderOf(route);
+      const shielded = form && terms.length > 0 ? protectTerms(input.text, terms, form) : undefined;
+      if (shielded) {
+        const restored = shielded.restore(await along(shielded.text));
+        if (restored !== undefined) return restored;
       }
-      return current;
+      return along(input.text);
     },
     signal,
     served,
   );
+}
+
+/** The placeholder form a route's terms travel in: its first engine's, when no engine of it reads context. */
+function placeholderOf(route: TranslationRoute): PlaceholderForm | undefined {
+  if (route.hops.some((hop) => hop.engine.capabilities.usesContext)) return undefined;
+  return route.hops[0]?.engine.capabilities.placeholder;
 }
 
 function unique<T>(items: T[]): T[] {

@@ -1,4 +1,5 @@
 import type { LanguageCode, MtEngine, TranslationCall } from "../../core/contracts.js";
+import { termPattern, translationTerms } from "../../core/glossary.js";
 import { translateAlong, type EngineRegistry, type Served, type TranslationRoute } from "./registry.js";
 
 /** The client's names for the languages (`sourceLanguageLabel` / `targetLanguageLabel`). */
@@ -27,10 +28,13 @@ export function translatorFor(
   const names = { fromLabel: labels.sourceLanguageLabel, toLabel: labels.targetLanguageLabel };
   const routesFrom = (from: LanguageCode) => registry.translationRoutes(from, targetLanguage);
   // Streaming applies when the preferred route is one streaming engine.
-  const streamerFor = (from: LanguageCode): MtEngine | undefined => {
-    const [route] = routesFrom(from);
+  // Not when the engine cannot read context and the text holds glossary terms: translate() carries
+  // them through as placeholders, which a partial translation could show.
+  const streamerFor = (call: TranslationCall): MtEngine | undefined => {
+    const [route] = routesFrom(call.from);
     const engine = route?.hops.length === 1 ? route.hops[0]!.engine : undefined;
-    return engine?.capabilities.streaming && engine.translateStream ? engine : undefined;
+    if (!engine?.capabilities.streaming || !engine.translateStream) return undefined;
+    return engine.capabilities.usesContext || !holdsTerms(call) ? engine : undefined;
   };
   const translate = async (call: TranslationCall, signal?: AbortSignal): Promise<string> => {
     const routes = routesFrom(call.from);
@@ -45,7 +49,7 @@ export function translatorFor(
      */
     async *translateStream(call, signal) {
       const routes = routesFrom(call.from);
-      const streamer = streamerFor(call.from);
+      const streamer = streamerFor(call);
       if (!streamer) {
         yield await translate(call, signal);
         return;
@@ -65,4 +69,10 @@ export function translatorFor(
       yield await translateAlong(routes.slice(1), { ...call, ...names }, signal, served);
     },
   };
+}
+
+/** Whether the text of a call holds a term of its glossary that translation must carry through. */
+function holdsTerms(call: TranslationCall): boolean {
+  const pattern = call.glossary && termPattern(translationTerms(call.glossary));
+  return pattern ? pattern.test(call.text) : false;
 }

@@ -1,9 +1,9 @@
+import { type Glossary } from "../../core/glossary.js";
+
 /**
- * Hotwords from a session's `context` for the streaming recognizer: the names and terms a speaker
- * is likely to say that a general model misses. A context is free text ("Quarterly review with
- * Anneliese Brandt, topics: Kubernetes, OKRs"): a short comma- or line-separated item is taken as a
- * phrase, and from longer prose the capitalized words (names, products). Upper case, accents
- * dropped, letters and apostrophes only, as the English model's vocabulary spells words; a phrase
+ * Hotwords for the streaming recognizer: the terms of a session's context (src/core/glossary.ts, the
+ * parse every surface shares), the names and jargon a general model misses. Upper case, accents
+ * dropped, letters and apostrophes only, as the English model's vocabulary spells words; a term
  * with digits is left out (the model writes numbers as words, so "K8s" could never match).
  */
 
@@ -22,17 +22,13 @@ function normalize(phrase: string): string {
     .trim();
 }
 
-export function hotwordsFromContext(context: string | undefined): string[] {
-  if (!context) return [];
-  const phrases: string[] = [];
-  for (const item of context.split(/[,;\n:]+/u)) {
-    const words = item.trim().split(/\s+/u).filter(Boolean);
-    if (words.length === 0) continue;
-    if (words.length <= MAX_PHRASE_WORDS) phrases.push(words.join(" "));
-    else phrases.push(...words.slice(1).filter((word) => /^\p{Lu}/u.test(word)));
-  }
-  const unique = [...new Set(phrases.map(normalize))].filter(
-    (phrase) => phrase.length >= 2 && phrase.length <= MAX_PHRASE_LENGTH && !/\d/u.test(phrase),
+export function hotwordsFrom(glossary: Glossary): string[] {
+  const unique = [...new Set(glossary.terms.map((term) => normalize(term.text)))].filter(
+    (phrase) =>
+      phrase.length >= 2 &&
+      phrase.length <= MAX_PHRASE_LENGTH &&
+      phrase.split(" ").length <= MAX_PHRASE_WORDS &&
+      !/\d/u.test(phrase),
   );
   return unique.slice(0, MAX_HOTWORDS);
 }

@@ -26,7 +26,8 @@ import type {
   RecognizerStats,
   SherpaMethods,
 } from "./host-protocol.js";
-import { hotwordsFromContext } from "./hotwords.js";
+import { glossaryFromContext } from "../../core/glossary.js";
+import { hotwordsFrom } from "./hotwords.js";
 import { checkModelFile } from "./model-check.js";
 
 export interface SherpaRecognizerOptions {
@@ -103,7 +104,7 @@ export async function createSherpaRecognizer(
       }
       if (open >= maxStreams)
         throw new Error(`the streaming recognizer is busy (${maxStreams} utterances open)`);
-      const hotwords = hotwordsFromContext(streamOptions.context);
+      const hotwords = hotwordsFrom(streamOptions.glossary ?? glossaryFromContext(streamOptions.context));
       const account = streamOptions.account ?? NO_ACCOUNT;
       let pinned: PinnedHost<SherpaMethods> | undefined;
       let id: number;

@@ -1,4 +1,5 @@
 import { EngineBusyError } from "../../core/busy.js";
+import type { SessionContext } from "../../core/glossary.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import type { SpeakerVoice, VoiceChooser } from "../../speakers/voice-choice.js";
 import { TranslationHistory } from "../translation-history.js";
@@ -23,7 +24,7 @@ export interface TranslationStageOptions {
   readonly translate: TranslateFn;
   readonly translateStream?: TranslateStreamFn;
   readonly voices?: VoiceChooser;
-  readonly context: () => string;
+  readonly context: () => SessionContext;
   /** Fires when the pipeline is cancelled: calls in flight are aborted, queued jobs skipped. */
   readonly signal: AbortSignal;
   readonly emit: (event: PipelineEvent) => void;
@@ -157,7 +158,8 @@ export class TranslationStage {
       from,
       to,
       text: job.sourceText,
-      context: this.options.context(),
+      context: this.options.context().text,
+      glossary: this.options.context().glossary,
       previous: this.history.recent,
       interim: job.kind === "interim",
     };

@@ -1,4 +1,5 @@
 import { openRecognition } from "../../engines/kit/asr-stream.js";
+import type { SessionContext } from "../../core/glossary.js";
 import { EngineUnavailableError } from "../../core/busy.js";
 import type {
   AsrEngine,
@@ -26,7 +27,7 @@ export interface UtteranceRecognitionOptions {
   readonly asr: AsrEngine;
   readonly sourceLanguage: LanguageCode | "auto";
   /** The session context an utterance is opened with. */
-  readonly context: () => string;
+  readonly context: () => SessionContext;
   /** Whose audio (`AsrStreamOptions.account`). */
   readonly account?: string;
   /** How often interim hypotheses are asked of engines that must be asked (see `openRecognition`). */
@@ -109,7 +110,8 @@ export class UtteranceRecognition {
     const { sourceLanguage, account } = this.options;
     return {
       language: sourceLanguage,
-      context: this.options.context(),
+      context: this.options.context().text,
+      glossary: this.options.context().glossary,
       ...(account === undefined ? {} : { account }),
     };
   }
