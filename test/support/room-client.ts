@@ -9,6 +9,7 @@ export interface RoomSessionRequest {
   readonly source_language: string;
   readonly target_language: string;
   readonly voice_type?: "clone" | "female" | "male";
+  readonly context?: string;
 }
 
 export interface RoomSession {

@@ -1,3 +1,4 @@
+import { translationTerms, type Glossary } from "../../core/glossary.js";
 import type { Segment } from "../frames.js";
 
 /**
@@ -7,12 +8,19 @@ import type { Segment } from "../frames.js";
  * translation of the segment (interim, streamed or final) shows the words in the same case. A span
  * the recognizer began with a capital (a sentence start) and names copied from it keep theirs.
  * When the recognizer writes case (whisper), a capital inside the span is taken for a name
- * ("a Londres") and only a capital on the span's first word is undone.
+ * ("a Londres") and only a capital on the span's first word is undone. The words of the session
+ * glossary's targets keep theirs too ("italy" heard, "Italy" written).
  */
-export function spanInSegment(segment: Segment, source: string, translated: string): string {
+export function spanInSegment(
+  segment: Segment,
+  source: string,
+  translated: string,
+  glossary?: Glossary,
+): string {
   if (source.charAt(0) !== source.charAt(0).toLocaleLowerCase()) return translated;
   const sourceIsCased = source !== source.toLocaleLowerCase();
-  const copied = new Set(source.split(/\s+/u));
+  const targets = glossary ? translationTerms(glossary).map((term) => term.target) : [];
+  const copied = new Set([source, ...targets].flatMap((text) => text.split(/\s+/u)));
   for (const { 0: word, index } of translated.matchAll(/\S+/gu)) {
     const letter = /\p{L}/u.exec(word);
     if (!letter || letter[0] === letter[0].toLocaleLowerCase() || copied.has(word)) continue;

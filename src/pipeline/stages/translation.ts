@@ -119,7 +119,13 @@ export class TranslationStage {
     if (job.kind === "final" && translatedSpan !== undefined)
       this.history.record(job.sourceText, translatedSpan);
     const previous = segment.translatedSpans;
-    if (translatedSpan !== undefined) translatedSpan = spanInSegment(segment, job.sourceText, translatedSpan);
+    if (translatedSpan !== undefined)
+      translatedSpan = spanInSegment(
+        segment,
+        job.sourceText,
+        translatedSpan,
+        this.options.context().glossary,
+      );
     if (job.kind === "final" && translatedSpan) previous.push(translatedSpan);
     const text = [...previous, job.kind === "interim" ? translatedSpan : ""].filter(Boolean).join(" ");
     // The voice is chosen as the line is shown (or first spoken), so its `voiceId` is the voice that speaks it.
@@ -176,7 +182,10 @@ export class TranslationStage {
         this.options.emit({
           type: "translated",
           segmentId: segment.id,
-          text: [...segment.translatedSpans, spanInSegment(segment, job.sourceText, latest)]
+          text: [
+            ...segment.translatedSpans,
+            spanInSegment(segment, job.sourceText, latest, this.options.context().glossary),
+          ]
             .filter(Boolean)
             .join(" "),
           originalText: job.originalText,
@@ -188,7 +197,7 @@ export class TranslationStage {
         });
       }
       latest = partial;
-      await line?.grow(spanInSegment(segment, job.sourceText, latest));
+      await line?.grow(spanInSegment(segment, job.sourceText, latest, this.options.context().glossary));
     }
     return latest ?? "";
   }
