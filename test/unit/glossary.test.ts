@@ -20,7 +20,9 @@ const terms = (context: string) =>
 
 describe("terms from a context", () => {
   it("takes the names of prose (runs of capitalized words, titles included), not a sentence's lone first word", () => {
-    expect(terms("Dr. Baker met Mrs. Hope Walker. Quarterly review with Anneliese Brandt on Monday.")).toEqual([
+    expect(
+      terms("Dr. Baker met Mrs. Hope Walker. Quarterly review with Anneliese Brandt on Monday."),
+    ).toEqual([
       "Dr. Baker => Dr. Baker",
       "Mrs. Hope Walker => Mrs. Hope Walker",
       "Anneliese Brandt => Anneliese Brandt",
@@ -46,7 +48,10 @@ describe("terms from a context", () => {
       "GPT-4 => GPT-4",
       "ACME => ACME",
     ]);
-    expect(terms("東京タワー、スカイツリー")).toEqual(["東京タワー => 東京タワー", "スカイツリー => スカイツリー"]);
+    expect(terms("東京タワー、スカイツリー")).toEqual([
+      "東京タワー => 東京タワー",
+      "スカイツリー => スカイツリー",
+    ]);
   });
 
   it("reads explicit lines: `source => target`, and `term => =` keeps it verbatim", () => {
@@ -139,15 +144,19 @@ describe("translation with a glossary", () => {
   const glossary = glossaryFromContext("Hope Walker\nthe cloud => la nube");
 
   it("carries the terms through an engine that cannot read context, across both legs of a pivot", async () => {
-    const { engine, requests } = shouting("rules", [["de", "es"], ["es", "fr"]], { placeholder: "name" });
+    const { engine, requests } = shouting(
+      "rules",
+      [
+        ["de", "es"],
+        ["es", "fr"],
+      ],
+      { placeholder: "name" },
+    );
     const registry = EngineRegistry.fromEngines({ vad, asr: [], mt: [engine], tts: [] });
     const translator = translatorFor(registry, "fr");
     const call = { from: "de", text: "hope walker and the cloud", context: "", previous: [], glossary };
     expect(await translator.translate(call)).toBe("Hope Walker AND la nube");
-    expect(requests.map((request) => request.text)).toEqual([
-      "Zorvax and Quixax",
-      "Zorvax AND Quixax",
-    ]);
+    expect(requests.map((request) => request.text)).toEqual(["Zorvax and Quixax", "Zorvax AND Quixax"]);
     // Streaming engines are not streamed from when the text holds terms: a partial would show placeholders.
     const stream = translator.translateStream(call, new AbortController().signal);
     const values: string[] = [];
