@@ -72,6 +72,33 @@ describe.skipIf(SPEECH_MISSING)("context on PocketSphinx and Apertium", () => {
     expect(translated).toMatch(/Deutschland/u);
   });
 
+  it("PocketSphinx hears names it lacks once the context names them, and Apertium keeps them", async () => {
+    // "In fourteen sixty-five Sweynheim and Pannartz began printing in the monastery of Subiaco near
+    // Rome": neither name is in PocketSphinx's dictionary.
+    const reading = await readWavAsPcm16(sharedPath("data/speech/ljspeech/wavs/LJ001-0031.wav"));
+    const heard = async (context?: string) => {
+      const socket = await openSession(server.baseUrl, {
+        targetLanguage: "es",
+        audioOutputEnabled: "false",
+        ...(context ? { context } : {}),
+      });
+      await playToLastTranslation(socket, reading);
+      await socket.settle(1000);
+      socket.close();
+      const last = (type: string) =>
+        socket.messages.filter((m) => m.type === type && m.is_final).at(-1)!.text;
+      return {
+        original: last("original_transcript") as string,
+        translated: last("translated_transcript") as string,
+      };
+    };
+    const without = await heard();
+    expect(without.original).not.toMatch(/sweynheim|pannartz/iu);
+    const named = await heard("Sweynheim, Pannartz, Subiaco");
+    expect(named.original).toMatch(/Sweynheim and Pannartz/u);
+    expect(named.translated).toMatch(/Sweynheim y Pannartz/u);
+  });
+
   it("a room's context reaches its translator", async () => {
     const room = await createRoomSession(server.baseUrl, API_KEY, {
       source_language: "en-US",

@@ -3,6 +3,8 @@ import { ResourcePool } from "../../src/engines/pocketsphinx/pool.js";
 
 interface Resource {
   readonly id: number;
+  /** What the test adapted it to (a decoder's added words). */
+  key?: string;
 }
 
 /** A pool of plain objects whose creations complete when the test says so. */
@@ -23,6 +25,7 @@ function harness(max: number) {
       );
     },
     destroy: (resource) => destroyed.push(resource.id),
+    keyOf: (resource) => resource.key ?? "",
   });
   return {
     pool,
@@ -136,5 +139,40 @@ describe("PocketSphinx resource pool", () => {
   it("rejects a bound that is not a positive integer", () => {
     expect(() => harness(0)).toThrow(/positive integer/);
     expect(() => harness(1.5)).toThrow(/positive integer/);
+  });
+
+  it("keeps resources per key: a caller gets its key's or a fresh one, never another key's", async () => {
+    const { pool, created, destroyed } = harness(2);
+    const a = await pool.acquire("names");
+    a.key = "names";
+    pool.release(a);
+    const b = await pool.acquire();
+    expect(b).not.toBe(a);
+    pool.release(b);
+    // The same key finds its resource again; an empty key the fresh one.
+    expect(await pool.acquire("names")).toBe(a);
+    pool.release(a);
+    expect(await pool.acquire()).toBe(b);
+    pool.release(b);
+    // With every slot taken by other keys, the least recently used idle one is replaced.
+    const c = await pool.acquire("other");
+    expect(c).toBe(b);
+    c.key = "other";
+    pool.release(c);
+    const d = await pool.acquire("third");
+    expect(destroyed).toEqual([a.id]);
+    expect(d.key).toBeUndefined();
+    expect(created).toHaveLength(3);
+    // A waiter for a key does not get a released resource of another key: a fresh one replaces it.
+    expect(await pool.acquire("other")).toBe(c);
+    d.key = "third";
+    const waiting = pool.acquire("names");
+    expect(await settledState(waiting)).toBe("pending");
+    pool.release(d);
+    const fresh = await waiting;
+    expect(fresh).not.toBe(d);
+    expect(fresh.key).toBeUndefined();
+    expect(destroyed).toEqual([a.id, d.id]);
+    expect(pool.stats()).toMatchObject({ total: 2, leased: 2 });
   });
 });

@@ -7,6 +7,7 @@ import {
   toHypothesis,
   type Segment,
 } from "../../src/engines/pocketsphinx/words.js";
+import { cmuPhones } from "../../src/engines/pocketsphinx/pronunciation.js";
 
 describe("PocketSphinx hypothesis cleaning", () => {
   it("recognizes sentence markers, silence and noise words as fillers", () => {
@@ -71,5 +72,17 @@ describe("PocketSphinx hypothesis cleaning", () => {
     });
     expect(toHypothesis("hello there", [], 1000)).toEqual({ text: "hello there", words: [] });
     expect(toHypothesis(null, [], 0)).toEqual({ text: "", words: [] });
+  });
+});
+
+describe("pronunciations for added words", () => {
+  it("maps eSpeak NG's American IPA to the model's CMU phones", () => {
+    expect(cmuPhones("skˈoʊfɚ")).toBe("S K OW F ER");
+    expect(cmuPhones("kjˈuːbɚnˌiːts")).toBe("K Y UW B ER N IY T S");
+    expect(cmuPhones("dˈɔɪtʃlənd")).toBe("D OY CH L AH N D");
+    // A flap and a syllabic consonant as the dictionary writes them ("butter", "button").
+    expect(cmuPhones("bˈʌɾɚ")).toBe("B AH T ER");
+    expect(cmuPhones("bˈʌʔn̩")).toBe("B AH T AH N");
+    expect(cmuPhones("ʁ")).toBeUndefined();
   });
 });

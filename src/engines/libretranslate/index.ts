@@ -26,7 +26,7 @@ class LibreTranslateEngine implements MtEngine {
     version: string | undefined,
   ) {
     this.info = { id: "libretranslate", version: version ?? "remote" };
-    this.capabilities = { pairs: languages.pairs, usesContext: false };
+    this.capabilities = { pairs: languages.pairs, usesContext: false, placeholder: "digits" };
   }
 
   async translate(request: TranslateRequest, signal?: AbortSignal): Promise<string> {

@@ -12,6 +12,11 @@ export interface DecoderResult {
  */
 export class Decoder {
   private freed = false;
+  /**
+   * The words added to this decoder's dictionary (a session's glossary), as one key: "" for a decoder
+   * as the model made it. Words cannot be removed, so a decoder serves only streams with this key.
+   */
+  vocabulary = "";
 
   private constructor(
     private readonly native: PocketSphinxNative,
@@ -99,6 +104,26 @@ export class Decoder {
       if (segment !== null) this.native.segmentFree(segment);
     }
     return { hyp, segments };
+  }
+
+  /** Whether the dictionary has `word` (lower case). */
+  knows(word: string): boolean {
+    this.assertLive();
+    return this.native.hasWord(this.handle, word);
+  }
+
+  /**
+   * Adds words with their CMU phones to the dictionary and the language model, then rebuilds the
+   * search once; `vocabulary` becomes `key`. Words it has already are skipped.
+   */
+  async addWords(words: ReadonlyMap<string, string>, key: string): Promise<void> {
+    this.assertLive();
+    const missing = [...words].filter(([word]) => !this.native.hasWord(this.handle, word));
+    for (const [i, [word, phones]] of missing.entries()) {
+      if ((await this.native.addWord(this.handle, word, phones, i === missing.length - 1)) < 0)
+        throw new Error(`PocketSphinx: ps_add_word failed for "${word}" (${phones})`);
+    }
+    this.vocabulary = key;
   }
 
   /** Must not be called while a call on this decoder is in flight. */

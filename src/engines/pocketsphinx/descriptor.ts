@@ -6,6 +6,8 @@ const settings = environment(
   "pocketsphinx",
   {
     POCKETSPHINX_MODEL_DIR: z.string().default("/usr/share/pocketsphinx/model/en-us"),
+    // Pronounces the context's words the dictionary lacks (src/engines/pocketsphinx/pronunciation.ts).
+    POCKETSPHINX_ESPEAK_BIN: z.string().default("espeak-ng"),
     POCKETSPHINX_MAX_DECODERS: z.coerce.number().int().min(1).optional(),
     // Real-time profile: a bounded search without the second (flat) pass. `npm run bench:asr` on the
     // LibriVox clips: 0.12 CPU-s per audio second and 18 ms to finish an utterance, against 0.31 and
@@ -27,6 +29,7 @@ const settings = environment(
   },
   (e, service) => ({
     modelDir: e.POCKETSPHINX_MODEL_DIR,
+    espeakBinary: e.POCKETSPHINX_ESPEAK_BIN,
     // One decoder per concurrently speaking session, bounded so memory stays predictable.
     maxDecoders: e.POCKETSPHINX_MAX_DECODERS ?? Math.min(service.maxSessions, 16),
     decoderSettings: e.POCKETSPHINX_SETTINGS as Readonly<Record<string, string>>,
@@ -51,6 +54,7 @@ export const descriptor = {
         modelDir: spec.modelDir ?? own.modelDir,
         maxDecoders: spec.maxDecoders ?? own.maxDecoders,
         decoderSettings: own.decoderSettings,
+        espeakBinary: own.espeakBinary,
       });
     },
   ),

@@ -22,6 +22,7 @@ import { Decoder } from "./decoder.js";
 import { loadNative, type PocketSphinxNative } from "./native.js";
 import { ResourcePool, type PoolStats } from "./pool.js";
 import { PocketSphinxStream, type StreamOwner } from "./stream.js";
+import { GlossaryVocabulary } from "./vocabulary.js";
 
 export type { PoolStats } from "./pool.js";
 
@@ -47,6 +48,8 @@ export interface PocketSphinxOptions {
    * Default: the number of CPUs.
    */
   readonly maxDecoders?: number;
+  /** eSpeak NG, for the pronunciations of glossary words the dictionary lacks. Default `espeak-ng`. */
+  readonly espeakBinary?: string;
   /** Further decoder settings as PocketSphinx command-line pairs (e.g. `{ "-maxhmmpf": "3000" }`); they win over the defaults. */
   readonly decoderSettings?: Readonly<Record<string, string>>;
 }
@@ -155,26 +158,33 @@ class PocketSphinxAsrEngine implements PocketSphinxEngine, StreamOwner {
   constructor(
     readonly info: EngineInfo,
     private readonly pool: ResourcePool<Decoder>,
+    private readonly vocabulary: GlossaryVocabulary,
   ) {}
 
   stats(): PoolStats {
     return this.pool.stats();
   }
 
-  /** `options.context` is ignored: PocketSphinx's n-gram search cannot be biased by free text. */
+  /**
+   * The glossary's words the dictionary lacks are added to the stream's decoder (vocabulary.ts);
+   * decoders are kept per set of added words, so a session's names reach no other session and a
+   * decoder is rebuilt only when its words change. Free-text `context` is not read otherwise.
+   */
   async createStream(options: AsrStreamOptions): Promise<AsrStream> {
     if (this.closed) throw new Error("PocketSphinx engine is closed");
     if (!this.capabilities.languages.includes(options.language)) {
       throw new Error(`PocketSphinx: language "${options.language}" is not supported (only en)`);
     }
-    const decoder = await this.pool.acquire();
+    const added = await this.vocabulary.wordsFor(options.glossary);
+    const decoder = await this.pool.acquire(added.key);
     try {
+      if (decoder.vocabulary !== added.key) await decoder.addWords(added.words, added.key);
       await decoder.start();
     } catch (error) {
       this.pool.discard(decoder);
       throw error;
     }
-    const stream = new PocketSphinxStream(decoder, this, SAMPLE_RATE);
+    const stream = new PocketSphinxStream(decoder, this, SAMPLE_RATE, added.spellings);
     this.streams.add(stream);
     if (this.closed) {
       // close() ran while the utterance was starting and could not abort this stream.
@@ -218,6 +228,7 @@ export async function createPocketSphinxEngine(
     max: maxDecoders,
     create: () => Decoder.create(native, args),
     destroy: (decoder) => decoder.free(),
+    keyOf: (decoder) => decoder.vocabulary,
   });
   // Create the first decoder now: a model PocketSphinx rejects fails here rather than on the first
   // session, and that session does not pay the load time.
@@ -228,5 +239,6 @@ export async function createPocketSphinxEngine(
     throw error;
   }
   const info: EngineInfo = { id: "pocketsphinx", version: `${await libraryVersion()}+${modelName(files)}` };
-  return new PocketSphinxAsrEngine(info, pool);
+  const vocabulary = await GlossaryVocabulary.load(files.dictionary, options.espeakBinary ?? "espeak-ng");
+  return new PocketSphinxAsrEngine(info, pool, vocabulary);
 }

@@ -78,6 +78,13 @@ export interface PocketSphinxNative {
   getCmnMean(state: CmnState): Float32Array;
   /** `cmn_live_set`: mean := vec, as if estimated over the library's CMN window. */
   setCmnMean(state: CmnState, mean: Float32Array): void;
+  /** `ps_lookup_word`: whether the dictionary has the word. */
+  hasWord(decoder: Pointer, word: string): boolean;
+  /**
+   * `ps_add_word`: the word with its phones into the dictionary and the language model; with
+   * `update`, the search is rebuilt to use it (slow: a worker thread). Its id, or < 0 on failure.
+   */
+  addWord(decoder: Pointer, word: string, phones: string, update: boolean): Promise<number>;
 }
 
 function loadLibrary(file: string, debianPackage: string): LibraryHandle {
@@ -146,6 +153,11 @@ function bind(): PocketSphinxNative {
     "int32_t ps_seg_prob(void *seg, int32_t *out_ascr, int32_t *out_lscr, int32_t *out_lback)",
   );
   const psGetLogmath = pocketsphinx.func("void *ps_get_logmath(void *ps)");
+  const psLookupWord = pocketsphinx.func("void *ps_lookup_word(void *ps, const char *word)");
+  const psAddWord = pocketsphinx.func(
+    "int ps_add_word(void *ps, const char *word, const char *phones, int update)",
+  );
+  const ckdFree = sphinxbase.func("void ckd_free(void *ptr)");
   const logmathExp = sphinxbase.func("double logmath_exp(void *lmath, int logb_p)");
 
   // Logging is process-global in sphinxbase. Disabling it once here replaces `-logfn /dev/null`: with
@@ -241,6 +253,16 @@ function bind(): PocketSphinxNative {
     setCmnMean(state, mean) {
       if (mean.length !== state.length) throw new Error("PocketSphinx: CMN vector length mismatch");
       cmnLiveSet(state.pointer, mean);
+    },
+    hasWord(decoder, word) {
+      // The phone string is allocated for the caller.
+      const phones = asPointer(psLookupWord(decoder, word));
+      if (phones === null) return false;
+      ckdFree(phones);
+      return true;
+    },
+    async addWord(decoder, word, phones, update) {
+      return Number(await callAsync(psAddWord, decoder, word, phones, update ? 1 : 0));
     },
   };
 }

@@ -15,9 +15,16 @@ export interface PoolOptions<T> {
   readonly destroy: (resource: T) => void;
   /** Names the pool in error messages. */
   readonly name: string;
+  /**
+   * What a resource was adapted to ("" as created): a caller asking for a key gets a resource with
+   * that key or a fresh one ("" — the caller adapts it), never one adapted to another key, which is
+   * replaced by a fresh one when no slot is free.
+   */
+  readonly keyOf?: (resource: T) => string;
 }
 
 interface Waiter<T> {
+  readonly key: string;
   resolve(resource: T): void;
   reject(error: Error): void;
 }
@@ -54,30 +61,53 @@ export class ResourcePool<T> {
     };
   }
 
-  acquire(): Promise<T> {
+  /** A resource with `key` or a fresh one (see `keyOf`); the most recently used first. */
+  acquire(key = ""): Promise<T> {
     if (this.closed) return Promise.reject(new Error(`${this.options.name} is closed`));
-    const resource = this.idle.pop();
-    if (resource !== undefined) {
+    const index = this.idleIndex(key);
+    if (index >= 0) {
+      const [resource] = this.idle.splice(index, 1) as [T];
       this.leased.add(resource);
       return Promise.resolve(resource);
     }
     if (this.stats().total < this.options.max) return this.createLeased();
-    return new Promise<T>((resolve, reject) => this.waiters.push({ resolve, reject }));
+    // Every slot is taken and the idle resources serve other keys: the least recently used is replaced.
+    const replaced = this.idle.shift();
+    if (replaced !== undefined) {
+      this.options.destroy(replaced);
+      return this.createLeased();
+    }
+    return new Promise<T>((resolve, reject) => this.waiters.push({ key, resolve, reject }));
   }
 
-  /** Returns a healthy resource; the longest waiter gets it first. */
+  /** Returns a healthy resource; the longest waiter gets it first (a fresh one if it has another key). */
   release(resource: T): void {
     if (!this.leased.delete(resource)) return;
     const waiter = this.closed ? undefined : this.waiters.shift();
     if (this.closed) {
       this.options.destroy(resource);
-    } else if (waiter) {
+    } else if (waiter && this.fits(resource, waiter.key)) {
       this.leased.add(resource);
       waiter.resolve(resource);
+    } else if (waiter) {
+      this.options.destroy(resource);
+      this.createLeased().then(waiter.resolve, waiter.reject);
     } else {
       this.idle.push(resource);
     }
     this.checkDrained();
+  }
+
+  private fits(resource: T, key: string): boolean {
+    const has = this.options.keyOf?.(resource) ?? "";
+    return has === key || has === "";
+  }
+
+  /** The idle resource to hand out for `key`: the last used with that key, else the last fresh one. */
+  private idleIndex(key: string): number {
+    const keyOf = this.options.keyOf ?? (() => "");
+    const same = this.idle.findLastIndex((resource) => keyOf(resource) === key);
+    return same >= 0 ? same : this.idle.findLastIndex((resource) => keyOf(resource) === "");
   }
 
   /** Destroys a resource whose state is unknown (a failed native call) and frees its slot. */

@@ -1,6 +1,7 @@
 import { AsrStreamBase } from "../kit/asr-stream.js";
 import type { Hypothesis } from "../../core/contracts.js";
 import type { Decoder } from "./decoder.js";
+import { spellAdded } from "./vocabulary.js";
 import { toHypothesis } from "./words.js";
 
 /** What a stream needs from its engine to give its decoder back. */
@@ -19,6 +20,8 @@ export class PocketSphinxStream extends AsrStreamBase {
     private readonly decoder: Decoder,
     private readonly owner: StreamOwner,
     private readonly sampleRate: number,
+    /** Words the session's glossary added, in its spelling. */
+    private readonly spellings: ReadonlyMap<string, string> = new Map(),
   ) {
     super("PocketSphinx");
   }
@@ -31,7 +34,7 @@ export class PocketSphinxStream extends AsrStreamBase {
 
   protected async currentHypothesis(): Promise<Hypothesis> {
     const { hyp, segments } = await this.decoder.result();
-    return toHypothesis(hyp, segments, this.durationMs());
+    return spellAdded(toHypothesis(hyp, segments, this.durationMs()), this.spellings);
   }
 
   protected async conclude(): Promise<Hypothesis> {
@@ -39,7 +42,7 @@ export class PocketSphinxStream extends AsrStreamBase {
       await this.decoder.end();
       const { hyp, segments } = await this.decoder.result(true);
       this.giveBack(true);
-      return toHypothesis(hyp, segments, this.durationMs());
+      return spellAdded(toHypothesis(hyp, segments, this.durationMs()), this.spellings);
     } catch (error) {
       this.giveBack(false);
       throw error;

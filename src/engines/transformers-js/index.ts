@@ -161,7 +161,7 @@ async function createWith(
   };
   return {
     info,
-    capabilities: { pairs, usesContext: false, streaming: true },
+    capabilities: { pairs, usesContext: false, placeholder: "digits", streaming: true },
     unavailableParts,
     hosts: () => [host.status()],
     async translate(request, signal) {
