@@ -57,13 +57,20 @@ export function percentile(values: (number | null)[], p: number): number | null 
 }
 
 /** N sessions stream every clip back to back in real time; real-time means finals keep up. */
-export async function measureConcurrency(baseUrl: string, apiKey: string, clips: Clip[], sessions: number) {
+export async function measureConcurrency(
+  baseUrl: string,
+  apiKey: string,
+  clips: Clip[],
+  sessions: number,
+  /** Further session parameters (a `context`, say). */
+  params: Record<string, string> = {},
+) {
   const errors: string[] = [];
   const finalLatencies: number[] = [];
   const lost: number[] = [];
   await Promise.all(
     Array.from({ length: sessions }, async (_, index) => {
-      const socket = await RealtimeSocket.connect((await createSession(baseUrl, apiKey, {})).ws_url);
+      const socket = await RealtimeSocket.connect((await createSession(baseUrl, apiKey, params)).ws_url);
       await socket.waitFor((m) => m.type === "ready");
       await sleep(index * 150); // desynchronise the sessions a little, like real users
       for (const clip of clips) {

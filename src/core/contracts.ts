@@ -173,6 +173,11 @@ export interface AsrEngine extends Engine {
   /** May wait for a free decoder when the engine bounds its concurrency. */
   createStream(options: AsrStreamOptions): Promise<AsrStream>;
   /**
+   * Gets ready for streams opened with these options before they come (a session's glossary to add
+   * to a vocabulary, say), so the first utterance does not wait for it. Never required.
+   */
+  prepare?(options: AsrStreamOptions): Promise<void>;
+  /**
    * Engines that stream results themselves (partials and endpoints as they hear them). The others
    * are asked for partials by the polling adapter (`openRecognition` in src/engines/kit/asr-stream.ts).
    */

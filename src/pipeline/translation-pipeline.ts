@@ -119,6 +119,8 @@ export class TranslationPipeline {
   private readonly intake: AudioIntake;
   private readonly recognition: UtteranceRecognition;
   private context: SessionContext;
+  /** Tells the recognizer about a new context ahead of the next utterance (`AsrEngine.prepare`). */
+  private readonly prepareRecognition: (context: SessionContext) => void;
   private closed = false;
   /** Fired by `close()`: cancels the translation and synthesis calls still running. */
   private readonly cancellation = new AbortController();
@@ -129,7 +131,15 @@ export class TranslationPipeline {
     if (vad.capabilities.sampleRate !== 16_000 || asr.capabilities.sampleRate !== 16_000) {
       throw new Error("the pipeline takes 16 kHz input; the configured VAD and ASR must accept 16 kHz");
     }
+    this.prepareRecognition = (context) => {
+      if (context.glossary.terms.length === 0 || !asr.prepare) return;
+      // A recognizer that cannot get ready now does so when the utterance opens its stream.
+      asr
+        .prepare({ language: options.sourceLanguage, context: context.text, glossary: context.glossary })
+        .catch(() => undefined);
+    };
     this.context = sessionContext(options.context);
+    this.prepareRecognition(this.context);
     const { emit, reportError } = this.output;
     const { signal } = this.cancellation;
     this.intake = new AudioIntake({
@@ -246,6 +256,7 @@ export class TranslationPipeline {
    */
   setContext(context: string): number {
     this.context = sessionContext(context);
+    this.prepareRecognition(this.context);
     return this.context.glossary.ignored;
   }
 

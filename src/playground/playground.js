@@ -150,6 +150,7 @@ async function startLive() {
       sourceLanguage: $("live-from").value,
       targetLanguage: $("live-to").value,
       ...($("live-voice").value ? { voiceId: $("live-voice").value } : {}),
+      ...($("live-context").value.trim() ? { context: $("live-context").value } : {}),
     },
   );
   const speaker = new Speaker($("live-audio"));
@@ -267,6 +268,7 @@ $("dub-start").addEventListener("click", async () => {
       sourceLang: $("dub-from").value,
       targetLang: $("dub-to").value,
       voice: $("dub-voice").value,
+      ...($("dub-context").value.trim() ? { context: $("dub-context").value } : {}),
     });
     progress.value = 0;
     const job = await client.wait(created.job_id, {

@@ -159,6 +159,23 @@ describe.skipIf(SPEECH_MISSING)("neural translation through the service (stand-i
     expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
   });
 
+  it("carries the context's terms through the model's tokenizer as placeholders and puts their targets back", async () => {
+    const socket = await open({
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      audioOutputEnabled: "false",
+      context: "forward => adelante\nmeters => metros",
+    });
+    await speak(socket, goForward);
+    socket.close();
+    // The stand-in echoes what its tokenizer read: the placeholders came back through the real
+    // tokenizer files and the model, and the targets stand in the terms' places.
+    const translated = finalsOf(socket, "translated_transcript").map((m) => m.text as string);
+    expect(translated.join(" ")).toMatch(/adelante/u);
+    expect(translated.join(" ")).not.toMatch(/forward|\b3\d\d\b/u);
+    for (const text of translated) expect(text).toMatch(/ \[es\]$/u);
+  });
+
   it("translates German into Spanish through English (de→en, en→es)", async () => {
     remote.reset();
     remote.languageOf = () => "german";

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -42,6 +42,17 @@ describe.skipIf(SPEECH_MISSING)("relay live", () => {
     // No line is an earlier, shorter version of a later one (the growing finals of one utterance).
     for (const [i, line] of lines.entries())
       for (const later of lines.slice(i + 1)) expect(later.startsWith(line)).toBe(false);
+  });
+
+  it("--context-file gives the session its glossary; --context with it is a usage error", async () => {
+    const glossary = path.join(tmp, "glossary.txt");
+    await writeFile(glossary, "forward => adelante (glosario)\n");
+    const result = await relay("live", goForward, "--no-audio", "--speed", "0", "--context-file", glossary);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^\[es\] .*adelante \(glosario\)/mu);
+    const both = await relay("live", goForward, "--no-audio", "--context", "x", "--context-file", glossary);
+    expect(both.code).not.toBe(0);
+    expect(errorLines(both)).toEqual(["relay: pass --context or --context-file, not both"]);
   });
 
   it("streams a WAV file, prints the final transcripts and writes the translated speech", async () => {

@@ -182,6 +182,32 @@ describe("TranslationPipeline (engine doubles)", () => {
     expect(asr.opened).toBe(2);
   });
 
+  it("gets the recognizer ready for the context's terms at start and at each new context, and spells them as given", async () => {
+    const prepared: string[][] = [];
+    const asr: AsrEngine = {
+      ...scriptedAsr(["the", "okrs", "review"]),
+      prepare: async (options) => void prepared.push(options.glossary!.terms.map((term) => term.text)),
+    };
+    const translated: string[] = [];
+    const pipeline = pipelineWith({
+      asr,
+      context: "OKRs",
+      translate: async (call) => {
+        translated.push(call.text);
+        return call.text;
+      },
+    });
+    pipeline.pushAudio(speech(1200));
+    pipeline.finalize();
+    const events = await collect(pipeline, (evs) => finals(evs, "translated").length > 0);
+    expect(finals(events, "original").at(-1)!.text).toMatch(/^the OKRs\b/u);
+    expect(translated.at(-1)).toMatch(/^the OKRs\b/u);
+    expect(pipeline.setContext("Kubernetes, Anneliese Brandt")).toBe(0);
+    pipeline.setContext("");
+    await pipeline.close();
+    expect(prepared).toEqual([["OKRs"], ["Kubernetes", "Anneliese Brandt"]]);
+  });
+
   it("end() carries an utterance in progress through translation and speech, then ends the events", async () => {
     const asr = scriptedAsr(["see", "you", "later"]);
     const pipeline = pipelineWith({ asr });

@@ -194,6 +194,23 @@ class PocketSphinxAsrEngine implements PocketSphinxEngine, StreamOwner {
     return stream;
   }
 
+  /**
+   * Adds a session's glossary words to a decoder as soon as the session has them (start, or a new
+   * context), so its first utterance does not wait for them (a few hundred ms per decoder).
+   */
+  async prepare(options: AsrStreamOptions): Promise<void> {
+    const added = await this.vocabulary.wordsFor(options.glossary);
+    if (this.closed || added.key === "" || this.pool.hasIdle(added.key)) return;
+    const decoder = await this.pool.acquire(added.key);
+    try {
+      if (decoder.vocabulary !== added.key) await decoder.addWords(added.words, added.key);
+    } catch (error) {
+      this.pool.discard(decoder);
+      throw error;
+    }
+    this.pool.release(decoder);
+  }
+
   release(decoder: Decoder, stream: PocketSphinxStream): void {
     this.streams.delete(stream);
     this.pool.release(decoder);

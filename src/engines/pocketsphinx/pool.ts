@@ -98,6 +98,12 @@ export class ResourcePool<T> {
     this.checkDrained();
   }
 
+  /** Whether an idle resource has `key`. */
+  hasIdle(key: string): boolean {
+    const keyOf = this.options.keyOf ?? (() => "");
+    return this.idle.some((resource) => keyOf(resource) === key);
+  }
+
   private fits(resource: T, key: string): boolean {
     const has = this.options.keyOf?.(resource) ?? "";
     return has === key || has === "";

@@ -73,6 +73,10 @@ export class FallbackRecognizer extends StandIn<AsrEngine> implements AsrEngine 
   createStream(options: AsrStreamOptions): Promise<AsrStream> {
     return firstSuccess(this.candidates, (engine) => engine.createStream(options), undefined, this.served);
   }
+
+  async prepare(options: AsrStreamOptions): Promise<void> {
+    await this.primary.prepare?.(options);
+  }
 }
 
 /** Synthesizers of one language in order of preference: the first that speaks (a stream: before its first chunk). */
@@ -110,6 +114,10 @@ export class RestrictedRecognizer extends StandIn<AsrEngine> implements AsrEngin
 
   createStream(options: AsrStreamOptions): Promise<AsrStream> {
     return this.primary.createStream(options);
+  }
+
+  async prepare(options: AsrStreamOptions): Promise<void> {
+    await this.primary.prepare?.(options);
   }
 }
 

@@ -12,6 +12,7 @@
  * Loading a model blocks the event loop (the addon loads synchronously), which is why all contexts
  * are created here, before the engine serves anything, rather than on demand.
  */
+import { glossaryFromContext, type Glossary } from "../../core/glossary.js";
 import { availableParallelism } from "node:os";
 import path from "node:path";
 import type {
@@ -75,6 +76,20 @@ const MAX_TOKENS_PER_SECOND = 12;
 const MAX_TOKENS_BASE = 16;
 /** Whisper reads at most half its 448-token text context as prompt; more characters are wasted work. */
 const MAX_PROMPT_CHARS = 1_000;
+/** The session context's share of the prompt; the rest is the utterance's committed text. */
+const MAX_CONTEXT_PROMPT_CHARS = 600;
+
+/**
+ * The session context as prompt: the free text when it fits its share, else the glossary's terms
+ * (the names whisper should spell), so a long context does not push the names out of the prompt.
+ */
+function promptContext(context: string | undefined, glossary: Glossary | undefined): string | undefined {
+  const text = context?.trim();
+  if (!text) return undefined;
+  if (text.length <= MAX_CONTEXT_PROMPT_CHARS) return text;
+  const terms = (glossary ?? glossaryFromContext(text)).terms.map((term) => term.text).join(", ");
+  return (terms || text).slice(0, MAX_CONTEXT_PROMPT_CHARS);
+}
 
 export interface WhisperCppOptions {
   /** A whisper.cpp ggml model (`ggml-*.bin`); `*.en` models are English-only. */
@@ -246,9 +261,8 @@ class WhisperCppAsrEngine implements WhisperCppEngine, StreamHost {
       throw new Error(`whisper.cpp: ${this.model.file} cannot identify language(s) ${unknown.join(", ")}`);
     }
     const stream = new WhisperCppStream(this, this.partialIntervalSamples, options.language);
-    const context = options.context?.trim();
     this.streams.set(stream, {
-      context: context ? context : undefined,
+      context: promptContext(options.context, options.glossary),
       candidates: candidates.map(toWhisperLanguage),
     });
     return stream;
@@ -278,7 +292,8 @@ class WhisperCppAsrEngine implements WhisperCppEngine, StreamHost {
   ): RunningDecode<Decoded> {
     const { audio } = input;
     const native = this.binding.kind === "native";
-    const prompt = [settings.context, input.committedText].filter(Boolean).join(" ").slice(-MAX_PROMPT_CHARS);
+    const committed = input.committedText.slice(-(MAX_PROMPT_CHARS - (settings.context?.length ?? 0) - 1));
+    const prompt = [settings.context, committed].filter(Boolean).join(" ");
     const options: NativeTranscribeOptions = {
       language: input.language === "auto" ? "auto" : toWhisperLanguage(input.language),
       maxThreads: this.threads,
