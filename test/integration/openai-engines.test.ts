@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { glossaryFromContext } from "../../src/core/glossary.js";
 import {
   createOpenAiAsrEngine,
   createOpenAiMtEngine,
@@ -362,6 +363,22 @@ describe("remote MT (POST /v1/chat/completions)", () => {
         "English (US): Let's look at the cluster.\nSwiss German: Schauen wir uns den Cluster an.",
     );
     expect(system.indexOf("Welcome to the talk.")).toBeLessThan(system.indexOf("Let's look at the cluster."));
+  });
+
+  it("lists the context's glossary in the system message: terms to keep, and terms with their target", async () => {
+    const context = "Kubernetes, Anneliese Brandt\nthe cluster => der Verbund";
+    await mt().translate({
+      text: "Anneliese Brandt runs the cluster.",
+      from: "en",
+      to: "de",
+      context,
+      glossary: glossaryFromContext(context),
+    });
+    const system = (server.ofEndpoint("chat")[0]!.json!["messages"] as { content: string }[])[0]!.content;
+    expect(system).toContain(
+      "Glossary (write each term exactly as given here):\nKubernetes (keep as is)\n" +
+        "Anneliese Brandt (keep as is)\nthe cluster → der Verbund",
+    );
   });
 
   it("names the languages from their codes when no labels are given", async () => {
