@@ -63,7 +63,7 @@ export function inFlagTerms(message: string, flags: FlagNames): string {
   const names = [...new Set(Object.keys(flags).map((key) => key.split("=")[0]!))];
   if (names.length === 0) return message;
   // name=value, name="value" (sessions) or name "value" (dubbing); a bare name is the flag alone.
-  const pattern = new RegExp(`\\b(${names.join("|")})\\b(?:="?([^\\s",;:)]*)"?| "([^"]*)")?`, "gu");
+  const pattern = new RegExp(`(?<![-\\w])(${names.join("|")})\\b(?:="?([^\\s",;:)]*)"?| "([^"]*)")?`, "gu");
   return message.replace(pattern, (whole: string, name: string, assigned?: string, quoted?: string) => {
     const value = assigned ?? quoted;
     const flag = flags[name];

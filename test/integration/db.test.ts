@@ -189,6 +189,7 @@ function dbSuite(name: string, skip: boolean, makeBackend: () => Promise<Backend
           "0005_key_management",
           "0006_storage_retention",
           "0007_fair_claims",
+          "0008_job_context",
         ]);
         // The instances opened earlier still work after the re-open.
         expect(await db.accounts.findByKey("nobody")).toBeUndefined();

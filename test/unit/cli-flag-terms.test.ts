@@ -19,4 +19,11 @@ describe("inFlagTerms: the service's parameter names as the CLI's flags", () => 
       inFlagTerms('target_lang "xx" is not served; source_lang "auto" (the default); my_target_lang', dub),
     ).toBe("--to xx is not served; --from auto (the default); my_target_lang");
   });
+  it("leaves a name that is already a flag (--context) as it is", () => {
+    const flags = { context: "--context" };
+    expect(inFlagTerms("context is 2001 characters long", flags)).toBe("--context is 2001 characters long");
+    expect(inFlagTerms("pass --context or --context-file, not both", flags)).toBe(
+      "pass --context or --context-file, not both",
+    );
+  });
 });
