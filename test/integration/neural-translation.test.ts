@@ -222,6 +222,40 @@ describe.skipIf(SPEECH_MISSING)("neural translation through the service (stand-i
     expect(translated.text).toMatch(/\[en\].*\[ko\]$/u);
   });
 
+  it("gives a room's and a dubbing job's context to the model's route: targets in translations and subtitles", async () => {
+    const context = "forward => adelante (glosario)";
+    const room = await createRoomSession(server.baseUrl, API_KEY, {
+      source_language: "en-US",
+      target_language: "es-ES",
+      context,
+    });
+    const socket = await joinRoom(room);
+    const padded = new Int16Array(goForward.length + 24_000);
+    padded.set(goForward);
+    await socket.stream(padded, { chunkMs: 20, speed: 4 });
+    const translated = await socket.waitFor(
+      (m) => m.type === "translated_transcript" && m.is_final === true && /adelante/u.test(String(m.text)),
+      30_000,
+    );
+    socket.close();
+    expect(translated.text).toMatch(/adelante \(glosario\).*\[es\]$/u);
+
+    const client = dubbingClient(server.baseUrl, API_KEY);
+    const sourceUrl = await client.upload(sharedPath(GO_FORWARD), "audio/wav");
+    const created = await client.request("POST", "/api/dubbing/jobs", {
+      source_url: sourceUrl,
+      source_lang: "en",
+      target_lang: "es",
+      voice: "female",
+      context,
+    });
+    expect(created.status).toBe(201);
+    const job = await client.finished(created.body.job_id as string);
+    expect(job.status).toBe("completed");
+    const segments = job.segments as { translated_text: string }[];
+    expect(segments.map((segment) => segment.translated_text).join(" ")).toMatch(/adelante \(glosario\)/u);
+  });
+
   it("dubs into each of the ten languages", async () => {
     const client = dubbingClient(server.baseUrl, API_KEY);
     // A recording (no picture to carry through): what is dubbed is its speech.
