@@ -198,7 +198,8 @@ export function sessionContext(text: string | undefined): SessionContext {
   return text?.trim() ? { text, glossary: glossaryFromContext(text) } : NO_CONTEXT;
 }
 
-const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/gu, "\\$&");
+/** `text` as a literal inside a regular expression. */
+export const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/gu, "\\$&");
 
 /**
  * A pattern that finds the terms in text: whole words only, longest first, any case and spacing (a

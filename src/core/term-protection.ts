@@ -1,4 +1,4 @@
-import { termOf, termPattern, type TranslatedTerm } from "./glossary.js";
+import { escapeRegExp, termOf, termPattern, type TranslatedTerm } from "./glossary.js";
 
 /**
  * Carrying glossary terms through a translation engine that cannot read context (Apertium, Opus-MT,
@@ -7,9 +7,10 @@ import { termOf, termPattern, type TranslatedTerm } from "./glossary.js";
  * depends on the engine; each declares its form (`MtCapabilities.placeholder`), chosen by
  * measurement (`npm run bench:context`, docs/benchmarks.md).
  *
- * - `digits`: a three-digit number ("311"; no thousands separator to localize): every engine copies numbers, and rule-based ones treat them as a
- *   noun phrase, so the grammar around them holds.
- * - `name`: an invented capitalized word ("Zorvex"): read as an unknown proper noun.
+ * - `digits`: a three-digit number ("311": no thousands separator to localize); numbers are what
+ *   subword vocabularies hold whole.
+ * - `name`: an invented capitalized word ("Zorvax"): read as an unknown proper noun, so the grammar
+ *   around it holds (Apertium: "Dr. Zorvax met" keeps its verb).
  * - `tag`: an XML-like tag ("<t1/>"): markup-aware engines pass it through as formatting.
  */
 export type PlaceholderForm = "digits" | "name" | "tag";
@@ -38,8 +39,6 @@ function placeholder(form: PlaceholderForm, index: number): string {
   }
 }
 
-const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/gu, "\\$&");
-
 /**
  * Replaces the occurrences of `terms` (each with a target) in `text`; undefined when none occurs or
  * when a placeholder of this form already stands in the text.
@@ -65,7 +64,7 @@ export function protectTerms(
     restore(translation) {
       let restored = translation;
       for (const [index, mark] of marks.entries()) {
-        const found = new RegExp(`(?<![\\p{L}\\p{N}])${escape(mark)}(?![\\p{L}\\p{N}])`, "giu");
+        const found = new RegExp(`(?<![\\p{L}\\p{N}])${escapeRegExp(mark)}(?![\\p{L}\\p{N}])`, "giu");
         const count = restored.match(found)?.length ?? 0;
         if (count !== 1) return undefined;
         restored = restored.replace(found, () => targets[index]!);

@@ -131,12 +131,26 @@ export class TranslationPipeline {
     if (vad.capabilities.sampleRate !== 16_000 || asr.capabilities.sampleRate !== 16_000) {
       throw new Error("the pipeline takes 16 kHz input; the configured VAD and ASR must accept 16 kHz");
     }
+    // One preparation at a time, then only the latest context: a client that changes its context
+    // in a loop costs one preparation at a time. A recognizer that cannot get ready now does so when
+    // the utterance opens its stream.
+    let preparing = false;
+    let next: SessionContext | undefined;
     this.prepareRecognition = (context) => {
-      if (context.glossary.terms.length === 0 || !asr.prepare) return;
-      // A recognizer that cannot get ready now does so when the utterance opens its stream.
-      asr
-        .prepare({ language: options.sourceLanguage, context: context.text, glossary: context.glossary })
-        .catch(() => undefined);
+      if (!asr.prepare || context.glossary.terms.length === 0) return;
+      next = context;
+      if (preparing) return;
+      preparing = true;
+      void (async () => {
+        for (let wanted: SessionContext | undefined = next; wanted && !this.closed; wanted = next) {
+          next = undefined;
+          const { text, glossary } = wanted;
+          await asr.prepare!({ language: options.sourceLanguage, context: text, glossary }).catch(
+            () => undefined,
+          );
+        }
+        preparing = false;
+      })();
     };
     this.context = sessionContext(options.context);
     this.prepareRecognition(this.context);

@@ -203,9 +203,12 @@ describe("TranslationPipeline (engine doubles)", () => {
     expect(finals(events, "original").at(-1)!.text).toMatch(/^the OKRs\b/u);
     expect(translated.at(-1)).toMatch(/^the OKRs\b/u);
     expect(pipeline.setContext("Kubernetes, Anneliese Brandt")).toBe(0);
+    // A client changing its context in a loop: one preparation at a time, then the latest.
+    for (let i = 0; i < 50; i++) pipeline.setContext(`Name${i}x`);
     pipeline.setContext("");
+    await new Promise((resolve) => setTimeout(resolve, 10));
     await pipeline.close();
-    expect(prepared).toEqual([["OKRs"], ["Kubernetes", "Anneliese Brandt"]]);
+    expect(prepared).toEqual([["OKRs"], ["Kubernetes", "Anneliese Brandt"], ["Name49x"]]);
   });
 
   it("end() carries an utterance in progress through translation and speech, then ends the events", async () => {

@@ -106,12 +106,6 @@ export class Decoder {
     return { hyp, segments };
   }
 
-  /** Whether the dictionary has `word` (lower case). */
-  knows(word: string): boolean {
-    this.assertLive();
-    return this.native.hasWord(this.handle, word);
-  }
-
   /**
    * Adds words with their CMU phones to the dictionary and the language model, then rebuilds the
    * search once; `vocabulary` becomes `key`. Words it has already are skipped.
