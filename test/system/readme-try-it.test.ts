@@ -48,15 +48,23 @@ afterAll(async () => {
 });
 
 describe("the README's Try it", () => {
-  it("runs every command as written, and relay live prints the transcript shown", async () => {
-    expect(commands.map((c) => c.args[0])).toEqual(["live", "speak", "dub", "languages"]);
-    for (const { args, output } of commands) {
-      const moved = args.map((arg) => (arg.startsWith("out/") ? path.join(out, arg.slice(4)) : arg));
-      const result = await runScript("src/cli/main.ts", moved, { RELAY_SERVER: server.baseUrl });
-      expect(result.code, `relay ${args.join(" ")}: ${result.stderr}`).toBe(0);
-      if (output.length > 0) expect(result.stdout.trimEnd().split("\n")).toEqual(output);
-    }
-    for (const written of ["live.wav", "bonjour.wav", "dubbed.mp4"])
-      expect(existsSync(path.join(out, written)), written).toBe(true);
-  }, 240_000);
+  // `relay live` streams in real time, and where the stable mode splits an utterance's tail depends
+  // on how far recognition lags: on a machine loaded by other work, the README's split was seen to
+  // differ once in a fresh clone's run. One more run, with the same exact comparison, tells a slow
+  // machine from a changed transcript.
+  it(
+    "runs every command as written, and relay live prints the transcript shown",
+    { retry: 1, timeout: 240_000 },
+    async () => {
+      expect(commands.map((c) => c.args[0])).toEqual(["live", "speak", "dub", "languages"]);
+      for (const { args, output } of commands) {
+        const moved = args.map((arg) => (arg.startsWith("out/") ? path.join(out, arg.slice(4)) : arg));
+        const result = await runScript("src/cli/main.ts", moved, { RELAY_SERVER: server.baseUrl });
+        expect(result.code, `relay ${args.join(" ")}: ${result.stderr}`).toBe(0);
+        if (output.length > 0) expect(result.stdout.trimEnd().split("\n")).toEqual(output);
+      }
+      for (const written of ["live.wav", "bonjour.wav", "dubbed.mp4"])
+        expect(existsSync(path.join(out, written)), written).toBe(true);
+    },
+  );
 });
