@@ -219,24 +219,32 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
 
   it("answers 503 for a new session only when every process is full (one slot each)", async () => {
     const first = await RealtimeSocket.connect(on(a, (await createSession(a.baseUrl, API_KEY)).ws_url));
-    await first.waitFor((m) => m.type === "ready");
-    // a is full, b is not: a still hands out sessions.
-    expect(await sessionStatus(a)).toBe(200);
-    const second = await RealtimeSocket.connect(on(b, (await createSession(a.baseUrl, API_KEY)).ws_url));
-    await second.waitFor((m) => m.type === "ready");
-    // Both full: refused on both once a has heard b's heartbeat.
-    expect(await eventually(() => sessionStatus(a), 503)).toBe(503);
-    expect(await sessionStatus(b)).toBe(503);
-    // A socket arriving at a full process is closed with 4503.
-    second.close();
-    await second.closed();
-    const late = await createSession(b.baseUrl, API_KEY);
-    const refused = await RealtimeSocket.connect(on(a, late.ws_url));
-    await refused.closed();
-    expect(refused.closeCode).toBe(4503);
-    first.close();
-    await first.closed();
+    let second: RealtimeSocket | undefined;
+    try {
+      await first.waitFor((m) => m.type === "ready");
+      // a is full, b is not: a still hands out sessions.
+      expect(await sessionStatus(a)).toBe(200);
+      second = await RealtimeSocket.connect(on(b, (await createSession(a.baseUrl, API_KEY)).ws_url));
+      await second.waitFor((m) => m.type === "ready");
+      // Both full: refused on each once it has heard the other's heartbeat (b may not have
+      // heard a's since a filled up).
+      expect(await eventually(() => sessionStatus(a), 503)).toBe(503);
+      expect(await eventually(() => sessionStatus(b), 503)).toBe(503);
+      // A socket arriving at a full process is closed with 4503.
+      second.close();
+      await second.closed();
+      const late = await createSession(b.baseUrl, API_KEY);
+      const refused = await RealtimeSocket.connect(on(a, late.ws_url));
+      await refused.closed();
+      expect(refused.closeCode).toBe(4503);
+    } finally {
+      // Free both slots whatever happened, so the next tests find the fleet empty.
+      second?.close();
+      first.close();
+      await Promise.all([first.closed(), second?.closed()]);
+    }
     expect(await eventually(() => sessionStatus(b), 200)).toBe(200);
+    expect(await eventually(() => sessionStatus(a), 200)).toBe(200);
   });
 
   it.skipIf(sharedMissing("data/speech"))(
