@@ -76,4 +76,7 @@ pull_defaults "neural model" sherpa-onnx SHERPA_CATALOGUE "the embedded engines 
 # The default translation models (Opus-MT through transformers.js, about 650 MiB): en<->es, en<->fr
 # and en<->de, and every pair between those four through English; Apertium stays the fallback.
 pull_defaults "translation model" transformers-js MT_CATALOGUE "Apertium translates"
+# The default tone colour model (OpenVoice V2's converter in ONNX, MIT, about 125 MiB): rooms'
+# voice_type=clone speaks in the speaker's own voice; without it, clone picks the nearest library voice.
+pull_defaults "tone colour model" openvoice TONE_COLOR_CATALOGUE "voice_type=clone uses the nearest library voice"
 echo "setup: done"

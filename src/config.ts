@@ -452,7 +452,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ...(e.SPEAKER_NEW_ABOVE === undefined ? {} : { newSpeakerAbove: e.SPEAKER_NEW_ABOVE }),
       },
       pivotLanguages: engineLists.pivot,
-      families: familySettingsFrom(e, { maxSessions: e.MAX_SESSIONS, projectRoot: PROJECT_ROOT }),
+      families: familySettingsFrom(e, {
+        maxSessions: e.MAX_SESSIONS,
+        projectRoot: PROJECT_ROOT,
+        modelsDir,
+      }),
       voiceMeasurementsDir: path.resolve(
         e.VOICE_MEASUREMENTS_DIR ?? path.join(dataDir, "voice-measurements"),
       ),

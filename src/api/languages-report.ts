@@ -27,5 +27,15 @@ export function languagesReport(registry: EngineRegistry) {
     engines: registry.engines(),
     dubbing: servedDubbingLanguages(registry),
     recognition_tier: recognitionTier(registry),
+    voice_clone: voiceCloneReport(registry),
   };
+}
+
+/**
+ * What clone voices speak with (rooms' `voice_type=clone`, sessions' `voiceType=clone`, dubbing's
+ * `voice=clone`): `tone-color` (each speaker's own voice, with the converter engine), `library`
+ * (the nearest library voice: no tone colour model) or `off` (VOICE_CLONE=off).
+ */
+export function voiceCloneReport(registry: EngineRegistry) {
+  return { mode: registry.voiceClone, engine: registry.toneColor?.info.id ?? null };
 }

@@ -1,3 +1,4 @@
+import { voiceCloneReport } from "./languages-report.js";
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Database } from "../db/types.js";
@@ -126,6 +127,11 @@ export async function operationsRoutes(app: FastifyInstance, options: Operations
               )
               .describe("Every translation direction served, by which engines, and through which pivot"),
             unavailable_engines: z.array(z.looseObject({ id: z.string(), reason: z.string() })),
+            voice_clone: z
+              .object({ mode: z.enum(["tone-color", "library", "off"]), engine: z.string().nullable() })
+              .describe(
+                "What clone voices speak with: each speaker's own voice (tone-color), the nearest library voice (library: no tone colour model), or off (VOICE_CLONE=off)",
+              ),
             model_hosts: z
               .array(
                 z.object({
@@ -153,6 +159,7 @@ export async function operationsRoutes(app: FastifyInstance, options: Operations
       engines: registry.engines(),
       translation_pairs: registry.translationPairs(),
       unavailable_engines: unavailableEngines(registry),
+      voice_clone: voiceCloneReport(registry),
       model_hosts: registry.hosts().map(({ host, state, failures, restarts, rssBytes }) => ({
         host,
         state,

@@ -21,7 +21,7 @@ import { ProgressLine } from "./progress.js";
 export interface DubCommandOptions {
   readonly to: string;
   readonly from: string;
-  /** "auto", "female", "male" or a voice id; the server's default ("auto") when absent. */
+  /** "auto", "clone", "female", "male" or a voice id; the server's default ("auto") when absent. */
   readonly voice?: string;
   readonly out: string;
   readonly context?: string;

@@ -34,21 +34,25 @@ import {
 import { isPulled } from "../engines/sherpa-onnx/models.js";
 import { plainText } from "../engines/kit/models/model-dir.js";
 import { pullSherpaModel, readManifest, verifySherpaModel } from "../engines/sherpa-onnx/pull.js";
+import { findToneColorModel, TONE_COLOR_CATALOGUE } from "../engines/openvoice/catalogue.js";
+import { isToneColorPulled } from "../engines/openvoice/models.js";
+import { verifyToneColorModel } from "../engines/openvoice/pull.js";
 import { CliError, printTable } from "./common.js";
 import { checkModels } from "./models-check.js";
+import { listToneColorModels, toneColorPullSteps } from "./models-tone-color.js";
 import { ProgressLine } from "./progress.js";
 
 /**
  * `relay models list | pull <name> | verify [name]`: the whisper.cpp models, the sherpa-onnx
- * models (voices, streaming recognition, punctuation, speaker embeddings) and the translation
- * models (transformers.js) on this machine. `relay models pull mt de-en` pulls the model of a
+ * models (voices, streaming recognition, punctuation, speaker embeddings), the translation
+ * models (transformers.js) and the tone colour model (OpenVoice, models-tone-color.ts) on this machine. `relay models pull mt de-en` pulls the model of a
  * translation direction.
  */
 
 /**
  * Download from a mirror (or a test server) instead of the official locations: whisper models as
- * `<base>/ggml-<name>.bin`, sherpa-onnx archives as `<base>/<file>`, translation models in Hugging
- * Face's layout (`<base>/<repo>/resolve/main/<file>`).
+ * `<base>/ggml-<name>.bin`, sherpa-onnx archives as `<base>/<file>`, translation and tone colour
+ * models in Hugging Face's layout (`<base>/<repo>/resolve/main/<file>`).
  */
 const BASE_URL_ENV = "RELAY_MODELS_BASE_URL";
 
@@ -59,7 +63,9 @@ interface DirOptions {
 const dirOf = (options: DirOptions): string => options.dir ?? modelsDir(process.env);
 
 function knownNames(): string {
-  return [...CATALOGUE, ...SHERPA_CATALOGUE, ...MT_CATALOGUE].map((model) => model.name).join(", ");
+  return [...CATALOGUE, ...SHERPA_CATALOGUE, ...MT_CATALOGUE, ...TONE_COLOR_CATALOGUE]
+    .map((model) => model.name)
+    .join(", ");
 }
 
 function entryOrFail(name: string): ModelEntry {
@@ -121,6 +127,7 @@ export async function listModels(dir: string): Promise<number> {
     ),
   );
   await listTranslationModels(dir);
+  listToneColorModels(dir);
   return 0;
 }
 
@@ -258,6 +265,8 @@ export async function pullModel(
   if (translation) return pullTranslation(translation, dir, baseUrl);
   const neural = findSherpaModel(name);
   if (neural) return pullNeural(neural, dir, baseUrl);
+  const tone = findToneColorModel(name);
+  if (tone) return pullIntoDirectory(tone, tone.repo, dir, toneColorPullSteps(tone, dir), baseUrl);
   const entry = entryOrFail(name);
   const existing = await fileSize(modelPath(entry, dir));
   if (existing !== undefined) {
@@ -287,7 +296,7 @@ export async function pullModel(
 }
 
 /**
- * A model pulled whole into a directory of its own (sherpa-onnx, translation): nothing to do when
+ * A model pulled whole into a directory of its own (sherpa-onnx, translation, tone colour): nothing to do when
  * it is there and verifies, otherwise downloaded (or resumed) with its progress; `detail` and
  * `after` say what the pull checked and recorded.
  */
@@ -357,44 +366,59 @@ function pullTranslation(entry: MtModelEntry, dir: string, baseUrl: string | und
   );
 }
 
+interface Verification {
+  readonly name: string;
+  readonly verify: () => Promise<{ ok: boolean; message: string }>;
+}
+
+/** Each entry's verification, in the models directory. */
+function verifications<E extends { name: string }>(
+  entries: readonly E[],
+  verify: (entry: E, dir: string) => Promise<{ ok: boolean; message: string }>,
+  dir: string,
+): Verification[] {
+  return entries.map((entry) => ({ name: entry.name, verify: () => verify(entry, dir) }));
+}
+
 /** `relay models verify [name]`: one model, or every pulled catalogue model in the directory. */
 export async function verifyModels(name: string | undefined, dir: string): Promise<number> {
-  const neural = name ? findSherpaModel(name) : undefined;
-  const neuralEntries = name
-    ? neural
-      ? [neural]
-      : []
-    : SHERPA_CATALOGUE.filter((entry) => isPulled(entry, dir));
-  const translation = name ? findMtModel(name) : undefined;
-  const translationEntries = name
-    ? translation
-      ? [translation]
-      : []
-    : MT_CATALOGUE.filter((entry) => isMtPulled(entry, dir));
-  const entries = name && !neural && !translation ? [entryOrFail(name)] : [];
-  if (!name) {
+  const all: Verification[] = [];
+  if (name) {
+    const [neural, translation, tone] = [findSherpaModel(name), findMtModel(name), findToneColorModel(name)];
+    if (neural) all.push(...verifications([neural], verifySherpaModel, dir));
+    if (translation) all.push(...verifications([translation], verifyMtModel, dir));
+    if (tone) all.push(...verifications([tone], verifyToneColorModel, dir));
+    if (all.length === 0) all.push(...verifications([entryOrFail(name)], verifyModel, dir));
+  } else {
     for (const entry of CATALOGUE)
-      if ((await fileSize(modelPath(entry, dir))) !== undefined) entries.push(entry);
-    if (entries.length === 0 && neuralEntries.length === 0 && translationEntries.length === 0) {
+      if ((await fileSize(modelPath(entry, dir))) !== undefined)
+        all.push(...verifications([entry], verifyModel, dir));
+    all.push(
+      ...verifications(
+        SHERPA_CATALOGUE.filter((entry) => isPulled(entry, dir)),
+        verifySherpaModel,
+        dir,
+      ),
+      ...verifications(
+        MT_CATALOGUE.filter((entry) => isMtPulled(entry, dir)),
+        verifyMtModel,
+        dir,
+      ),
+      ...verifications(
+        TONE_COLOR_CATALOGUE.filter((entry) => isToneColorPulled(entry, dir)),
+        verifyToneColorModel,
+        dir,
+      ),
+    );
+    if (all.length === 0) {
       console.log(`no models pulled in ${dir} (see \`relay models list\`)`);
       return 0;
     }
   }
   let failed = 0;
-  const all = [...entries, ...neuralEntries, ...translationEntries];
   const width = Math.max(...all.map((entry) => entry.name.length));
-  for (const entry of entries) {
-    const result = await verifyModel(entry, dir);
-    if (!result.ok) failed++;
-    console.log(`${entry.name.padEnd(width)}  ${result.ok ? "" : "FAILED: "}${result.message}`);
-  }
-  for (const entry of neuralEntries) {
-    const result = await verifySherpaModel(entry, dir);
-    if (!result.ok) failed++;
-    console.log(`${entry.name.padEnd(width)}  ${result.ok ? "" : "FAILED: "}${result.message}`);
-  }
-  for (const entry of translationEntries) {
-    const result = await verifyMtModel(entry, dir);
+  for (const entry of all) {
+    const result = await entry.verify();
     if (!result.ok) failed++;
     console.log(`${entry.name.padEnd(width)}  ${result.ok ? "" : "FAILED: "}${result.message}`);
   }
@@ -412,7 +436,7 @@ const dirHelp = "models directory (default: $MODELS_DIR, else $DATA_DIR/models)"
 
 export function modelsCommand(): Command {
   const models = new Command("models").description(
-    "whisper.cpp, sherpa-onnx (voices, streaming recognition, speakers) and translation models: list, download and verify",
+    "whisper.cpp, sherpa-onnx (voices, streaming recognition, speakers), translation and tone colour models: list, download and verify",
   );
   models
     .command("list")

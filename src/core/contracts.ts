@@ -356,3 +356,36 @@ export interface SpeakerEngine extends Engine {
   /** How unlike two voiceprints are: 0 for the same voice, growing with the difference. */
   distance(a: Voiceprint, b: Voiceprint): number;
 }
+
+// ---------------------------------------------------------------- tone colour (voice_type=clone)
+
+/**
+ * A speaker's timbre as the converter's extractor measures it (OpenVoice V2: a 256-value vector).
+ * Made only from audio of the room, session or job it serves and kept in its memory: never stored,
+ * logged or shared (docs/privacy.md).
+ */
+export interface ToneColor {
+  readonly vector: Float32Array;
+  /** Seconds of speech it was extracted from. */
+  readonly seconds: number;
+}
+
+export interface ToneColorCapabilities {
+  /** Sample rate the engine works at (22,050 Hz for OpenVoice V2); other rates are resampled. */
+  readonly sampleRate: number;
+  /** Seconds of a speaker's speech before their tone colour is extracted. */
+  readonly minSeconds: number;
+}
+
+/**
+ * Turns speech into a speaker's own voice (rooms' `voice_type=clone`, sessions' `voiceType=clone`,
+ * dubbing's `voice=clone`): the library voice speaks, the converter moves its timbre to the
+ * speaker's. Mono samples in [-1, 1].
+ */
+export interface ToneColorEngine extends Engine {
+  readonly capabilities: ToneColorCapabilities;
+  /** The tone colour of a stretch of one speaker's speech. */
+  toneColor(audio: SynthesizedAudio, signal?: AbortSignal): Promise<ToneColor>;
+  /** `audio` in the voice of `target`, at the engine's sample rate. */
+  convert(audio: SynthesizedAudio, target: ToneColor, signal?: AbortSignal): Promise<SynthesizedAudio>;
+}

@@ -1,4 +1,4 @@
-import type { Hypothesis, LanguageCode, TranslationCall, Voice } from "../core/contracts.js";
+import type { Hypothesis, LanguageCode, ToneColor, TranslationCall, Voice } from "../core/contracts.js";
 
 export type { TranslationCall } from "../core/contracts.js";
 
@@ -21,14 +21,16 @@ export type TranslateFn = (call: TargetedCall, signal: AbortSignal) => Promise<s
 export type TranslateStreamFn = (call: TargetedCall, signal: AbortSignal) => AsyncIterable<string>;
 /**
  * Renders one sentence of translated text (in `language`) as standalone output frames, yielded as
- * they are ready, in `voice` (the pipeline's `voices` chose it; undefined without them). `signal`
- * fires when the pipeline is closed.
+ * they are ready, in `voice` (the pipeline's `voices` chose it; undefined without them), converted
+ * to `toneColor` when the speaker's own voice is known (clone voices). `signal` fires when the
+ * pipeline is closed.
  */
 export type SpeakFn = (
   text: string,
   language: LanguageCode,
   voice: Voice | undefined,
   signal: AbortSignal,
+  toneColor?: ToneColor,
 ) => AsyncIterable<Float32Array>;
 
 /** Latencies a pipeline reports (see `PipelineObserver`). */
@@ -178,6 +180,8 @@ export interface SpokenLine {
   readonly segmentId: string;
   readonly language: LanguageCode;
   readonly voice: Voice | undefined;
+  /** The speaker's own timbre the voice is converted to, when known (clone voices). */
+  readonly toneColor?: ToneColor | undefined;
   /** When its first text was queued (performance.now()), for the first_audio latency. */
   readonly queuedAt: number;
 }

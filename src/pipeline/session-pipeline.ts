@@ -6,7 +6,8 @@ import { translatorFor, type Translator } from "../engines/routing/translator.js
 import { type VoiceChoice } from "../voices/voice-defaults.js";
 import { fixedVoice, genderDefault, MatchedVoices, type VoiceChooser } from "../speakers/voice-choice.js";
 import { voiceClonerFor } from "../voices/voice-clone.js";
-import { renderSpeech } from "./speech-output.js";
+import { renderOwnVoice, renderSpeech } from "./speech-output.js";
+import { ClonedVoices, SpeakerToneColors } from "../speakers/tone-colors.js";
 import type { FinalizeMode } from "./stabilizer.js";
 import { TranslationPipeline, type PipelineObserver } from "./translation-pipeline.js";
 
@@ -123,13 +124,13 @@ export function createLivePipeline(
     speak:
       voice === undefined
         ? undefined
-        : (text, language, chosen, signal) => {
+        : (text, language, chosen, signal, toneColor) => {
             synthesizedBy.delete(language);
-            return renderSpeech(
-              speaking.get(language)!,
-              { text, language, voice: chosen!, ...(account === undefined ? {} : { account }) },
-              signal,
-            );
+            const tts = speaking.get(language)!;
+            const request = { text, language, voice: chosen!, ...(account === undefined ? {} : { account }) };
+            return toneColor && registry.toneColor
+              ? renderOwnVoice(tts, request, { converter: registry.toneColor, toneColor }, signal)
+              : renderSpeech(tts, request, signal);
           },
     finalizeMode: options.finalizeMode,
     context: options.context,
@@ -153,7 +154,8 @@ function enginesOf(route: TranslationRoute | undefined): string {
 
 /**
  * The voice of each line: fixed, or matched to its speaker by the synthesizer's own measurements of
- * the library (library measurements run in the background; matching never waits for them).
+ * the library (library measurements run in the background; matching never waits for them), and for
+ * clone voices converted to the speaker's own tone colour once it is known.
  */
 function voiceChooser(
   registry: EngineRegistry,
@@ -168,9 +170,14 @@ function voiceChooser(
       return [to, voiceClonerFor(tts, speakerLanguageInto(to), to, registry.voiceMeasurements)] as const;
     }),
   );
-  return new MatchedVoices({
+  const matched = new MatchedVoices({
     match: (speaker, to, gender) => cloners.get(to)?.match(speaker, gender),
     fallback:
       voice === "clone" ? (speaker) => genderDefault(speaker, CLONE_FALLBACK_GENDER) : () => voice.auto,
   });
+  // Clone voices speak in each speaker's own voice where a converter is loaded (voiceId=auto, as the
+  // spec defines it, keeps choosing library voices).
+  return voice === "clone" && registry.toneColor
+    ? new ClonedVoices(matched, new SpeakerToneColors(registry.toneColor))
+    : matched;
 }

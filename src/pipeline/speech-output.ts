@@ -1,6 +1,13 @@
 import { resample } from "../audio/resampler.js";
 import { streamSynthesis } from "../engines/kit/synthesis.js";
-import type { LanguageCode, TtsEngine, Voice } from "../core/contracts.js";
+import type {
+  LanguageCode,
+  SynthesizedAudio,
+  ToneColor,
+  ToneColorEngine,
+  TtsEngine,
+  Voice,
+} from "../core/contracts.js";
 import { Framer, OUTPUT_SAMPLE_RATE } from "./framer.js";
 
 export interface SpeechRequest {
@@ -24,4 +31,50 @@ export async function* renderSpeech(
     yield* framer.push(await resample(audio.samples, audio.sampleRate, OUTPUT_SAMPLE_RATE));
   }
   yield* framer.flush();
+}
+
+/** A speaker's own voice for a clone line: the converter and the speaker's tone colour. */
+export interface OwnVoice {
+  readonly converter: ToneColorEngine;
+  readonly toneColor: ToneColor;
+}
+
+/**
+ * As `renderSpeech`, in the speaker's own voice: the sentence is synthesized whole, converted to
+ * the speaker's tone colour, then framed (the caller speaks sentence by sentence, so the first
+ * audio still follows the first sentence). A conversion that fails (the converter busy, its host
+ * down) leaves the library voice: the listener always gets the speech.
+ */
+export async function* renderOwnVoice(
+  tts: TtsEngine,
+  request: SpeechRequest,
+  own: OwnVoice,
+  signal?: AbortSignal,
+): AsyncIterable<Float32Array> {
+  const chunks: SynthesizedAudio[] = [];
+  for await (const audio of streamSynthesis(tts, request, signal)) chunks.push(audio);
+  if (chunks.length === 0) return;
+  const synthesized = {
+    samples: joined(chunks.map((chunk) => chunk.samples)),
+    sampleRate: chunks[0]!.sampleRate,
+  };
+  let audio: SynthesizedAudio = synthesized;
+  try {
+    audio = await own.converter.convert(synthesized, own.toneColor, signal);
+  } catch (error) {
+    if (signal?.aborted) throw error;
+  }
+  const framer = new Framer();
+  yield* framer.push(await resample(audio.samples, audio.sampleRate, OUTPUT_SAMPLE_RATE));
+  yield* framer.flush();
+}
+
+function joined(parts: readonly Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
 }

@@ -125,9 +125,11 @@ export class TranslationPipeline {
   /** Fired by `close()`: cancels the translation and synthesis calls still running. */
   private readonly cancellation = new AbortController();
   private readonly stages: Promise<void>;
+  private readonly voices: VoiceChooser | undefined;
 
   constructor(options: PipelineOptions) {
     const { vad, asr, observer } = options;
+    this.voices = options.voices;
     if (vad.capabilities.sampleRate !== 16_000 || asr.capabilities.sampleRate !== 16_000) {
       throw new Error("the pipeline takes 16 kHz input; the configured VAD and ASR must accept 16 kHz");
     }
@@ -302,6 +304,8 @@ export class TranslationPipeline {
     this.closed = true;
     this.intake.cancel();
     this.cancellation.abort(new Error("the session was closed"));
+    // Speakers' measurements (tone colours) end with the session.
+    this.voices?.close?.();
     await this.stages;
   }
 }

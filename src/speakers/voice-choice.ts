@@ -14,7 +14,7 @@
  *   - matching is synchronous and never waits: while the library measurements are still running,
  *     lines keep the fallback.
  */
-import type { LanguageCode, Voice } from "../core/contracts.js";
+import type { LanguageCode, ToneColor, Voice } from "../core/contracts.js";
 import { defaultVoice } from "../voices/library.js";
 import { SpeakerProfiler } from "./profiler.js";
 import type { VoiceFeatures } from "../voices/voice-features.js";
@@ -24,6 +24,8 @@ export interface SpeakerVoice {
   readonly voice: Voice;
   /** Chosen from the speaker's own voice (reported as `voiceId` with `voiceId=auto`). */
   readonly matched: boolean;
+  /** The speaker's own timbre, which the voice is converted to (clone voices, tone-colors.ts). */
+  readonly toneColor?: ToneColor;
 }
 
 export interface VoiceChooser {
@@ -31,6 +33,8 @@ export interface VoiceChooser {
   observe(speaker: string | undefined, pcm: Int16Array): void;
   /** The voice of the speaker's next line in `language`. */
   voiceFor(speaker: string | undefined, language: LanguageCode): SpeakerVoice;
+  /** Forgets the speakers (their session ended). */
+  close?(): void;
 }
 
 /** Median F0 (Hz) below which a measured speaker gets the male default until matched. */

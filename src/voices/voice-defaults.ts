@@ -17,9 +17,12 @@ export type VoiceChoice = Voice | "clone" | { readonly auto: Voice };
  */
 export const DEFAULT_VOICE_TYPES = { realtime: "male", rooms: "clone", dubbing: "auto" } as const;
 
-/** A dubbing job's `voice`: "auto", a gender's default voice or a library id; undefined if none. */
-export function dubbingVoice(value: string): Voice | "auto" | undefined {
-  if (value === "auto") return "auto";
+/**
+ * A dubbing job's `voice`: "auto", "clone" (each speaker in their own voice where a tone colour
+ * model is loaded, else as "auto"), a gender's default voice or a library id; undefined if none.
+ */
+export function dubbingVoice(value: string): Voice | "auto" | "clone" | undefined {
+  if (value === "auto" || value === "clone") return value;
   if (value === "female" || value === "male") return defaultVoice(value);
   return voiceById(value);
 }

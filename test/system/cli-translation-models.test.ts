@@ -1,5 +1,6 @@
 /**
- * `relay models pull|verify|list` for translation models, run as a child process against a local
+ * `relay models pull|verify|list` for translation models and the tone colour model (both pulled as
+ * kit/models/hugging-face.ts pulls), run as a child process against a local
  * stand-in of Hugging Face's file serving, holding stand-in models (test/support/stand-in-models/).
  * The stand-in answers as the Hub does: `/<repo>/resolve/main/<path>` serves a small (git) file
  * directly with its git blob SHA-1 as ETag, and redirects an LFS file (the .onnx) to its storage
@@ -14,13 +15,18 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findMtModel, type MtModelEntry } from "../../src/engines/transformers-js/catalogue.js";
+import { findToneColorModel } from "../../src/engines/openvoice/catalogue.js";
+import { pullToneColorModel, verifyToneColorModel } from "../../src/engines/openvoice/pull.js";
 import { installStandInTranslation } from "../support/stand-in-models/install.js";
+import { writeToneColorStandIn } from "../support/stand-in-models/tone-color.js";
 import { freePort } from "../support/ports.js";
 import { runScript, type Run } from "../support/run-script.js";
 
 const DE_EN = findMtModel("opus-mt-de-en")!;
 const EN_DE = findMtModel("opus-mt-en-de")!;
 const FR_EN = findMtModel("opus-mt-fr-en")!;
+const TONE = findToneColorModel("tone-color")!;
+const TONE_FILES = [TONE.files.config, TONE.files.extractor, TONE.files.converter];
 const DECODER = "onnx/decoder_model_merged_quantized.onnx";
 const REPO_COMMIT = "0123456789abcdef0123456789abcdef01234567";
 
@@ -53,14 +59,19 @@ const sha256Of = (bytes: Buffer): string => createHash("sha256").update(bytes).d
 
 async function serveStandIn(entry: MtModelEntry): Promise<void> {
   const dir = installStandInTranslation(await mkdtemp(path.join(tmp, "source-")), entry.name);
-  for (const file of entry.files) {
+  await serveFiles(entry.repo, dir, entry.files);
+}
+
+/** Serves `files` of `dir` as the Hub serves `repo`'s (.onnx files through LFS). */
+async function serveFiles(repo: string, dir: string, names: readonly string[]): Promise<void> {
+  for (const file of names) {
     const body = await readFile(path.join(dir, file));
     const sha256 = sha256Of(body);
     const gitSha1 = createHash("sha1")
       .update(Buffer.concat([Buffer.from(`blob ${body.length}\0`), body]))
       .digest("hex");
     const lfs = file.endsWith(".onnx");
-    files.set(`${entry.repo}/${file}`, { body, lfs, sha256, gitSha1 });
+    files.set(`${repo}/${file}`, { body, lfs, sha256, gitSha1 });
     if (lfs) storage.set(sha256, body);
   }
 }
@@ -139,6 +150,8 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   serverUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
   for (const entry of [DE_EN, EN_DE, FR_EN]) await serveStandIn(entry);
+  const tone = await writeToneColorStandIn(await mkdtemp(path.join(tmp, "source-")));
+  await serveFiles(TONE.repo, tone.dir, TONE_FILES);
   closedPort = await freePort();
 }, 60_000);
 afterAll(async () => {
@@ -277,5 +290,72 @@ describe("relay models pull, verify and list: translation models from Hugging Fa
     expect(verified.stdout).toMatch(
       /opus-mt-de-en\s+ok .*6 files match the SHA-256 recorded at pull, 0 of them/,
     );
+  });
+});
+
+describe("relay models pull, verify and list: the tone colour model from Hugging Face", () => {
+  const CONVERTER = TONE.files.converter;
+
+  it("pulls tone-color, checks its ONNX files against the stated SHA-256, verifies and lists it", async () => {
+    const dir = await freshDir("tone-ok");
+    const pulled = await relay(["pull", "tone-color"], dir);
+    expect(pulled.code, pulled.stderr).toBe(0);
+    expect(pulled.stdout).toMatch(
+      /pulled tone-color: .*tone-color\/tone-color \(.* MiB; 2 of 3 files checked against the SHA-256 Hugging Face states\)/,
+    );
+    expect(pulled.stdout).toContain(`licence: ${TONE.licence}`);
+    const target = path.join(dir, "tone-color", TONE.name);
+    for (const file of TONE_FILES)
+      expect(await readFile(path.join(target, file))).toEqual(files.get(`${TONE.repo}/${file}`)!.body);
+    expect(existsSync(path.join(dir, "tone-color", `.pull-${TONE.name}`))).toBe(false);
+    const record = JSON.parse(await readFile(path.join(target, ".relay-model.json"), "utf8")) as {
+      sizes: Record<string, number>;
+      checkedAgainstSource: string[];
+    };
+    expect(record.sizes[CONVERTER]).toBe(files.get(`${TONE.repo}/${CONVERTER}`)!.body.length);
+    expect(record.checkedAgainstSource.sort()).toEqual([TONE.files.converter, TONE.files.extractor].sort());
+
+    const verified = await relay(["verify", TONE.name], dir);
+    expect(verified.code, verified.stderr).toBe(0);
+    expect(verified.stdout).toMatch(
+      /tone-color\s+ok \(.* MiB; 3 files match the SHA-256 recorded at pull, 2 of them stated by Hugging Face\)/,
+    );
+
+    const listed = await relay(["list"], dir);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toContain("Tone colour (voice_type=clone;");
+    expect(listed.stdout).toMatch(/tone-color\s+~125 MiB\s+yes\s+yes\s+MIT \(OpenVoice V2, MyShell\.ai\)/);
+  });
+
+  it("refuses a converter whose SHA-256 is not the one Hugging Face states, and keeps nothing of it", async () => {
+    const dir = await freshDir("tone-mismatch");
+    wrongStatement.add(`${TONE.repo}/${CONVERTER}`);
+    try {
+      const result = await relay(["pull", "tone-color"], dir);
+      expect(result.code).toBe(1);
+      expect(errorLines(result)).toMatch(
+        /checksum mismatch for tone_clone_model\.onnx: expected SHA-256 [0-9a-f]{64}, got [0-9a-f]{64}; the download was deleted/,
+      );
+    } finally {
+      wrongStatement.clear();
+    }
+    expect(existsSync(path.join(dir, "tone-color", TONE.name))).toBe(false);
+    expect((await allFiles(dir)).filter((file) => file.includes("tone_clone_model"))).toEqual([]);
+  });
+
+  it("offline, names the files and where to copy them; copied there by hand, the same pull finishes (in process)", async () => {
+    const dir = await freshDir("tone-by-hand");
+    const offline = { baseUrl: `http://127.0.0.1:${closedPort}` };
+    const staging = path.join(dir, "tone-color", `.pull-${TONE.name}`);
+    await expect(pullToneColorModel(TONE, dir, offline)).rejects.toThrow(
+      `To install tone-color by hand, download ${TONE_FILES.join(", ")} from ` +
+        `http://127.0.0.1:${closedPort}/${TONE.repo}/resolve/main/ on a connected machine, copy them into ${staging}/`,
+    );
+    await mkdir(staging, { recursive: true });
+    for (const file of TONE_FILES)
+      await writeFile(path.join(staging, file), files.get(`${TONE.repo}/${file}`)!.body);
+    const finished = await pullToneColorModel(TONE, dir, offline);
+    expect(finished).toMatchObject({ dir: path.join(dir, "tone-color", TONE.name), checked: 0, files: 3 });
+    expect(await verifyToneColorModel(TONE, dir)).toMatchObject({ ok: true });
   });
 });

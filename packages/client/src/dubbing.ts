@@ -48,7 +48,7 @@ export interface JobRequest {
   readonly targetLang: string;
   /** A language, or "auto" (the default). */
   readonly sourceLang?: string;
-  /** "auto", "female", "male" or a voice id. */
+  /** "auto", "clone" (each speaker in their own voice), "female", "male" or a voice id. */
   readonly voice?: string;
   /**
    * Names and jargon to recognize and keep in the translation and subtitles, and glossary lines

@@ -53,8 +53,11 @@ export interface SessionParams {
   readonly audioOutputEnabled?: boolean;
   /** A voice id of `GET /v1/voices`, or "auto" (relay-2): each speaker gets a voice like theirs. */
   readonly voiceId?: number | `${number}` | "auto";
-  /** The default voice's gender when `voiceId` is not set [male]. */
-  readonly voiceType?: "male" | "female";
+  /**
+   * The default voice's gender when `voiceId` is not set [male]; "clone" (beyond the spec): each
+   * speaker in their own voice where the service has a tone colour model, else a library voice like theirs.
+   */
+  readonly voiceType?: "male" | "female" | "clone";
   /** relay-2 adds speakers, utterance times, `voiceId: "auto"` and `sourceLanguage: "auto"` [relay-1]. */
   readonly modelName?: "relay-1" | "relay-2";
   /** stable: growing finals as words settle [stable]; sentence: one final per sentence. */

@@ -57,13 +57,14 @@ export const jobRequest = z.object(
       .refine((u) => /^https?:\/\//iu.test(u), "must be an http(s) URL"),
     target_lang: dubbingLanguage(),
     source_lang: dubbingLanguage(["auto"]).optional(),
-    // Beyond the spec: "auto" (each speaker dubbed in the voice matched to theirs), "female",
-    // "male", or a library voice id (GET /v1/voices).
+    // Beyond the spec: "auto" (each speaker dubbed in the library voice matched to theirs),
+    // "clone" (in their own voice where a tone colour model is loaded), "female", "male", or a
+    // library voice id (GET /v1/voices).
     voice: z
       .union([z.string(), z.number().int()])
       .transform(String)
       .refine((value) => dubbingVoice(value) !== undefined, {
-        message: 'must be "auto", "female", "male" or a voice id from GET /v1/voices',
+        message: 'must be "auto", "clone", "female", "male" or a voice id from GET /v1/voices',
       })
       .optional(),
     context: contextField,

@@ -77,6 +77,11 @@ export interface SessionPlan {
   readonly voice: Voice;
   /** `voiceId=auto`: each speaker's voice is matched to theirs (src/speakers/voice-choice.ts). */
   readonly matchVoices: boolean;
+  /**
+   * `voiceType=clone` (beyond the spec, as rooms' `voice_type`): each speaker in their own voice where
+   * a tone colour converter is loaded, else in the nearest library voice (src/speakers/tone-colors.ts).
+   */
+  readonly cloneVoices: boolean;
   readonly finalizeMode: FinalizeMode;
   readonly context: string;
   readonly sourceLanguageLabel?: string;
@@ -222,7 +227,12 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
   const audioOutputEnabled = bool("audioOutputEnabled", m.audioOutputEnabled, true);
   const twoWay = bool("twoWay", m.twoWay, false);
   const finalizeMode = oneOf("finalizeMode", m.finalizeMode, ["stable", "sentence"], "stable");
-  const voiceType = oneOf("voiceType", m.voiceType, ["male", "female"], DEFAULT_VOICE_TYPES.realtime);
+  const voiceType = oneOf(
+    "voiceType",
+    m.voiceType,
+    ["male", "female", "clone"],
+    DEFAULT_VOICE_TYPES.realtime,
+  );
   const context = checkContext(m.context ?? "");
   const sourceIsAuto = m.sourceLanguage === "auto";
 
@@ -231,6 +241,8 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
   if (m.voiceId === "auto" && mode === "tts")
     reject("voiceId=auto matches voices to speakers, and mode=tts has none; pass a numeric voiceId");
   if (m.voiceId === "auto" && modelName === "relay-1") reject("voiceId=auto needs modelName=relay-2");
+  if (voiceType === "clone" && mode === "tts")
+    reject("voiceType=clone speaks in each speaker's own voice, and mode=tts has none; pass male or female");
   if (sourceIsAuto && modelName === "relay-1") reject("sourceLanguage=auto needs modelName=relay-2");
   if (sourceIsAuto && twoWay)
     reject("sourceLanguage=auto cannot be combined with twoWay=true; name both languages");
@@ -248,7 +260,12 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
       `twoWay=true needs two different languages; sourceLanguage and targetLanguage are both "${targetLanguage}"`,
     );
   const matchVoices = m.voiceId === "auto";
-  const voice = m.voiceId !== undefined && !matchVoices ? resolveVoice(m.voiceId) : voiceOf(voiceType);
+  // A named voice wins over voiceType, and voiceId=auto keeps the spec's library matching.
+  const cloneVoices = voiceType === "clone" && m.voiceId === undefined;
+  const voice =
+    m.voiceId !== undefined && !matchVoices
+      ? resolveVoice(m.voiceId)
+      : voiceOf(voiceType === "clone" ? DEFAULT_VOICE_TYPES.realtime : voiceType);
 
   // Checked in this order: the error frame names the first problem.
   const speech = mode === "s2tt";
@@ -280,6 +297,7 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
     audioOutputEnabled,
     voice,
     matchVoices,
+    cloneVoices,
     // Two-way sessions always finalise per sentence (the spec).
     finalizeMode: twoWay ? "sentence" : finalizeMode,
     context,

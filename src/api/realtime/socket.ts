@@ -261,7 +261,13 @@ class SpeechSession implements ModeHandler {
       context: plan.context,
       sourceLanguageLabel: plan.sourceLanguageLabel,
       targetLanguageLabel: plan.targetLanguageLabel,
-      voice: plan.audioOutputEnabled ? (plan.matchVoices ? { auto: plan.voice } : plan.voice) : undefined,
+      voice: plan.audioOutputEnabled
+        ? plan.cloneVoices
+          ? "clone"
+          : plan.matchVoices
+            ? { auto: plan.voice }
+            : plan.voice
+        : undefined,
       labelSpeakers: plan.modelName === "relay-2",
       ...(deps.observer ? { observer: deps.observer.pipeline } : {}),
       account,

@@ -230,7 +230,12 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
           },
           options.publicBaseUrl(request),
         );
-        return { url: room.url, token: room.token, room_name: room.roomName };
+        return {
+          url: room.url,
+          token: room.token,
+          room_name: room.roomName,
+          ...(body.voice === "clone" ? { voice_clone: registry.voiceClone } : {}),
+        };
       } catch (error) {
         if (error instanceof EmptyRoomsLimitError) {
           throw new ApiError(429, "rate_limited", error.message, {
@@ -327,6 +332,14 @@ const roomAccess = z.object({
   url: z.string().describe("Where to join: the LiveKit server, or the embedded room server's WebSocket"),
   token: z.string().describe("LiveKit-format access token (JWT)"),
   room_name: z.string(),
+  voice_clone: z
+    .enum(["tone-color", "library", "off"])
+    .optional()
+    .describe(
+      'Beyond the spec, with voice_type "clone": "tone-color" when each speaker is heard in their own voice ' +
+        '(a tone colour model is loaded), "library" when in the nearest library voice (no model), "off" when ' +
+        "the deployment disabled voice cloning (VOICE_CLONE=off; the nearest library voice serves)",
+    ),
 });
 
 const roomEnded = z.object({

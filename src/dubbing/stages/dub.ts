@@ -21,6 +21,7 @@ import type { LanguageCode, Voice } from "../../core/contracts.js";
 import type { VoiceFeatures } from "../../voices/voice-features.js";
 import { translatorFor } from "../../engines/routing/translator.js";
 import { genderDefault, MatchedVoices } from "../../speakers/voice-choice.js";
+import { ClonedVoices, SpeakerToneColors } from "../../speakers/tone-colors.js";
 import { voiceClonerFor } from "../../voices/voice-clone.js";
 import { buildDubTrack } from "./dub-track.js";
 import { UnsupportedLanguageError } from "../media/errors.js";
@@ -45,10 +46,11 @@ export interface DubOptions {
   readonly sourceLang: LanguageCode | "auto";
   readonly targetLang: LanguageCode;
   /**
-   * "auto" (default): each speaker is dubbed in the library voice matched to theirs; or one library
+   * "auto" (default): each speaker is dubbed in the library voice matched to theirs; "clone": that
+   * voice converted to the speaker's own tone colour (where a converter is loaded); or one library
    * voice for every line.
    */
-  readonly voice?: Voice | "auto";
+  readonly voice?: Voice | "auto" | "clone";
   /** Each stage reports fractions 0..1, non-decreasing, ending with 1. */
   readonly onProgress?: (stage: DubStage, fraction: number) => void;
   /** Called once the source language is settled (resolved, when `sourceLang` is "auto"). */
@@ -91,13 +93,19 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
   const voice = options.voice ?? "auto";
   // Each speaker's speech is measured as the speakers are followed (before the language is known).
   let match: ((speaker: VoiceFeatures, gender?: Voice["gender"]) => Voice | undefined) | undefined;
-  const voices =
-    voice === "auto"
+  const matched =
+    voice === "auto" || voice === "clone"
       ? new MatchedVoices({
           match: (speaker, _language, gender) => match?.(speaker, gender),
           fallback: (speaker) => genderDefault(speaker),
         })
       : undefined;
+  // Tone colours are made from this job's speech only, and forgotten with it.
+  const toneColors =
+    matched && voice === "clone" && registry.toneColor
+      ? new SpeakerToneColors(registry.toneColor)
+      : undefined;
+  const voices = matched && toneColors ? new ClonedVoices(matched, toneColors) : matched;
 
   // a. probe
   progress.report("probing", 0);
@@ -170,14 +178,17 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
       await cloner.prepare().catch(() => undefined);
       match = (speaker, gender) => cloner.match(speaker, gender);
     }
-    // Every speaker's speech was measured before the first line: all their lines get one voice.
+    // Every speaker's speech was measured before the first line: all their lines get one voice (and
+    // one tone colour, made from all of their speech).
+    await toneColors?.settle();
     const lineVoices = segments.map((segment) =>
-      voices ? voices.voiceFor(segment.speaker, targetLang).voice : (voice as Voice),
+      voices ? voices.voiceFor(segment.speaker, targetLang) : { voice: voice as Voice, matched: false },
     );
-    const dubbed = segments.map((segment, i) => ({ ...segment, voiceId: lineVoices[i]!.id }));
+    const dubbed = segments.map((segment, i) => ({ ...segment, voiceId: lineVoices[i]!.voice.id }));
     const clips = await synthesizeAll(synthesizer, dubbed, {
       language: targetLang,
       voices: lineVoices,
+      ...(registry.toneColor ? { converter: registry.toneColor } : {}),
       workDir: work,
       concurrency,
       ...(options.account === undefined ? {} : { account: options.account }),
@@ -243,6 +254,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
       timeline,
     };
   } finally {
+    toneColors?.close();
     await rm(work, { recursive: true, force: true });
   }
 }

@@ -7,7 +7,8 @@ import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { float32ToBytes } from "../../audio/pcm.js";
 import { resample } from "../../audio/resampler.js";
-import type { LanguageCode, TtsEngine, Voice } from "../../core/contracts.js";
+import type { LanguageCode, SynthesizedAudio, ToneColorEngine, TtsEngine } from "../../core/contracts.js";
+import type { SpeakerVoice } from "../../speakers/voice-choice.js";
 import { trimSilence } from "../media/clips.js";
 import { mapLimit } from "./concurrency.js";
 import { energyOf, type Energy } from "../media/energy.js";
@@ -30,8 +31,13 @@ export async function synthesizeAll(
   segments: readonly DubSegment[],
   options: {
     language: LanguageCode;
-    /** The voice of each line, parallel to `segments` (each speaker's own, when matched). */
-    voices: readonly Voice[];
+    /**
+     * The voice of each line, parallel to `segments` (each speaker's own, when matched), converted
+     * to its tone colour where it has one.
+     */
+    voices: readonly SpeakerVoice[];
+    /** The tone colour converter (voice=clone). */
+    converter?: ToneColorEngine;
     workDir: string;
     concurrency: number;
     onProgress: (fraction: number) => void;
@@ -53,6 +59,8 @@ export async function synthesizeAll(
         options.workDir,
         i,
         options.account,
+        options.converter,
+        options.signal,
       );
       options.onProgress(++synthesized / segments.length);
       return clip;
@@ -65,18 +73,27 @@ async function synthesizeClip(
   synthesizer: TtsEngine,
   text: string,
   language: LanguageCode,
-  voice: Voice,
+  { voice, toneColor }: SpeakerVoice,
   workDir: string,
   index: number,
   account: string | undefined,
+  converter: ToneColorEngine | undefined,
+  signal: AbortSignal | undefined,
 ): Promise<StoredClip | null> {
   if (!text) return null;
-  const audio = await synthesizer.synthesize({
+  let audio: SynthesizedAudio = await synthesizer.synthesize({
     text,
     language,
     voice,
     ...(account === undefined ? {} : { account }),
   });
+  if (converter && toneColor) {
+    // A conversion that fails leaves the library voice: the line is dubbed either way.
+    audio = await converter.convert(audio, toneColor, signal).catch((error: unknown) => {
+      if (signal?.aborted) throw error;
+      return audio;
+    });
+  }
   const clip = await resample(
     trimSilence(audio.samples, audio.sampleRate),
     audio.sampleRate,

@@ -35,6 +35,8 @@ export interface ServiceFacts {
   readonly maxSessions: number;
   /** The project's folder (where `../shared` is found by default). */
   readonly projectRoot: string;
+  /** Where pulled models are (`MODELS_DIR`). */
+  readonly modelsDir: string;
 }
 
 /**

@@ -16,6 +16,7 @@ import { descriptor as svoxPico } from "../svox-pico/descriptor.js";
 import { descriptor as sherpaOnnx } from "../sherpa-onnx/descriptor.js";
 import { descriptor as openai } from "../openai/descriptor.js";
 import { descriptor as libretranslate } from "../libretranslate/descriptor.js";
+import { descriptor as openvoice } from "../openvoice/descriptor.js";
 
 /**
  * Every engine the engines file (src/engines/routing/engine-config.ts) can name, in one table: each
@@ -42,6 +43,7 @@ export const ENGINE_DESCRIPTORS = [
   sherpaOnnx,
   openai,
   libretranslate,
+  openvoice,
 ] as const;
 
 type Descriptor = (typeof ENGINE_DESCRIPTORS)[number];

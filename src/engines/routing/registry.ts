@@ -5,6 +5,7 @@ import { loadProblem } from "../kit/models/model-dir.js";
 import { DEFAULT_PIVOT_LANGUAGES, idOf, recognizersToBuild, type EngineSettings } from "./engine-config.js";
 import { createEngine, type EngineKind, type EngineOfKind, type SpecOf } from "./descriptors.js";
 import { createMfccSpeakerEngine } from "../mfcc-speaker/index.js";
+import { descriptor as openvoice } from "../openvoice/descriptor.js";
 import { createSileroVadEngine } from "../silero-vad/index.js";
 import { nativeBuildLoads } from "../whisper-cpp/binding.js";
 import {
@@ -23,10 +24,17 @@ import type {
   LanguageCode,
   MtEngine,
   SpeakerEngine,
+  ToneColorEngine,
   TranslateRequest,
   TtsEngine,
   VadEngine,
 } from "../../core/contracts.js";
+
+/**
+ * What voice_type=clone speaks with: each speaker's own voice through the tone colour converter,
+ * the nearest library voice (no converter model), or the library voice because VOICE_CLONE is off.
+ */
+export type VoiceCloneMode = "tone-color" | "library" | "off";
 
 /** A way to translate one pair: a direct engine, or two hops through the pivot language. */
 export interface TranslationRoute {
@@ -73,7 +81,15 @@ export class EngineRegistry {
     readonly unavailable: readonly { id: string; reason: string }[],
     /** Where the voices' measurements persist (src/voices/measurement-store.ts); undefined: in memory. */
     readonly voiceMeasurements: VoiceMeasurementStore | undefined,
+    /** Converts clone voices to each speaker's own (undefined: the nearest library voice serves). */
+    readonly toneColor: ToneColorEngine | undefined,
+    private readonly cloningAllowed: boolean,
   ) {}
+
+  /** What clone voices speak with (shown on /healthz, /v1/languages and in the room response). */
+  get voiceClone(): VoiceCloneMode {
+    return this.toneColor ? "tone-color" : this.cloningAllowed ? "library" : "off";
+  }
 
   /** One synthesizer per language, so whatever is cached per engine (voice measurements) is found again. */
   private readonly synthesizers = new Map<LanguageCode, TtsEngine | undefined>();
@@ -100,11 +116,15 @@ export class EngineRegistry {
       return built.filter((engine) => engine !== undefined);
     }
     const vad = await createSileroVadEngine(config.sileroModel ? { modelPath: config.sileroModel } : {});
-    const [asr, mt, tts, speakers] = await Promise.all([
+    const [asr, mt, tts, speakers, toneColor] = await Promise.all([
       build("asr", recognizersToBuild(config, nativeBuildLoads), (e, l) => new RestrictedRecognizer(e, l)),
       build("mt", config.mt, (e, l) => new RestrictedTranslator(e, l)),
       build("tts", config.tts, (e, l) => new RestrictedSynthesizer(e, l)),
       buildSpeakerEngine(config, unavailable),
+      openvoice.toneColor(config).catch((error: unknown) => {
+        unavailable.push({ id: "openvoice", reason: (error as Error).message });
+        return undefined;
+      }),
     ]);
     // Parts of engines that serve without them (one voice of several).
     for (const engine of [...asr, ...mt, ...tts]) unavailable.push(...(engine.unavailableParts ?? []));
@@ -117,6 +137,8 @@ export class EngineRegistry {
       config.pivotLanguages,
       unavailable,
       voiceMeasurementStore(config.voiceMeasurementsDir),
+      toneColor,
+      openvoice.enabled(config),
     );
   }
 
@@ -129,6 +151,7 @@ export class EngineRegistry {
     tts: TtsEngine[];
     pivotLanguages?: readonly LanguageCode[];
     voiceMeasurementsDir?: string;
+    toneColor?: ToneColorEngine;
   }): EngineRegistry {
     return new EngineRegistry(
       engines.vad,
@@ -141,6 +164,8 @@ export class EngineRegistry {
       engines.voiceMeasurementsDir === undefined
         ? undefined
         : voiceMeasurementStore(engines.voiceMeasurementsDir),
+      engines.toneColor,
+      true,
     );
   }
 
@@ -309,6 +334,7 @@ export class EngineRegistry {
       ...this.asr.map((engine) => ({ kind: "asr", engine })),
       ...this.mt.map((engine) => ({ kind: "mt", engine })),
       ...this.tts.map((engine) => ({ kind: "tts", engine })),
+      ...(this.toneColor ? [{ kind: "tone-color", engine: this.toneColor }] : []),
     ];
   }
 }

@@ -1,206 +1,58 @@
 /**
  * Pulling and verifying translation models from Hugging Face (or a mirror with its layout:
- * `<base>/<repo>/resolve/main/<file>`). Each file downloads resumably (download.ts) into a staging
- * directory that survives an interruption; the model's directory appears only once every file is
- * there and checked, so `<models>/mt/<name>` is never half-pulled.
- *
- * Checksums: Hugging Face states the SHA-256 of every large (LFS) file in the `X-Linked-Etag` header
- * of its `resolve` answer (the redirect to the file's storage). A file that does not match is
- * refused and deleted. Small files (JSON) have no such statement; the manifest records every
- * file's SHA-256 as pulled, and `verify` checks the files against it and checks that the model has
- * what transformers.js needs (model-check.ts).
+ * `<base>/<repo>/resolve/main/<file>`), as kit/models/hugging-face.ts pulls any such model: each
+ * file resumable, checked against the SHA-256 the Hub states for LFS files, the model's directory
+ * `<models>/mt/<name>` appearing only once every file is there and checked. Here: which files a
+ * repository may lack, and that the model has what transformers.js needs (model-check.ts).
  */
-import { existsSync } from "node:fs";
-import { lstat, mkdir, rename, rm, stat } from "node:fs/promises";
-import path from "node:path";
-import { z } from "zod";
 import { problemWithTranslationModel } from "./model-check.js";
+import type { DownloadOptions } from "../kit/models/download.js";
 import {
-  checkPulledFiles,
-  downloadModel,
-  fileDigest,
-  formatMiB,
-  ModelError,
-  type DownloadOptions,
-} from "../kit/models/download.js";
+  pullHubModel,
+  readHubManifest,
+  verifyHubModel,
+  type HubManifest,
+  type HubPullResult,
+  type HubVerifyResult,
+} from "../kit/models/hugging-face.js";
 import type { MtModelEntry } from "./catalogue.js";
-import { readRecord, writeRecord } from "../kit/models/model-dir.js";
 import { isMtPulled, mtLoadProblem, mtModelDir } from "./models.js";
 
-export const HUGGING_FACE = "https://huggingface.co";
 /** Files a repository may lack (transformers.js falls back to the model's config). */
 const OPTIONAL = new Set(["generation_config.json"]);
 
-const manifestSchema = z.object({
-  name: z.string(),
-  repo: z.string(),
-  licence: z.string(),
-  /** SHA-256 of each file, as pulled. */
-  files: z.record(z.string(), z.string()),
-  /** Size of each file, as pulled (checked at every load). */
-  sizes: z.record(z.string(), z.number()).optional(),
-  /** The files whose SHA-256 Hugging Face stated, and which matched it. */
-  checkedAgainstSource: z.array(z.string()),
-});
-export type MtManifest = z.infer<typeof manifestSchema>;
+export type MtManifest = HubManifest;
+export type MtPullResult = HubPullResult;
+export type MtVerifyResult = HubVerifyResult;
 
 /** The record `pull` leaves in a model's directory, if it is there, whole, and not a link. */
 export function readMtManifest(dir: string): MtManifest | undefined {
-  return readRecord(dir, manifestSchema);
-}
-
-/** The source did not answer (offline, or its name does not resolve). */
-class Unreachable extends ModelError {}
-
-/**
- * How to install a model on a machine that cannot reach the source: the same pull finishes from
- * files copied into its staging directory (checked as pulled files are, minus the source's SHA-256).
- */
-function byHand(entry: MtModelEntry, base: string, staging: string): string {
-  return (
-    `To install ${entry.name} by hand, download ${entry.files.join(", ")} from ${base}/${entry.repo}/resolve/main/ ` +
-    `on a connected machine, copy them into ${staging}/ (keeping their folders), then run ` +
-    `\`relay models pull ${entry.name}\` again: it finishes from those files`
-  );
-}
-
-/** What the source says of a file before it is downloaded. */
-interface Statement {
-  readonly exists: boolean;
-  readonly sha256?: string;
-  readonly bytes?: number;
-}
-
-/** Asks for the file without following the redirect: Hugging Face's answer states an LFS file's SHA-256 and size. */
-async function statementOf(url: string, options: DownloadOptions): Promise<Statement> {
-  const fetchImpl = options.fetchImpl ?? fetch;
-  let response: Response;
-  try {
-    response = await fetchImpl(url, { method: "HEAD", redirect: "manual", signal: options.signal ?? null });
-  } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
-    throw new Unreachable(`cannot reach ${new URL(url).host} (${cause}). Is this machine offline?`);
-  }
-  if (response.status === 404) return { exists: false };
-  if (response.status >= 400) throw new ModelError(`HTTP ${response.status} for ${url}`);
-  const etag = response.headers.get("x-linked-etag")?.replace(/^W\//u, "").replaceAll('"', "");
-  const size = Number(response.headers.get("x-linked-size") ?? NaN);
-  return {
-    exists: true,
-    ...(etag && /^[0-9a-f]{64}$/u.test(etag) ? { sha256: etag } : {}),
-    ...(Number.isFinite(size) ? { bytes: size } : {}),
-  };
-}
-
-export interface MtPullResult {
-  readonly dir: string;
-  readonly bytes: number;
-  /** Bytes kept from an earlier, interrupted pull. */
-  readonly resumedFrom: number;
-  /** Files whose SHA-256 the source stated (and matched), of all files. */
-  readonly checked: number;
-  readonly files: number;
+  return readHubManifest(dir);
 }
 
 /** Downloads (or resumes) `entry`'s files, checks them, and moves the model into place. */
-export async function pullMtModel(
+export function pullMtModel(
   entry: MtModelEntry,
   modelsDir: string,
   options: DownloadOptions = {},
 ): Promise<MtPullResult> {
-  const target = mtModelDir(entry, modelsDir);
-  const staging = path.join(modelsDir, "mt", `.pull-${entry.name}`);
-  const base = (options.baseUrl ?? HUGGING_FACE).replace(/\/+$/u, "");
-  const digests: Record<string, string> = {};
-  const sizes: Record<string, number> = {};
-  const checked: string[] = [];
-  // Whatever is where the staging directory goes and is not a real directory (a planted link) goes.
-  for (const where of [path.dirname(staging), staging]) {
-    const planted = await lstat(where).catch(() => undefined);
-    if (planted && !planted.isDirectory()) await rm(where, { force: true });
-  }
-  let bytes = 0;
-  let resumedFrom = 0;
-  for (const file of entry.files) {
-    const url = `${base}/${entry.repo}/resolve/main/${file}`;
-    const dir = path.join(staging, path.dirname(file));
-    const local = path.join(staging, file);
-    const statement = await statementOf(url, options).catch((error: unknown): Statement => {
-      if (!(error instanceof Unreachable)) throw error;
-      // Offline: a file already here (copied by hand, or from an earlier pull) is taken as it is.
-      if (existsSync(local) || OPTIONAL.has(file)) return { exists: existsSync(local) };
-      throw new Unreachable(`${error.message} ${byHand(entry, base, staging)}`);
-    });
-    if (!statement.exists) {
-      if (OPTIONAL.has(file)) continue;
-      throw new ModelError(`${entry.repo} has no ${file} (${url})`);
-    }
-    // A file completed by an interrupted pull is kept when it still matches.
-    const done = existsSync(local) ? await fileDigest(local, "sha256") : undefined;
-    if (done !== undefined && (statement.sha256 === undefined || done === statement.sha256)) {
-      digests[file] = done;
-      if (statement.sha256) checked.push(file);
-      sizes[file] = (await stat(local)).size;
-      bytes += sizes[file];
-      continue;
-    }
-    await rm(local, { force: true });
-    const result = await downloadModel(
-      {
-        name: `${entry.name}: ${file}`,
-        file: path.basename(file),
-        url,
-        ...(statement.sha256 ? { sha256: statement.sha256 } : {}),
-        ...(statement.bytes !== undefined ? { bytes: statement.bytes } : {}),
-      },
-      dir,
-      { ...options, baseUrl: undefined },
-    );
-    digests[file] = result.sha256;
-    sizes[file] = result.bytes;
-    if (statement.sha256) checked.push(file);
-    bytes += result.bytes;
-    resumedFrom += result.resumedFrom;
-  }
-  const problem = await problemWithTranslationModel(staging, entry.family);
-  if (problem) {
-    await rm(staging, { recursive: true, force: true });
-    throw new ModelError(`${entry.name}: ${problem}; the download was deleted`);
-  }
-  const manifest: MtManifest = {
-    name: entry.name,
-    repo: entry.repo,
-    licence: entry.licence,
-    files: digests,
-    sizes,
-    checkedAgainstSource: checked,
-  };
-  await writeRecord(staging, manifest);
-  await mkdir(path.dirname(target), { recursive: true });
-  await rm(target, { recursive: true, force: true });
-  await rename(staging, target);
-  return { dir: target, bytes, resumedFrom, checked: checked.length, files: Object.keys(digests).length };
-}
-
-export interface MtVerifyResult {
-  readonly ok: boolean;
-  readonly message: string;
+  return pullHubModel(
+    entry,
+    {
+      target: mtModelDir(entry, modelsDir),
+      optional: OPTIONAL,
+      check: (dir) => problemWithTranslationModel(dir, entry.family),
+    },
+    options,
+  );
 }
 
 /** Checks a pulled model's files against its manifest and what transformers.js needs. */
-export async function verifyMtModel(entry: MtModelEntry, modelsDir: string): Promise<MtVerifyResult> {
-  const dir = mtModelDir(entry, modelsDir);
-  const manifest = readMtManifest(dir);
-  const recorded = await checkPulledFiles(entry.name, dir, isMtPulled(entry, modelsDir), manifest?.files);
-  if (!recorded.ok) return recorded;
-  // What the service checks before it loads the model (links out of MODELS_DIR, sizes).
-  const loading = mtLoadProblem(entry, modelsDir);
-  if (loading) return { ok: false, message: `${loading} (run \`relay models pull ${entry.name}\`)` };
-  const problem = await problemWithTranslationModel(dir, entry.family);
-  if (problem) return { ok: false, message: problem };
-  const files = Object.keys(manifest!.files).length;
-  return {
-    ok: true,
-    message: `ok (${formatMiB(recorded.bytes)}; ${files} files match the SHA-256 recorded at pull, ${manifest!.checkedAgainstSource.length} of them stated by Hugging Face)`,
-  };
+export function verifyMtModel(entry: MtModelEntry, modelsDir: string): Promise<MtVerifyResult> {
+  return verifyHubModel(entry, {
+    dir: mtModelDir(entry, modelsDir),
+    pulled: isMtPulled(entry, modelsDir),
+    loadProblem: () => mtLoadProblem(entry, modelsDir),
+    check: (dir) => problemWithTranslationModel(dir, entry.family),
+  });
 }

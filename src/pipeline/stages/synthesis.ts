@@ -108,7 +108,13 @@ export class SynthesisStage {
     if (signal.aborted) return;
     let answered = false;
     try {
-      for await (const samples of this.options.speak(sentence, line.language, line.voice, signal)) {
+      for await (const samples of this.options.speak(
+        sentence,
+        line.language,
+        line.voice,
+        signal,
+        line.toneColor,
+      )) {
         if (!answered) report(true);
         answered = true;
         yield samples;

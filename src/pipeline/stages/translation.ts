@@ -79,6 +79,7 @@ export class TranslationStage {
             segmentId: segment.id,
             language: to,
             voice: voiceFor(to)?.voice,
+            toneColor: voiceFor(to)?.toneColor,
             queuedAt: performance.now(),
           }))
         : undefined;

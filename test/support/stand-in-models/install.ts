@@ -8,7 +8,10 @@ import path from "node:path";
 import { findMtModel } from "../../../src/engines/transformers-js/catalogue.js";
 import { mtModelDir } from "../../../src/engines/transformers-js/models.js";
 import { findSherpaModelOf } from "../../../src/engines/sherpa-onnx/catalogue.js";
+import { findToneColorModel } from "../../../src/engines/openvoice/catalogue.js";
+import { toneColorModelDir } from "../../../src/engines/openvoice/models.js";
 import { writeKokoroStandIn } from "./kokoro.js";
+import { writeToneColorStandIn } from "./tone-color.js";
 import { writePunctuationStandIn } from "./punctuation.js";
 import { writeStreamingTransducerStandIn } from "./streaming-transducer.js";
 import { writeTranslationStandIn } from "./translation.js";
@@ -111,5 +114,16 @@ export function installStandInTranslation(
     size: options.size ?? "small",
     ...(entry.family === "marian" ? { marker: `[${entry.directions[0]!.to}]`, targetTokens } : {}),
   });
+  return dir;
+}
+
+/** The stand-in tone colour models (tone-color.ts) as catalogue model "tone-color". */
+export async function installStandInToneColor(
+  modelsDir: string,
+  options: { size?: "small" | "real" } = {},
+): Promise<string> {
+  const entry = findToneColorModel("tone-color")!;
+  const dir = toneColorModelDir(entry, modelsDir);
+  await writeToneColorStandIn(dir, options);
   return dir;
 }

@@ -1,0 +1,105 @@
+/**
+ * Tone colour conversion with OpenVoice V2 (voice_type=clone): the extractor measures a speaker's
+ * tone colour from their own speech, the converter moves synthesized speech to it. Both run in a
+ * host process (host-main.ts says why) behind the kit's deadlines, restarts and memory ceiling.
+ *
+ * Load, not abuse, is what a host must survive: conversions run one at a time per host (each pass
+ * uses the configured threads), at most `maxQueued` wait, and beyond that a request fails at once
+ * with `EngineBusyError` — the caller then plays the unconverted voice, so a flood from one client
+ * costs others their timbre for a while, never their speech. Each request is bounded in length
+ * (`MAX_SECONDS`): a sentence, or a speaker's reference speech (cut to it).
+ */
+import path from "node:path";
+import { bulkhead, BulkheadRejectedError, TaskCancelledError } from "cockatiel";
+import { resample } from "../../audio/resampler.js";
+import { EngineBusyError } from "../../core/busy.js";
+import type { SynthesizedAudio, ToneColor, ToneColorEngine } from "../../core/contracts.js";
+import { ModelHost } from "../kit/model-host/host.js";
+import type { ToneColorModelEntry } from "./catalogue.js";
+import { readToneColorModel } from "./model-check.js";
+import type { OpenVoiceMethods } from "./host-protocol.js";
+
+const HOST_MAIN = new URL("./host-main.js", import.meta.url);
+
+/** OpenVoice's own default for how much of the source's variation the flow keeps. */
+const TAU = 0.3;
+/** The longest audio one request takes (a sentence is far shorter; references are cut to it). */
+export const MAX_SECONDS = 30;
+/** Seconds of a speaker's speech before their first tone colour (upstream asks for about 5). */
+const MIN_SECONDS = 3;
+
+export interface OpenVoiceOptions {
+  readonly entry: ToneColorModelEntry;
+  /** The model's directory (models.ts). */
+  readonly dir: string;
+  /** onnxruntime threads per pass (default 1: sessions convert many short sentences). */
+  readonly threads?: number;
+  /** Conversions waiting; beyond it a request fails at once (default 32). */
+  readonly maxQueued?: number;
+  readonly timeoutMs?: number;
+  readonly maxHostMiB?: number;
+}
+
+export async function createOpenVoiceEngine(options: OpenVoiceOptions): Promise<ToneColorEngine> {
+  const { entry, dir } = options;
+  const host = new ModelHost<OpenVoiceMethods>("openvoice tone colour", HOST_MAIN, {
+    timeoutMs: options.timeoutMs ?? 20_000,
+    ...(options.maxHostMiB === undefined ? {} : { maxRssMiB: options.maxHostMiB }),
+  });
+  try {
+    // Refused here with the file and what it lacks, not deep inside onnxruntime.
+    const config = await readToneColorModel(dir, entry);
+    if (typeof config === "string") throw new Error(config);
+    const { sampleRate } = config;
+    const { dim, runtime } = await host.setUp("load", {
+      spectrogram: { nFft: config.filterLength, hop: config.hopLength, win: config.winLength },
+      extractor: path.join(dir, entry.files.extractor),
+      converter: path.join(dir, entry.files.converter),
+      threads: options.threads ?? 1,
+    });
+    const maxQueued = options.maxQueued ?? 32;
+    const limiter = bulkhead(1, maxQueued);
+    const run = async <T>(work: (slot: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> => {
+      try {
+        return await limiter.execute(({ signal: slot }) => work(slot), signal);
+      } catch (error) {
+        if (error instanceof BulkheadRejectedError)
+          throw new EngineBusyError(`tone colour conversion is busy (${maxQueued} waiting)`);
+        if (error instanceof TaskCancelledError && signal?.aborted) throw signal.reason;
+        throw error;
+      }
+    };
+    const longest = MAX_SECONDS * sampleRate;
+    const atModelRate = (audio: SynthesizedAudio) => resample(audio.samples, audio.sampleRate, sampleRate);
+
+    return {
+      info: {
+        id: "openvoice",
+        version: `${entry.name}+onnxruntime-${runtime}`,
+        detail: `${entry.repo} (${dim}-value tone colours, ${sampleRate} Hz)`,
+      },
+      capabilities: { sampleRate, minSeconds: MIN_SECONDS },
+      async toneColor(audio, signal): Promise<ToneColor> {
+        // A reference longer than a request may be is cut: its first MAX_SECONDS say enough.
+        const samples = (await atModelRate(audio)).subarray(0, longest);
+        const vector = await run((slot) => host.request("extract", { samples }, { signal: slot }), signal);
+        return { vector, seconds: samples.length / sampleRate };
+      },
+      async convert(audio, target, signal): Promise<SynthesizedAudio> {
+        const samples = await atModelRate(audio);
+        if (samples.length > longest)
+          throw new Error(`tone colour conversion takes at most ${MAX_SECONDS} s of speech at once`);
+        const converted = await run(
+          (slot) => host.request("convert", { samples, target: target.vector, tau: TAU }, { signal: slot }),
+          signal,
+        );
+        return { samples: converted, sampleRate };
+      },
+      hosts: () => [host.status()],
+      close: () => host.close(),
+    };
+  } catch (error) {
+    await host.close();
+    throw error;
+  }
+}
