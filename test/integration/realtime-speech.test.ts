@@ -311,6 +311,8 @@ describe("session-start rejections: ready, then an error frame, then close 1000"
       { mode: "tts", audioOutputEnabled: "false" },
       /mode=tts needs audioOutputEnabled=true/,
     ],
+    ["clone voices in tts mode", { mode: "tts", voiceType: "clone" }, /voiceType=clone .*mode=tts has none/],
+    ["unknown voiceType", { voiceType: "robot" }, /voiceType="robot".*male, female, clone/],
     [
       "target without voice output",
       { targetLanguage: "xh" },

@@ -4,6 +4,7 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { findModel } from "../../src/engines/whisper-cpp/catalogue.js";
+import { installStandInToneColor } from "../support/stand-in-models/install.js";
 
 /** The engines file and its environment overrides, as `loadConfig` reads them at start-up. */
 const dir = mkdtempSync(path.join(tmpdir(), "relay-engines-"));
@@ -39,6 +40,18 @@ describe("engine configuration", () => {
     expect(engines.tts).toEqual([{ engine: "espeak-ng" }]);
     expect(engines.pivotLanguages).toEqual(["en", "es"]);
     expect(engines.modelsDir).toBe(path.join(dir, "models"));
+  });
+
+  it("converts clone voices with a pulled tone colour model unless VOICE_CLONE=off", async () => {
+    const models = mkdtempSync(path.join(dir, "models-"));
+    expect(load({ MODELS_DIR: models }).engines.families.openvoice).toEqual({ enabled: true, model: undefined });
+    await installStandInToneColor(models);
+    expect(load({ MODELS_DIR: models }).engines.families.openvoice).toEqual({ enabled: true, model: "tone-color" });
+    expect(load({ MODELS_DIR: models, VOICE_CLONE: "off" }).engines.families.openvoice).toEqual({
+      enabled: false,
+      model: undefined,
+    });
+    expect(problem({ VOICE_CLONE: "yes" })).toMatch(/VOICE_CLONE/u);
   });
 
   it("leaves the whisper.cpp build to where the engines are built once the default model is pulled", () => {
