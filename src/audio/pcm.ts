@@ -43,3 +43,14 @@ export class Pcm16Assembler {
     return { samples: bytesToInt16(data), misaligned };
   }
 }
+
+/** The pieces of one signal joined into one array. */
+export function concatFloat32(pieces: readonly Float32Array[]): Float32Array {
+  const out = new Float32Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
+  let offset = 0;
+  for (const piece of pieces) {
+    out.set(piece, offset);
+    offset += piece.length;
+  }
+  return out;
+}

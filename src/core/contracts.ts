@@ -386,6 +386,9 @@ export interface ToneColorEngine extends Engine {
   readonly capabilities: ToneColorCapabilities;
   /** The tone colour of a stretch of one speaker's speech. */
   toneColor(audio: SynthesizedAudio, signal?: AbortSignal): Promise<ToneColor>;
-  /** `audio` in the voice of `target`, at the engine's sample rate. */
-  convert(audio: SynthesizedAudio, target: ToneColor, signal?: AbortSignal): Promise<SynthesizedAudio>;
+  /**
+   * `audio` in the voice of `target`, at the engine's sample rate: consecutive pieces (joined, the
+   * whole), each as soon as it is converted, so speech can start before the sentence is done.
+   */
+  convert(audio: SynthesizedAudio, target: ToneColor, signal?: AbortSignal): AsyncIterable<SynthesizedAudio>;
 }

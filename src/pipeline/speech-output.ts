@@ -1,3 +1,4 @@
+import { concatFloat32 } from "../audio/pcm.js";
 import { resample } from "../audio/resampler.js";
 import { streamSynthesis } from "../engines/kit/synthesis.js";
 import type {
@@ -40,10 +41,11 @@ export interface OwnVoice {
 }
 
 /**
- * As `renderSpeech`, in the speaker's own voice: the sentence is synthesized whole, converted to
- * the speaker's tone colour, then framed (the caller speaks sentence by sentence, so the first
- * audio still follows the first sentence). A conversion that fails (the converter busy, its host
- * down) leaves the library voice: the listener always gets the speech.
+ * As `renderSpeech`, in the speaker's own voice: the sentence is synthesized whole, then converted
+ * to the speaker's tone colour piece by piece, each piece framed as it comes (the caller speaks
+ * sentence by sentence, so the first audio follows the first sentence's first piece). A conversion
+ * that fails (the converter busy, its host down) leaves the rest in the library voice: the
+ * listener always gets the speech.
  */
 export async function* renderOwnVoice(
   tts: TtsEngine,
@@ -54,27 +56,22 @@ export async function* renderOwnVoice(
   const chunks: SynthesizedAudio[] = [];
   for await (const audio of streamSynthesis(tts, request, signal)) chunks.push(audio);
   if (chunks.length === 0) return;
-  const synthesized = {
-    samples: joined(chunks.map((chunk) => chunk.samples)),
+  const synthesized: SynthesizedAudio = {
+    samples: concatFloat32(chunks.map((chunk) => chunk.samples)),
     sampleRate: chunks[0]!.sampleRate,
   };
-  let audio: SynthesizedAudio = synthesized;
+  const framer = new Framer();
+  /** Seconds of the sentence spoken so far (converted). */
+  let spoken = 0;
   try {
-    audio = await own.converter.convert(synthesized, own.toneColor, signal);
+    for await (const piece of own.converter.convert(synthesized, own.toneColor, signal)) {
+      spoken += piece.samples.length / piece.sampleRate;
+      yield* framer.push(await resample(piece.samples, piece.sampleRate, OUTPUT_SAMPLE_RATE));
+    }
   } catch (error) {
     if (signal?.aborted) throw error;
+    const rest = synthesized.samples.subarray(Math.round(spoken * synthesized.sampleRate));
+    yield* framer.push(await resample(rest, synthesized.sampleRate, OUTPUT_SAMPLE_RATE));
   }
-  const framer = new Framer();
-  yield* framer.push(await resample(audio.samples, audio.sampleRate, OUTPUT_SAMPLE_RATE));
   yield* framer.flush();
-}
-
-function joined(parts: readonly Float32Array[]): Float32Array {
-  const out = new Float32Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
 }

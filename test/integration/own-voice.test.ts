@@ -144,7 +144,7 @@ describe.skipIf(sharedMissing("data/speech"))("clone voices in the speaker's own
     b.close();
   });
 
-  it("relay-2 with two speakers: each label's lines in its own speaker's tone colour", async () => {
+  it("relay-2 with a man and a woman: both speakers heard in their own tone colours", async () => {
     const conversation = await buildConversation("librivox", "lj", { maxTurns: 4 });
     const socket = await openSession(server.baseUrl, {
       sourceLanguage: "en",

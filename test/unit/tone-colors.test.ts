@@ -27,9 +27,13 @@ function converterDouble(options: { fail?: "extract" | "convert" } = {}) {
       const mean = audio.samples.reduce((sum, v) => sum + v, 0) / audio.samples.length;
       return { vector: Float32Array.of(mean), seconds: audio.samples.length / audio.sampleRate };
     },
-    async convert(audio, target) {
+    // Two pieces, each the target's first value; `fail: "convert"` fails the second.
+    async *convert(audio, target) {
+      const half = Math.floor(audio.samples.length / 2);
+      yield { samples: new Float32Array(half).fill(target.vector[0]!), sampleRate: audio.sampleRate };
       if (options.fail === "convert") throw new EngineBusyError("busy");
-      return { samples: new Float32Array(audio.samples.length).fill(target.vector[0]!), sampleRate: 22_050 };
+      const rest = audio.samples.length - half;
+      yield { samples: new Float32Array(rest).fill(target.vector[0]!), sampleRate: audio.sampleRate };
     },
     close: async () => undefined,
   };
@@ -158,10 +162,12 @@ describe("renderOwnVoice", () => {
     expect(out[0]![960]).toBeCloseTo(0.5, 2);
   });
 
-  it("speaks the library voice when the converter fails: the listener always gets the speech", async () => {
+  it("speaks the rest in the library voice when the converter fails: the listener always gets the speech", async () => {
     const out = await frames(converterDouble({ fail: "convert" }).engine);
-    const seconds = out.reduce((sum, frame) => sum + frame.length, 0) / 24_000;
-    expect(seconds).toBeGreaterThanOrEqual(1);
-    expect(out[0]![0]).toBeCloseTo(0.1, 3);
+    const joined = Float32Array.from(out.flatMap((frame) => [...frame]));
+    expect(joined.length / 24_000).toBeGreaterThanOrEqual(1);
+    // The first half converted, the second the library voice, none of it lost.
+    expect(joined[6_000]).toBeCloseTo(0.5, 2);
+    expect(joined[18_000]).toBeCloseTo(0.1, 2);
   });
 });

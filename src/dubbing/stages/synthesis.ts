@@ -5,9 +5,17 @@
  */
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
-import { float32ToBytes } from "../../audio/pcm.js";
+import { concatFloat32, float32ToBytes } from "../../audio/pcm.js";
 import { resample } from "../../audio/resampler.js";
-import type { LanguageCode, SynthesizedAudio, ToneColorEngine, TtsEngine } from "../../core/contracts.js";
+import { setTimeout as delay } from "node:timers/promises";
+import { EngineBusyError } from "../../core/busy.js";
+import type {
+  LanguageCode,
+  SynthesizedAudio,
+  ToneColor,
+  ToneColorEngine,
+  TtsEngine,
+} from "../../core/contracts.js";
 import type { SpeakerVoice } from "../../speakers/voice-choice.js";
 import { trimSilence } from "../media/clips.js";
 import { mapLimit } from "./concurrency.js";
@@ -87,13 +95,7 @@ async function synthesizeClip(
     voice,
     ...(account === undefined ? {} : { account }),
   });
-  if (converter && toneColor) {
-    // A conversion that fails leaves the library voice: the line is dubbed either way.
-    audio = await converter.convert(audio, toneColor, signal).catch((error: unknown) => {
-      if (signal?.aborted) throw error;
-      return audio;
-    });
-  }
+  if (converter && toneColor) audio = await inOwnVoice(converter, audio, toneColor, signal);
   const clip = await resample(
     trimSilence(audio.samples, audio.sampleRate),
     audio.sampleRate,
@@ -105,4 +107,36 @@ async function synthesizeClip(
   let peak = 0;
   for (const sample of clip) peak = Math.max(peak, Math.abs(sample));
   return { path: clipPath, samples: clip.length, energy: energyOf(clip), peak };
+}
+
+/** A busy converter (live sessions fill its queue) is asked again after this long, this many times. */
+const BUSY_RETRY_MS = 500;
+const BUSY_RETRIES = 60;
+
+/**
+ * A line in the speaker's own voice. A job is not live: when the converter's queue is full it
+ * waits its turn rather than dub the line in another voice; a conversion that fails otherwise
+ * leaves the library voice, so the line is dubbed either way.
+ */
+async function inOwnVoice(
+  converter: ToneColorEngine,
+  audio: SynthesizedAudio,
+  toneColor: ToneColor,
+  signal: AbortSignal | undefined,
+): Promise<SynthesizedAudio> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const pieces: Float32Array[] = [];
+      let sampleRate = audio.sampleRate;
+      for await (const piece of converter.convert(audio, toneColor, signal)) {
+        pieces.push(piece.samples);
+        sampleRate = piece.sampleRate;
+      }
+      return { samples: concatFloat32(pieces), sampleRate };
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      if (!(error instanceof EngineBusyError) || attempt >= BUSY_RETRIES) return audio;
+      await delay(BUSY_RETRY_MS, undefined, signal ? { signal } : {});
+    }
+  }
 }

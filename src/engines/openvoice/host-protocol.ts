@@ -27,6 +27,8 @@ export interface ExtractParams {
 
 export interface ConvertParams {
   readonly samples: Float32Array;
+  /** The tone colour of the voice being replaced (the extractor's on the whole sentence). */
+  readonly source: Float32Array;
   /** The tone colour to convert to. */
   readonly target: Float32Array;
   /** How much of the source's variation the flow keeps (OpenVoice's `tau`, 0.3 upstream). */

@@ -3,12 +3,14 @@
  * tone colour from their own speech, the converter moves synthesized speech to it. Both run in a
  * host process (host-main.ts says why) behind the kit's deadlines, restarts and memory ceiling.
  *
- * Load, not abuse, is what a host must survive: conversions run one at a time per host (each pass
- * uses the configured threads), at most `maxQueued` wait, and beyond that a request fails at once
- * with `EngineBusyError` — the caller then plays the unconverted voice, so a flood from one client
- * costs others their timbre for a while, never their speech. Each request is bounded in length
- * (`MAX_SECONDS`): a sentence, or a speaker's reference speech (cut to it).
+ * Load, not abuse, is what a host must survive: passes run one at a time per host (each uses the
+ * configured threads), at most `maxQueued` wait, and beyond that a request fails at once with
+ * `EngineBusyError` — the caller then plays the library voice (a dubbing job waits its turn), so a
+ * flood from one client costs others their timbre for a while, never their speech. A sentence is
+ * converted in pieces (chunks.ts), each its own pass, so sessions take turns piece by piece. Each
+ * request is bounded in length (`MAX_SECONDS`): a sentence, or a speaker's reference speech (cut to it).
  */
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { bulkhead, BulkheadRejectedError, TaskCancelledError } from "cockatiel";
 import { resample } from "../../audio/resampler.js";
@@ -17,6 +19,7 @@ import type { SynthesizedAudio, ToneColor, ToneColorEngine } from "../../core/co
 import { ModelHost } from "../kit/model-host/host.js";
 import type { ToneColorModelEntry } from "./catalogue.js";
 import { readToneColorModel } from "./model-check.js";
+import { ChunkStitcher, planChunks } from "./chunks.js";
 import type { OpenVoiceMethods } from "./host-protocol.js";
 
 const HOST_MAIN = new URL("./host-main.js", import.meta.url);
@@ -27,14 +30,30 @@ const TAU = 0.3;
 export const MAX_SECONDS = 30;
 /** Seconds of a speaker's speech before their first tone colour (upstream asks for about 5). */
 const MIN_SECONDS = 3;
+/**
+ * Pieces a sentence is converted in (chunks.ts): a short first one for the first audio's latency,
+ * longer ones after it; context on each side covers the receptive field of the converter's
+ * convolutions (its WaveNet and HiFi-GAN stacks span well under 0.3 s), and neighbours cross-fade
+ * over 20 ms.
+ */
+const FIRST_PIECE_SECONDS = 1;
+const NEXT_PIECE_SECONDS = 2.5;
+const CONTEXT_SECONDS = 0.3;
+const FADE_SECONDS = 0.01;
 
 export interface OpenVoiceOptions {
   readonly entry: ToneColorModelEntry;
   /** The model's directory (models.ts). */
   readonly dir: string;
-  /** onnxruntime threads per pass (default 1: sessions convert many short sentences). */
+  /**
+   * onnxruntime threads per pass (default: the machine's cores, up to 4). Passes run one at a time,
+   * so each may use every core: a piece's latency halves on 2 cores, and the throughput is the same.
+   */
   readonly threads?: number;
-  /** Conversions waiting; beyond it a request fails at once (default 32). */
+  /**
+   * Passes waiting; beyond it a request fails at once (default 4). Live speech cannot wait long: a
+   * piece queued behind four others is already late, and the library voice speaking it is better.
+   */
   readonly maxQueued?: number;
   readonly timeoutMs?: number;
   readonly maxHostMiB?: number;
@@ -55,9 +74,9 @@ export async function createOpenVoiceEngine(options: OpenVoiceOptions): Promise<
       spectrogram: { nFft: config.filterLength, hop: config.hopLength, win: config.winLength },
       extractor: path.join(dir, entry.files.extractor),
       converter: path.join(dir, entry.files.converter),
-      threads: options.threads ?? 1,
+      threads: options.threads ?? Math.min(4, availableParallelism()),
     });
-    const maxQueued = options.maxQueued ?? 32;
+    const maxQueued = options.maxQueued ?? 4;
     const limiter = bulkhead(1, maxQueued);
     const run = async <T>(work: (slot: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> => {
       try {
@@ -70,6 +89,15 @@ export async function createOpenVoiceEngine(options: OpenVoiceOptions): Promise<
       }
     };
     const longest = MAX_SECONDS * sampleRate;
+    const hop = config.hopLength;
+    const seconds = (s: number) => Math.round(s * sampleRate);
+    const chunking = {
+      first: seconds(FIRST_PIECE_SECONDS),
+      next: seconds(NEXT_PIECE_SECONDS),
+      context: seconds(CONTEXT_SECONDS),
+      fade: seconds(FADE_SECONDS),
+      step: hop,
+    };
     const atModelRate = (audio: SynthesizedAudio) => resample(audio.samples, audio.sampleRate, sampleRate);
 
     return {
@@ -85,15 +113,31 @@ export async function createOpenVoiceEngine(options: OpenVoiceOptions): Promise<
         const vector = await run((slot) => host.request("extract", { samples }, { signal: slot }), signal);
         return { vector, seconds: samples.length / sampleRate };
       },
-      async convert(audio, target, signal): Promise<SynthesizedAudio> {
+      async *convert(audio, target, signal): AsyncIterable<SynthesizedAudio> {
         const samples = await atModelRate(audio);
         if (samples.length > longest)
           throw new Error(`tone colour conversion takes at most ${MAX_SECONDS} s of speech at once`);
-        const converted = await run(
-          (slot) => host.request("convert", { samples, target: target.vector, tau: TAU }, { signal: slot }),
-          signal,
-        );
-        return { samples: converted, sampleRate };
+        // The voice being replaced, from the whole sentence (a piece alone says less of it).
+        const source = await run((slot) => host.request("extract", { samples }, { signal: slot }), signal);
+        const plans = planChunks(samples.length, chunking);
+        const stitcher = new ChunkStitcher(chunking.fade);
+        for (const [k, plan] of plans.entries()) {
+          // Whole hops in, so the converter's output covers the piece exactly.
+          const piece = new Float32Array(Math.ceil((plan.to - plan.from) / hop) * hop);
+          piece.set(samples.subarray(plan.from, plan.to));
+          const converted = await run(
+            (slot) =>
+              host.request(
+                "convert",
+                { samples: piece, source, target: target.vector, tau: TAU },
+                { signal: slot },
+              ),
+            signal,
+          );
+          const exact = new Float32Array(plan.to - plan.from);
+          exact.set(converted.subarray(0, exact.length));
+          yield { samples: stitcher.push(plan, plans[k + 1], exact), sampleRate };
+        }
       },
       hosts: () => [host.status()],
       close: () => host.close(),
