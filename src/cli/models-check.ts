@@ -6,18 +6,23 @@
  *   streaming recognizer hears them, and the word error rate of what it heard is held to the
  *   recognizer's published LibriSpeech figure;
  * - translation: each installed translation model (transformers.js) translates the FLORES-101
- *   sentences of each direction it serves, and their chrF is held to the model's published figures.
+ *   sentences of each direction it serves, and their chrF is held to the model's published figures;
+ * - clone: with a tone colour model and a speaker-embedding model installed, a voice's speech
+ *   converted to each shipped speaker's tone colour must be more like that speaker, to the speaker
+ *   model, than it was unconverted (models-check-clone.ts).
  *
  * Timings come with the scores: milliseconds per sentence, and the real-time factors (processing
- * time over the audio's duration) of speaking and hearing. A check far below its limit
- * (src/engines/kit/models/check-metrics.ts says which and why) makes the command exit 1; with nothing installed
- * that can be checked it says what to pull and exits 0.
+ * time over the audio's duration) of speaking, hearing and converting. A check far below its limit
+ * (src/engines/kit/models/check-metrics.ts says which and why), or a conversion no closer to its
+ * speaker, makes the command exit 1; with nothing installed that can be checked it says what to
+ * pull and exits 0.
  */
 import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import type { AsrEngine, LanguageCode, TtsEngine } from "../core/contracts.js";
 import type { TransformersEngine } from "../engines/transformers-js/index.js";
+import { pulledToneColorModel } from "../engines/openvoice/models.js";
 import {
   chrF,
   chrfFloor,
@@ -30,6 +35,7 @@ import { isMtPulled, translationModels } from "../engines/transformers-js/models
 import { sherpaModelsOf, type SherpaEntryOf } from "../engines/sherpa-onnx/catalogue.js";
 import { isPulled, neuralVoiceModels, recognizerFiles } from "../engines/sherpa-onnx/models.js";
 import { CliError, printTable } from "./common.js";
+import type { CloneOutcome } from "./models-check-clone.js";
 
 /** data/check/ of the repository: two levels above this module, from src/cli/ and dist/cli/ alike. */
 export const CHECK_DATA_DIR = fileURLToPath(new URL("../../data/check/", import.meta.url));
@@ -56,6 +62,7 @@ interface Row {
   readonly msPerSentence: string;
   readonly ttsRtf: string;
   readonly asrRtf: string;
+  readonly cloneRtf: string;
   readonly result: string;
   readonly failed: boolean;
 }
@@ -72,6 +79,7 @@ function failedRow(check: string, model: string, error: unknown): Row {
     msPerSentence: "-",
     ttsRtf: "-",
     asrRtf: "-",
+    cloneRtf: "-",
     result: `FAILED: ${message}`,
     failed: true,
   };
@@ -161,6 +169,7 @@ async function speechCheck(
       msPerSentence: fixed((speakingMs + hearingMs) / sentences.length, 0),
       ttsRtf: audioSeconds > 0 ? fixed(speakingMs / 1000 / audioSeconds, 3) : "-",
       asrRtf: audioSeconds > 0 ? fixed(hearingMs / 1000 / audioSeconds, 3) : "-",
+      cloneRtf: "-",
       result: limit === undefined ? "measured (nothing published)" : failed ? "FAR BELOW" : "ok",
       failed,
     };
@@ -235,6 +244,7 @@ async function translationChecks(
           msPerSentence: fixed(msPerSentence, 0),
           ttsRtf: "-",
           asrRtf: "-",
+          cloneRtf: "-",
           result: failed ? "FAR BELOW" : "ok",
           failed,
         });
@@ -248,6 +258,26 @@ async function translationChecks(
   return rows;
 }
 
+/** A clone row: passes when the converted speech is more like the speaker than the unconverted. */
+function cloneRow(model: string, { speaker, result }: CloneOutcome): Row {
+  const check = `clone (${speaker})`;
+  if ("error" in result) return failedRow(check, model, result.error);
+  const failed = !(result.converted > result.unconverted);
+  return {
+    check,
+    model,
+    score: `cos ${fixed(result.converted, 3)}`,
+    limit: `> ${fixed(result.unconverted, 3)} (unconverted)`,
+    published: "none",
+    msPerSentence: fixed(result.msPerSentence, 0),
+    ttsRtf: fixed(result.ttsRtf, 3),
+    asrRtf: "-",
+    cloneRtf: fixed(result.cloneRtf, 3),
+    result: failed ? "NOT CLOSER" : "ok",
+    failed,
+  };
+}
+
 /** `relay models check`: runs what is installed in `dir`; 0 when every check passes (or none can run). */
 export async function checkModels(dir: string, options: CheckOptions = {}): Promise<number> {
   const englishVoices = sherpaModelsOf("tts").filter(
@@ -259,11 +289,17 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
     sherpaModelsOf("tts").find((entry) => entry.default && entry.languages.includes("en"))?.name ?? "a voice";
   const recognizerToPull = sherpaModelsOf("streaming-asr")[0]?.name ?? "a recognizer";
   const speech = englishVoices.length > 0 && recognizers.length > 0;
+  const toneColor = pulledToneColorModel(dir);
+  const speakerModel = sherpaModelsOf("speaker").find((entry) => isPulled(entry, dir));
+  const speakerToPull = sherpaModelsOf("speaker")[0]?.name ?? "a speaker model";
+  const clone = toneColor !== undefined && speakerModel !== undefined;
 
-  if (!speech && translators.length === 0) {
+  if (!speech && translators.length === 0 && !clone) {
     console.log(
-      `nothing to check in ${dir}: no English neural voice with a streaming recognizer, and no translation model, is installed.\n` +
-        `Pull them with \`relay models pull ${voiceToPull}\`, \`relay models pull ${recognizerToPull}\` and ` +
+      `nothing to check in ${dir}: no English neural voice with a streaming recognizer, no translation model, ` +
+        "and no tone colour model with a speaker model is installed.\n" +
+        `Pull them with \`relay models pull ${voiceToPull}\`, \`relay models pull ${recognizerToPull}\`, ` +
+        `\`relay models pull tone-color\`, \`relay models pull ${speakerToPull}\` and ` +
         "`relay models pull mt en-es` (or any direction), then run `relay models check` again.",
     );
     return 0;
@@ -273,6 +309,13 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
       englishVoices.length === 0
         ? `speech: skipped, no English neural voice is installed (\`relay models pull ${voiceToPull}\`)`
         : `speech: skipped, no streaming recognizer is installed (\`relay models pull ${recognizerToPull}\`)`,
+    );
+  }
+  if (!clone) {
+    console.log(
+      toneColor === undefined
+        ? "clone: skipped, no tone colour model is installed (`relay models pull tone-color`)"
+        : `clone: skipped, no speaker-embedding model is installed (\`relay models pull ${speakerToPull}\`)`,
     );
   }
   if (translators.length === 0)
@@ -313,6 +356,19 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
       }
     }
   }
+  if (clone) {
+    const { cloneChecks, cloneModelLabel } = await import("./models-check-clone.js");
+    const setup = { dir, toneColor, speaker: speakerModel, voice: englishVoices[0] };
+    const model = cloneModelLabel(setup);
+    progress(`clone: ${model} converts to each speaker of data/check/speakers/`);
+    const outcomes = await cloneChecks({
+      ...setup,
+      recordings: `${CHECK_DATA_DIR}speakers/`,
+      sentences: await lines("speech-en.txt"),
+      timeoutMs: TIMEOUT_MS,
+    });
+    rows.push(...outcomes.map((outcome) => cloneRow(model, outcome)));
+  }
   if (translators.length > 0) {
     const languages = new Set(
       translators.flatMap((entry) => entry.directions.flatMap((d) => [d.from, d.to])),
@@ -328,7 +384,18 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
   }
 
   printTable(
-    ["CHECK", "MODEL", "SCORE", "LIMIT", "PUBLISHED", "MS/SENTENCE", "TTS RTF", "ASR RTF", "RESULT"],
+    [
+      "CHECK",
+      "MODEL",
+      "SCORE",
+      "LIMIT",
+      "PUBLISHED",
+      "MS/SENTENCE",
+      "TTS RTF",
+      "ASR RTF",
+      "CLONE RTF",
+      "RESULT",
+    ],
     rows.map((row) => [
       row.check,
       row.model,
@@ -338,6 +405,7 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
       row.msPerSentence,
       row.ttsRtf,
       row.asrRtf,
+      row.cloneRtf,
       row.result,
     ]),
   );
@@ -346,6 +414,12 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
     console.log(
       "speech: WER of the round trip (voice → recognizer) on data/check/speech-en.txt; limit: 3 × the published " +
         "LibriSpeech test-other WER + 10 points.",
+    );
+  }
+  if (clone) {
+    console.log(
+      "clone: the speaker model's cosine similarity of each speaker's recording (data/check/speakers/) and speech " +
+        "converted to that speaker's tone colour; limit: the same speech's, unconverted (higher: more alike).",
     );
   }
   if (translators.length > 0) {
@@ -362,7 +436,7 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
   const failed = rows.filter((row) => row.failed).length;
   if (failed > 0) {
     throw new CliError(
-      `${failed} of ${rows.length} checks failed or are far below the published figures (\`--verbose\` shows each sentence)`,
+      `${failed} of ${rows.length} checks failed or fell short of their limits (\`--verbose\` shows each sentence)`,
     );
   }
   console.log(`all ${rows.length} checks passed`);

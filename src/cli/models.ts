@@ -472,7 +472,7 @@ export function modelsCommand(): Command {
   models
     .command("check")
     .description(
-      "self-test the installed neural voices, recognizer and translation models on shipped sentences: WER, chrF and speed against the published figures",
+      "self-test the installed neural voices, recognizer, translation and tone colour models on shipped sentences and recordings: WER, chrF, voice similarity and speed",
     )
     .option("--dir <dir>", dirHelp)
     .option("--verbose", "print each sentence and what the models made of it", false)

@@ -377,6 +377,19 @@ export interface ToneColorCapabilities {
   readonly minSeconds: number;
 }
 
+export interface ToneColorRequest {
+  /** Drops the request where the engine can. */
+  readonly signal?: AbortSignal;
+  /** Whose room, session or job: the converter serves accounts in turn. */
+  readonly account?: string;
+  /**
+   * Wait for a turn when the converter is busy (dubbing). Without it (live speech) a sentence is
+   * refused at once with `EngineBusyError` unless the converter is free: late speech is worse than
+   * the library voice.
+   */
+  readonly mayWait?: boolean;
+}
+
 /**
  * Turns speech into a speaker's own voice (rooms' `voice_type=clone`, sessions' `voiceType=clone`,
  * dubbing's `voice=clone`): the library voice speaks, the converter moves its timbre to the
@@ -385,10 +398,14 @@ export interface ToneColorCapabilities {
 export interface ToneColorEngine extends Engine {
   readonly capabilities: ToneColorCapabilities;
   /** The tone colour of a stretch of one speaker's speech. */
-  toneColor(audio: SynthesizedAudio, signal?: AbortSignal): Promise<ToneColor>;
+  toneColor(audio: SynthesizedAudio, request?: ToneColorRequest): Promise<ToneColor>;
   /**
    * `audio` in the voice of `target`, at the engine's sample rate: consecutive pieces (joined, the
    * whole), each as soon as it is converted, so speech can start before the sentence is done.
    */
-  convert(audio: SynthesizedAudio, target: ToneColor, signal?: AbortSignal): AsyncIterable<SynthesizedAudio>;
+  convert(
+    audio: SynthesizedAudio,
+    target: ToneColor,
+    request?: ToneColorRequest,
+  ): AsyncIterable<SynthesizedAudio>;
 }

@@ -105,7 +105,7 @@ export function createLivePipeline(
   const voices =
     voice === undefined
       ? undefined
-      : voiceChooser(registry, voice, (to) => speakerLanguageInto(to), [...synthesizers]);
+      : voiceChooser(registry, voice, (to) => speakerLanguageInto(to), [...synthesizers], account);
   const translator = (language: LanguageCode) => translators.get(language)!;
 
   return new TranslationPipeline({
@@ -162,6 +162,7 @@ function voiceChooser(
   voice: VoiceChoice,
   speakerLanguageInto: (to: LanguageCode) => LanguageCode,
   synthesizers: readonly (readonly [LanguageCode, TtsEngine])[],
+  account: string | undefined,
 ): VoiceChooser {
   if (voice !== "clone" && !("auto" in voice)) return fixedVoice(voice);
   const cloners = new Map(
@@ -178,6 +179,6 @@ function voiceChooser(
   // Clone voices speak in each speaker's own voice where a converter is loaded (voiceId=auto, as the
   // spec defines it, keeps choosing library voices).
   return voice === "clone" && registry.toneColor
-    ? new ClonedVoices(matched, new SpeakerToneColors(registry.toneColor))
+    ? new ClonedVoices(matched, new SpeakerToneColors(registry.toneColor, account))
     : matched;
 }

@@ -15,6 +15,8 @@ export interface SpeechRequest {
   readonly text: string;
   readonly language: LanguageCode;
   readonly voice: Voice;
+  /** Whose session (engines shared by every session serve accounts in turn). */
+  readonly account?: string;
 }
 
 /**
@@ -64,7 +66,10 @@ export async function* renderOwnVoice(
   /** Seconds of the sentence spoken so far (converted). */
   let spoken = 0;
   try {
-    for await (const piece of own.converter.convert(synthesized, own.toneColor, signal)) {
+    for await (const piece of own.converter.convert(synthesized, own.toneColor, {
+      ...(signal ? { signal } : {}),
+      ...(request.account === undefined ? {} : { account: request.account }),
+    })) {
       spoken += piece.samples.length / piece.sampleRate;
       yield* framer.push(await resample(piece.samples, piece.sampleRate, OUTPUT_SAMPLE_RATE));
     }

@@ -90,7 +90,7 @@ async function loadChoices() {
   fill($("dub-from"), [["auto", "detect"], ...names(recognized)], "auto");
   fill($("dub-to"), names(targets), "es");
   const voiceOptions = voices.map((v) => [String(v.id), `${v.name} (${v.gender})`]);
-  fill($("live-voice"), [["", "default"], ...voiceOptions], "");
+  fill($("live-voice"), [["", "default"], ["clone", "your own voice (clone)"], ...voiceOptions], "");
   fill($("tts-voice"), [["", "default"], ...voiceOptions], "");
 }
 
@@ -149,7 +149,7 @@ async function startLive() {
     {
       sourceLanguage: $("live-from").value,
       targetLanguage: $("live-to").value,
-      ...($("live-voice").value ? { voiceId: $("live-voice").value } : {}),
+      ...voiceParams($("live-voice").value),
       ...($("live-context").value.trim() ? { context: $("live-context").value } : {}),
     },
   );
@@ -297,3 +297,9 @@ $("dub-start").addEventListener("click", async () => {
 loadChoices().catch((error) =>
   status("live-status", `cannot read the server's languages: ${describe(error)}`, true),
 );
+
+/** The live tab's voice: the default, the speaker's own (voiceType=clone) or a library voice. */
+function voiceParams(value) {
+  if (value === "clone") return { voiceType: "clone" };
+  return value ? { voiceId: value } : {};
+}

@@ -34,7 +34,11 @@ export class SpeakerToneColors {
   private readonly speakers = new Map<string, SpeakerSpeech>();
   private readonly stop = new AbortController();
 
-  constructor(private readonly engine: ToneColorEngine) {}
+  /** `account`: whose room, session or job (the converter serves accounts in turn). */
+  constructor(
+    private readonly engine: ToneColorEngine,
+    private readonly account?: string,
+  ) {}
 
   /** Speech of `speaker` (undefined: the only speaker there is), PCM16 16 kHz. */
   observe(speaker: string | undefined, pcm: Int16Array): void {
@@ -99,7 +103,14 @@ export class SpeakerToneColors {
       offset += piece.length;
     }
     state.running = this.engine
-      .toneColor({ samples: int16ToFloat32(speech), sampleRate: RATE }, this.stop.signal)
+      .toneColor(
+        { samples: int16ToFloat32(speech), sampleRate: RATE },
+        {
+          signal: this.stop.signal,
+          mayWait: true,
+          ...(this.account === undefined ? {} : { account: this.account }),
+        },
+      )
       .then(
         (toneColor) => {
           state.toneColor = toneColor;

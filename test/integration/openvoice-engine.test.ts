@@ -33,9 +33,11 @@ const tones = (seconds: number, ...hz: number[]): SynthesizedAudio => ({
   sampleRate: RATE,
 });
 
-async function converted(audio: SynthesizedAudio, target: ToneColor, signal?: AbortSignal) {
+/** The pieces of a conversion: live (refused when busy) unless `mayWait`. */
+async function converted(audio: SynthesizedAudio, target: ToneColor, signal?: AbortSignal, mayWait = false) {
   const pieces: Float32Array[] = [];
-  for await (const piece of engine.convert(audio, target, signal)) pieces.push(piece.samples);
+  for await (const piece of engine.convert(audio, target, { mayWait, ...(signal ? { signal } : {}) }))
+    pieces.push(piece.samples);
   return pieces;
 }
 
@@ -92,6 +94,25 @@ describe("the OpenVoice engine in its host", () => {
     await expect(converted(tones(MAX_SECONDS + 1, 200), color)).rejects.toThrow(/at most/);
     // Still serving.
     expect((await converted(tones(1, 200), color)).length).toBeGreaterThan(0);
+  });
+
+  it("converts a live sentence only when it is free; a dubbing job's waits its turn", async () => {
+    const color = await engine.toneColor(tones(3, 400));
+    const [first, second] = [tones(6, 200), tones(2, 200)];
+    // A sentence half converted: its next piece is queued before the first is handed out.
+    const running = engine.convert(first, color)[Symbol.asyncIterator]();
+    let length = (await running.next()).value!.samples.length;
+    // Live: refused at once while another sentence converts (its speaker hears the library voice).
+    await expect(converted(second, color)).rejects.toBeInstanceOf(EngineBusyError);
+    // A job waits for its turn and gets it.
+    const waited = converted(second, color, undefined, true);
+    for (let piece = await running.next(); !piece.done; piece = await running.next())
+      length += piece.value.samples.length;
+    expect(length).toBe(first.samples.length);
+    expect((await waited).reduce((sum, piece) => sum + piece.length, 0)).toBe(second.samples.length);
+    // Free again (once the queue has counted the last pass done): live sentences are converted.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    expect((await converted(second, color)).length).toBeGreaterThan(0);
   });
 
   it("stops a cancelled conversion", async () => {

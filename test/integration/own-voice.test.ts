@@ -104,8 +104,8 @@ beforeAll(async () => {
   modelsDir = path.join(work, "models");
   await installStandInToneColor(modelsDir);
   server = await startServer({ MODELS_DIR: modelsDir, DUBBING_WORKERS: "1", RATE_LIMIT_PER_MINUTE: "1000" });
-  speech.set("librivox", await speakerSpeech("librivox", 20));
-  speech.set("lj", await speakerSpeech("lj", 20));
+  speech.set("librivox", await speakerSpeech("librivox", 12));
+  speech.set("lj", await speakerSpeech("lj", 12));
 }, 180_000);
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 /**
  * What `npm run setup` does on a machine with no `bzip2` and no `tar`: `relay models pull` (the built
- * CLI, as setup runs it) of every default sherpa-onnx and translation model, each from a local
+ * CLI, as setup runs it) of every default sherpa-onnx, translation and tone colour model, each from a local
  * stand-in of where upstream serves it (GitHub release downloads through their redirect, Hugging
  * Face's `resolve` with its stated SHA-256: test/support/upstream-archives.ts), the archives laid
  * out exactly as upstream's (test/fixtures/upstream-layouts.json) and holding stand-in models. Then
@@ -19,6 +19,8 @@ import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli
 import { bpeVocabFromModel } from "../../src/engines/sherpa-onnx/bpe-vocab.js";
 import { MANIFEST } from "../../src/engines/kit/models/model-dir.js";
 import { MT_CATALOGUE } from "../../src/engines/transformers-js/catalogue.js";
+import { TONE_COLOR_CATALOGUE } from "../../src/engines/openvoice/catalogue.js";
+import { writeToneColorStandIn } from "../support/stand-in-models/tone-color.js";
 import { SHERPA_CATALOGUE, type SherpaModelEntry } from "../../src/engines/sherpa-onnx/catalogue.js";
 import { runScript, type Run } from "../support/run-script.js";
 import { startServiceProcess } from "../support/service-process.js";
@@ -36,6 +38,7 @@ import {
 
 const SHERPA_DEFAULTS = SHERPA_CATALOGUE.filter((entry) => entry.default);
 const MT_DEFAULTS = MT_CATALOGUE.filter((entry) => entry.default);
+const TONE_DEFAULTS = TONE_COLOR_CATALOGUE.filter((entry) => entry.default);
 const SPEECH = "data/speech/librivox-pocketsphinx/goforward.wav";
 const KEY = "default-models-key";
 
@@ -56,6 +59,14 @@ beforeAll(async () => {
   const files: ServedFile[] = [];
   for (const entry of SHERPA_DEFAULTS) files.push(await sherpaReleaseFile(entry.name, work));
   for (const entry of MT_DEFAULTS) files.push(...(await huggingFaceFiles(entry.name, work)));
+  for (const entry of TONE_DEFAULTS) {
+    const written = await writeToneColorStandIn(await mkdtemp(path.join(work, "hub-")));
+    for (const [kind, file] of Object.entries(entry.files))
+      files.push({
+        url: `https://huggingface.co/${entry.repo}/resolve/main/${file}`,
+        body: await readFile(written[kind as keyof typeof entry.files]),
+      });
+  }
   server = await startReleaseServer(files);
 }, 180_000);
 afterAll(async () => {
@@ -78,7 +89,7 @@ let pulls: Promise<Map<string, Run>> | undefined;
 function pullDefaults(): Promise<Map<string, Run>> {
   pulls ??= (async () => {
     const results = new Map<string, Run>();
-    for (const entry of [...SHERPA_DEFAULTS, ...MT_DEFAULTS])
+    for (const entry of [...SHERPA_DEFAULTS, ...MT_DEFAULTS, ...TONE_DEFAULTS])
       results.set(entry.name, await relay("pull", entry.name));
     return results;
   })();
@@ -138,12 +149,13 @@ describe("the default models, pulled as setup pulls them, with no bzip2 or tar o
     );
     expect(
       server.requests.filter((r) => r.kind === "cdn" && r.method === "GET" && r.status === 200),
-    ).toHaveLength(2 * MT_DEFAULTS.length);
+    ).toHaveLength(2 * (MT_DEFAULTS.length + TONE_DEFAULTS.length));
     expect(server.requests.filter((r) => r.status >= 400 || r.kind === "unknown")).toEqual([]);
 
     // Nothing is left beside the models: no archive, no partial download, no staging directory.
     const top = (await readdir(modelsDir)).sort();
-    expect(top).toEqual([...SHERPA_DEFAULTS.map((entry) => entry.dir), "mt"].sort());
+    expect(top).toEqual([...SHERPA_DEFAULTS.map((entry) => entry.dir), "mt", "tone-color"].sort());
+    expect(await readdir(path.join(modelsDir, "tone-color"))).toEqual(TONE_DEFAULTS.map((e) => e.name));
     expect((await readdir(path.join(modelsDir, "mt"))).sort()).toEqual(MT_DEFAULTS.map((e) => e.name).sort());
 
     // The zipformer's bpe.vocab, absent upstream, is derived from its bpe.model.
@@ -188,7 +200,7 @@ describe("the default models, pulled as setup pulls them, with no bzip2 or tar o
 
     const verified = await relay("verify");
     expect(verified.code, verified.stderr).toBe(0);
-    for (const entry of [...SHERPA_DEFAULTS, ...MT_DEFAULTS])
+    for (const entry of [...SHERPA_DEFAULTS, ...MT_DEFAULTS, ...TONE_DEFAULTS])
       expect(verified.stdout).toMatch(new RegExp(`^${entry.name}\\s+ok \\(`, "mu"));
 
     // A second pull of a pulled model downloads nothing.
@@ -214,6 +226,7 @@ describe("the default models, pulled as setup pulls them, with no bzip2 or tar o
         status: string;
         engines: { kind: string; id: string; version?: string }[];
         unavailable_engines: unknown[];
+        voice_clone: unknown;
       };
       expect(health.unavailable_engines).toEqual([]);
       expect(health.status).toBe("ok");
@@ -224,6 +237,8 @@ describe("the default models, pulled as setup pulls them, with no bzip2 or tar o
         /piper-en_US-libritts_r-medium\+piper-es_ES-sharvard-medium$/u,
       );
       expect(engine("speakers", "sherpa-onnx-speaker")).toBeDefined();
+      expect(engine("tone-color", "openvoice")).toBeDefined();
+      expect(health.voice_clone).toEqual({ mode: "tone-color", engine: "openvoice" });
 
       const speech = await readWavAsPcm16(sharedPath(SPEECH));
       const session = await createSession(service.baseUrl, KEY, {

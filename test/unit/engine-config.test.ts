@@ -44,9 +44,15 @@ describe("engine configuration", () => {
 
   it("converts clone voices with a pulled tone colour model unless VOICE_CLONE=off", async () => {
     const models = mkdtempSync(path.join(dir, "models-"));
-    expect(load({ MODELS_DIR: models }).engines.families.openvoice).toEqual({ enabled: true, model: undefined });
+    expect(load({ MODELS_DIR: models }).engines.families.openvoice).toEqual({
+      enabled: true,
+      model: undefined,
+    });
     await installStandInToneColor(models);
-    expect(load({ MODELS_DIR: models }).engines.families.openvoice).toEqual({ enabled: true, model: "tone-color" });
+    expect(load({ MODELS_DIR: models }).engines.families.openvoice).toEqual({
+      enabled: true,
+      model: "tone-color",
+    });
     expect(load({ MODELS_DIR: models, VOICE_CLONE: "off" }).engines.families.openvoice).toEqual({
       enabled: false,
       model: undefined,

@@ -142,7 +142,11 @@ describe("ClonedVoices", () => {
 describe("renderOwnVoice", () => {
   const tts: TtsEngine = {
     info: { id: "tts-double", version: "1" },
-    capabilities: { languages: ["es"], voices: [], sampleRate: 24_000 } as unknown as TtsEngine["capabilities"],
+    capabilities: {
+      languages: ["es"],
+      voices: [],
+      sampleRate: 24_000,
+    } as unknown as TtsEngine["capabilities"],
     async synthesize(): Promise<SynthesizedAudio> {
       return { samples: new Float32Array(24_000).fill(0.1), sampleRate: 24_000 };
     },

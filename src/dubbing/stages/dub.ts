@@ -103,7 +103,7 @@ export async function dubMedia(options: DubOptions): Promise<DubResult> {
   // Tone colours are made from this job's speech only, and forgotten with it.
   const toneColors =
     matched && voice === "clone" && registry.toneColor
-      ? new SpeakerToneColors(registry.toneColor)
+      ? new SpeakerToneColors(registry.toneColor, options.account)
       : undefined;
   const voices = matched && toneColors ? new ClonedVoices(matched, toneColors) : matched;
 

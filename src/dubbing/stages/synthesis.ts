@@ -95,7 +95,7 @@ async function synthesizeClip(
     voice,
     ...(account === undefined ? {} : { account }),
   });
-  if (converter && toneColor) audio = await inOwnVoice(converter, audio, toneColor, signal);
+  if (converter && toneColor) audio = await inOwnVoice(converter, audio, toneColor, signal, account);
   const clip = await resample(
     trimSilence(audio.samples, audio.sampleRate),
     audio.sampleRate,
@@ -114,21 +114,27 @@ const BUSY_RETRY_MS = 500;
 const BUSY_RETRIES = 60;
 
 /**
- * A line in the speaker's own voice. A job is not live: when the converter's queue is full it
- * waits its turn rather than dub the line in another voice; a conversion that fails otherwise
- * leaves the library voice, so the line is dubbed either way.
+ * A line in the speaker's own voice. A job is not live: it waits its turn at the converter, and
+ * when even the queue is full it asks again rather than dub the line in another voice; a
+ * conversion that fails otherwise leaves the library voice, so the line is dubbed either way.
  */
 async function inOwnVoice(
   converter: ToneColorEngine,
   audio: SynthesizedAudio,
   toneColor: ToneColor,
   signal: AbortSignal | undefined,
+  account: string | undefined,
 ): Promise<SynthesizedAudio> {
+  const request = {
+    mayWait: true,
+    ...(signal ? { signal } : {}),
+    ...(account === undefined ? {} : { account }),
+  };
   for (let attempt = 0; ; attempt++) {
     try {
       const pieces: Float32Array[] = [];
       let sampleRate = audio.sampleRate;
-      for await (const piece of converter.convert(audio, toneColor, signal)) {
+      for await (const piece of converter.convert(audio, toneColor, request)) {
         pieces.push(piece.samples);
         sampleRate = piece.sampleRate;
       }

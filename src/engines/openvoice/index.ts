@@ -3,23 +3,26 @@
  * tone colour from their own speech, the converter moves synthesized speech to it. Both run in a
  * host process (host-main.ts says why) behind the kit's deadlines, restarts and memory ceiling.
  *
- * Load, not abuse, is what a host must survive: passes run one at a time per host (each uses the
- * configured threads), at most `maxQueued` wait, and beyond that a request fails at once with
- * `EngineBusyError` — the caller then plays the library voice (a dubbing job waits its turn), so a
- * flood from one client costs others their timbre for a while, never their speech. A sentence is
- * converted in pieces (chunks.ts), each its own pass, so sessions take turns piece by piece. Each
- * request is bounded in length (`MAX_SECONDS`): a sentence, or a speaker's reference speech (cut to it).
+ * Load, not abuse, is what a host must survive. Passes run one at a time (each uses the configured
+ * threads), accounts in turn (the kit's fair queue), at most `maxQueued` waiting and 4 per account;
+ * beyond that a request fails at once with `EngineBusyError`. A live sentence is converted only
+ * when the converter is free, and is otherwise refused at once (the caller speaks it in the library
+ * voice): waiting behind others' sentences would make it late, and a converter that runs at about
+ * half real time on 2 cores cannot keep up with several speakers. A dubbing job waits its turn
+ * (`mayWait`). A sentence is converted in pieces (chunks.ts), its next piece queued before the
+ * current one is spoken so that it keeps its turn. Each request is bounded in length
+ * (`MAX_SECONDS`): a sentence, or a speaker's reference speech (cut to it).
  */
 import { availableParallelism } from "node:os";
 import path from "node:path";
-import { bulkhead, BulkheadRejectedError, TaskCancelledError } from "cockatiel";
 import { resample } from "../../audio/resampler.js";
 import { EngineBusyError } from "../../core/busy.js";
-import type { SynthesizedAudio, ToneColor, ToneColorEngine } from "../../core/contracts.js";
+import type { SynthesizedAudio, ToneColor, ToneColorEngine, ToneColorRequest } from "../../core/contracts.js";
+import { FairQueue, NO_ACCOUNT } from "../kit/model-host/fair-queue.js";
 import { ModelHost } from "../kit/model-host/host.js";
 import type { ToneColorModelEntry } from "./catalogue.js";
 import { readToneColorModel } from "./model-check.js";
-import { ChunkStitcher, planChunks } from "./chunks.js";
+import { ChunkStitcher, planChunks, type ChunkPlan } from "./chunks.js";
 import type { OpenVoiceMethods } from "./host-protocol.js";
 
 const HOST_MAIN = new URL("./host-main.js", import.meta.url);
@@ -50,14 +53,13 @@ export interface OpenVoiceOptions {
    * so each may use every core: a piece's latency halves on 2 cores, and the throughput is the same.
    */
   readonly threads?: number;
-  /**
-   * Passes waiting; beyond it a request fails at once (default 4). Live speech cannot wait long: a
-   * piece queued behind four others is already late, and the library voice speaking it is better.
-   */
+  /** Passes waiting (reference extractions, dubbing's sentences); beyond it a request fails at once (default 8). */
   readonly maxQueued?: number;
   readonly timeoutMs?: number;
   readonly maxHostMiB?: number;
 }
+
+const signalOf = ({ signal }: ToneColorRequest) => (signal ? { signal } : {});
 
 export async function createOpenVoiceEngine(options: OpenVoiceOptions): Promise<ToneColorEngine> {
   const { entry, dir } = options;
@@ -76,18 +78,13 @@ export async function createOpenVoiceEngine(options: OpenVoiceOptions): Promise<
       converter: path.join(dir, entry.files.converter),
       threads: options.threads ?? Math.min(4, availableParallelism()),
     });
-    const maxQueued = options.maxQueued ?? 4;
-    const limiter = bulkhead(1, maxQueued);
-    const run = async <T>(work: (slot: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> => {
-      try {
-        return await limiter.execute(({ signal: slot }) => work(slot), signal);
-      } catch (error) {
-        if (error instanceof BulkheadRejectedError)
-          throw new EngineBusyError(`tone colour conversion is busy (${maxQueued} waiting)`);
-        if (error instanceof TaskCancelledError && signal?.aborted) throw signal.reason;
-        throw error;
-      }
-    };
+    const queue = new FairQueue("tone colour conversion", {
+      concurrency: 1,
+      maxQueued: options.maxQueued ?? 8,
+      maxQueuedPerAccount: 4,
+    });
+    const pass = <T>(request: ToneColorRequest, work: () => Promise<T>): Promise<T> =>
+      queue.run(request.account ?? NO_ACCOUNT, work, request.signal);
     const longest = MAX_SECONDS * sampleRate;
     const hop = config.hopLength;
     const seconds = (s: number) => Math.round(s * sampleRate);
@@ -107,33 +104,43 @@ export async function createOpenVoiceEngine(options: OpenVoiceOptions): Promise<
         detail: `${entry.repo} (${dim}-value tone colours, ${sampleRate} Hz)`,
       },
       capabilities: { sampleRate, minSeconds: MIN_SECONDS },
-      async toneColor(audio, signal): Promise<ToneColor> {
+      async toneColor(audio, request = {}): Promise<ToneColor> {
         // A reference longer than a request may be is cut: its first MAX_SECONDS say enough.
         const samples = (await atModelRate(audio)).subarray(0, longest);
-        const vector = await run((slot) => host.request("extract", { samples }, { signal: slot }), signal);
+        const vector = await pass(request, () => host.request("extract", { samples }, signalOf(request)));
         return { vector, seconds: samples.length / sampleRate };
       },
-      async *convert(audio, target, signal): AsyncIterable<SynthesizedAudio> {
+      async *convert(audio, target, request = {}): AsyncIterable<SynthesizedAudio> {
+        const { running, queued } = queue.stats();
+        if (!request.mayWait && running + queued > 0)
+          throw new EngineBusyError("tone colour conversion is busy with another sentence");
         const samples = await atModelRate(audio);
         if (samples.length > longest)
           throw new Error(`tone colour conversion takes at most ${MAX_SECONDS} s of speech at once`);
         // The voice being replaced, from the whole sentence (a piece alone says less of it).
-        const source = await run((slot) => host.request("extract", { samples }, { signal: slot }), signal);
+        const source = await pass(request, () => host.request("extract", { samples }, signalOf(request)));
         const plans = planChunks(samples.length, chunking);
         const stitcher = new ChunkStitcher(chunking.fade);
-        for (const [k, plan] of plans.entries()) {
+        const convertPiece = (plan: ChunkPlan) => {
           // Whole hops in, so the converter's output covers the piece exactly.
           const piece = new Float32Array(Math.ceil((plan.to - plan.from) / hop) * hop);
           piece.set(samples.subarray(plan.from, plan.to));
-          const converted = await run(
-            (slot) =>
-              host.request(
-                "convert",
-                { samples: piece, source, target: target.vector, tau: TAU },
-                { signal: slot },
-              ),
-            signal,
+          const converted = pass(request, () =>
+            host.request(
+              "convert",
+              { samples: piece, source, target: target.vector, tau: TAU },
+              signalOf(request),
+            ),
           );
+          // Awaited below; a sentence abandoned half-way leaves its last piece unobserved.
+          converted.catch(() => undefined);
+          return converted;
+        };
+        // The next piece is queued before this one is spoken, so the sentence keeps its turn.
+        let next = convertPiece(plans[0]!);
+        for (const [k, plan] of plans.entries()) {
+          const converted = await next;
+          if (k + 1 < plans.length) next = convertPiece(plans[k + 1]!);
           const exact = new Float32Array(plan.to - plan.from);
           exact.set(converted.subarray(0, exact.length));
           yield { samples: stitcher.push(plan, plans[k + 1], exact), sampleRate };
