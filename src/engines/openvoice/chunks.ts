@@ -1,7 +1,7 @@
 /**
  * Converting a sentence in pieces, so its first audio comes after the first piece's conversion, not
- * the whole sentence's (the converter runs at about half real time on 2 cores: a 4 s sentence
- * would otherwise wait 2 s). Each piece is converted with context on both sides — the converter's
+ * the whole sentence's (the converter takes 0.7–0.9 s of 2 cores per second of speech: a 4 s
+ * sentence would otherwise wait about 3 s). Each piece is converted with context on both sides — the converter's
  * convolutions and flows see a few hundred milliseconds around each sample — and neighbouring
  * pieces are cross-faded over a short span inside their shared context, so no seam is heard.
  *

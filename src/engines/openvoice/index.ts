@@ -8,7 +8,7 @@
  * beyond that a request fails at once with `EngineBusyError`. A live sentence is converted only
  * when the converter is free, and is otherwise refused at once (the caller speaks it in the library
  * voice): waiting behind others' sentences would make it late, and a converter that runs at about
- * half real time on 2 cores cannot keep up with several speakers. A dubbing job waits its turn
+ * 0.7–0.9 of real time on 2 cores (docs/benchmarks.md) cannot keep up with several speakers. A dubbing job waits its turn
  * (`mayWait`). A sentence is converted in pieces (chunks.ts), its next piece queued before the
  * current one is spoken so that it keeps its turn. Each request is bounded in length
  * (`MAX_SECONDS`): a sentence, or a speaker's reference speech (cut to it).
