@@ -40,6 +40,20 @@ import type { CloneOutcome } from "./models-check-clone.js";
 /** data/check/ of the repository: two levels above this module, from src/cli/ and dist/cli/ alike. */
 export const CHECK_DATA_DIR = fileURLToPath(new URL("../../data/check/", import.meta.url));
 
+/** The columns of the table the check prints. */
+export const CHECK_COLUMNS = [
+  "CHECK",
+  "MODEL",
+  "SCORE",
+  "LIMIT",
+  "PUBLISHED",
+  "MS/SENTENCE",
+  "TTS RTF",
+  "ASR RTF",
+  "CLONE RTF",
+  "RESULT",
+];
+
 /** The recognizer's input rate. */
 const ASR_RATE = 16_000;
 /**
@@ -384,18 +398,7 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
   }
 
   printTable(
-    [
-      "CHECK",
-      "MODEL",
-      "SCORE",
-      "LIMIT",
-      "PUBLISHED",
-      "MS/SENTENCE",
-      "TTS RTF",
-      "ASR RTF",
-      "CLONE RTF",
-      "RESULT",
-    ],
+    CHECK_COLUMNS,
     rows.map((row) => [
       row.check,
       row.model,

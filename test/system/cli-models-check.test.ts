@@ -21,19 +21,9 @@ import {
 } from "../support/stand-in-models/install.js";
 import { writeSpeakerEmbeddingStandIn } from "../support/stand-in-models/speaker-embedding.js";
 import { runScript, type Run } from "../support/run-script.js";
+import { CHECK_COLUMNS } from "../../src/cli/models-check.js";
 
-const HEADER = [
-  "CHECK",
-  "MODEL",
-  "SCORE",
-  "LIMIT",
-  "PUBLISHED",
-  "MS/SENTENCE",
-  "TTS RTF",
-  "ASR RTF",
-  "CLONE RTF",
-  "RESULT",
-];
+const HEADER = CHECK_COLUMNS;
 
 let tmp: string;
 
