@@ -95,7 +95,9 @@ describe("POST /api/beta1/session as Pinch's clients send it", () => {
       targetLanguage: "es-ES",
       voiceType: "clone",
     });
-    expect(Object.keys(body).sort()).toEqual(["room_name", "token", "url"]);
+    // The spec's three, and beyond it what clone speaks with (no tone colour model here).
+    expect(Object.keys(body).sort()).toEqual(["room_name", "token", "url", "voice_clone"]);
+    expect(body.voice_clone).toBe("library");
     const access = room({ status: 200, body });
     // The embedded room names its translator as LiveKit rooms do.
     const socket = await joinRoom(access);

@@ -99,7 +99,10 @@ describe("POST /api/beta1/session", () => {
       target_language: "es-ES",
     });
     expect(status).toBe(200);
-    expect(Object.keys(body).sort()).toEqual(["room_name", "token", "url"]);
+    // The spec's three, and (beyond it, the default voice_type being clone) what clone speaks with:
+    // the nearest library voice here, where no tone colour model is pulled.
+    expect(Object.keys(body).sort()).toEqual(["room_name", "token", "url", "voice_clone"]);
+    expect(body.voice_clone).toBe("library");
     expect(body.room_name).toMatch(/^api-[0-9a-f]{20}$/);
     expect(body.url).toBe(`${server.baseUrl.replace("http", "ws")}/rooms/${body.room_name}`);
 

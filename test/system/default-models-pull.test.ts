@@ -34,6 +34,7 @@ import {
   whichOn,
   type ReleaseServer,
   type ServedFile,
+  UPSTREAM_LAYOUTS,
 } from "../support/upstream-archives.js";
 
 const SHERPA_DEFAULTS = SHERPA_CATALOGUE.filter((entry) => entry.default);
@@ -60,6 +61,12 @@ beforeAll(async () => {
   for (const entry of SHERPA_DEFAULTS) files.push(await sherpaReleaseFile(entry.name, work));
   for (const entry of MT_DEFAULTS) files.push(...(await huggingFaceFiles(entry.name, work)));
   for (const entry of TONE_DEFAULTS) {
+    // The files as upstream's recorded layout names them (test/fixtures/upstream-layouts.json).
+    const layout = UPSTREAM_LAYOUTS.huggingface[entry.name];
+    if (layout?.repo !== entry.repo) throw new Error(`${entry.name}: no recorded layout of ${entry.repo}`);
+    for (const file of Object.values(entry.files))
+      if (!layout.files.includes(file))
+        throw new Error(`${entry.name}: ${entry.repo} has no ${file} upstream`);
     const written = await writeToneColorStandIn(await mkdtemp(path.join(work, "hub-")));
     for (const [kind, file] of Object.entries(entry.files))
       files.push({
