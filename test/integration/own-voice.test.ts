@@ -13,7 +13,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { concatFloat32 } from "../../src/audio/pcm.js";
 import { encodeWav } from "../../src/audio/wav.js";
+import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
+import type { PipelineEvent } from "../../src/pipeline/translation-pipeline.js";
 import { resample } from "../../src/audio/resampler.js";
 import type { RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { buildConversation, clipsOf, type SpeakerName } from "../support/conversations.js";
@@ -144,20 +147,59 @@ describe.skipIf(sharedMissing("data/speech"))("clone voices in the speaker's own
     b.close();
   });
 
-  it("relay-2 with a man and a woman: both speakers heard in their own tone colours", async () => {
+  it("relay-2 with a man and a woman: each label's lines in its own speaker's tone colour", async () => {
+    // The session's own pipeline (src/pipeline/session-pipeline.ts, as the socket builds it), read
+    // event by event: lines are spoken in order, one clip each, so each clip is its line's.
     const conversation = await buildConversation("librivox", "lj", { maxTurns: 4 });
-    const socket = await openSession(server.baseUrl, {
+    const pipeline = createLivePipeline(server.registry, {
       sourceLanguage: "en",
       targetLanguage: "es",
-      modelName: "relay-2",
-      voiceType: "clone",
+      twoWay: false,
+      finalizeMode: "sentence",
+      voice: "clone",
+      labelSpeakers: true,
     });
-    await playToLastTranslation(socket, conversation.pcm);
-    await socket.settle(1500);
-    const windows = convertedWindows(heard(socket));
-    expect(near(windows, speech.get("librivox")!.khz)).toBeGreaterThan(10);
-    expect(near(windows, speech.get("lj")!.khz)).toBeGreaterThan(10);
-    socket.close();
+    const events: PipelineEvent[] = [];
+    const reading = (async () => {
+      for await (const event of pipeline.events) events.push(event);
+    })();
+    for (let at = 0; at < conversation.pcm.length; at += 1600) {
+      pipeline.pushAudio(conversation.pcm.subarray(at, at + 1600));
+      // Four times real time: the tone colours are extracted as the speech arrives.
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    await pipeline.end();
+    await reading;
+    expect(events.filter((e) => e.type === "error")).toEqual([]);
+    const lines = events.filter((e) => e.type === "translated" && e.isFinal && e.text !== "");
+    const clips: Float32Array[][] = [[]];
+    for (const event of events)
+      if (event.type === "audio") {
+        clips.at(-1)!.push(event.samples);
+        if (event.clipEnd) clips.push([]);
+      }
+    clips.pop();
+    expect(clips).toHaveLength(lines.length);
+    const [man, woman] = [speech.get("librivox")!.khz, speech.get("lj")!.khz];
+    /** Whose tone colour converted each label's lines (lines still in the library voice left out). */
+    const colours = new Map<string, Set<"man" | "woman">>();
+    let converted = 0;
+    lines.forEach((line, i) => {
+      const windows = convertedWindows(concatFloat32(clips[i]!));
+      if (windows.length < 5) return;
+      const hz = windows.sort((x, y) => x - y)[windows.length >> 1]!;
+      const whose = Math.abs(hz - 1000 * man) < Math.abs(hz - 1000 * woman) ? "man" : "woman";
+      const label = (line as { speaker?: string }).speaker ?? "";
+      converted++;
+      colours.set(label, (colours.get(label) ?? new Set()).add(whose));
+    });
+    // Most lines converted (each speaker's first 3 s is not), two labels, each in one speaker's
+    // tone colour, and not the same one.
+    expect(converted).toBeGreaterThanOrEqual(lines.length - 2);
+    const byLabel = [...colours.values()];
+    expect(byLabel).toHaveLength(2);
+    for (const whose of byLabel) expect(whose.size).toBe(1);
+    expect(new Set(byLabel.map((whose) => [...whose][0]))).toEqual(new Set(["man", "woman"]));
   });
 
   it("a room created as the Pinch clients create it (voiceType clone) speaks in the speaker's tone colour", async () => {
