@@ -15,7 +15,8 @@ export interface TranslatorOptions {
   readonly targetLanguage: LanguageCode;
   /**
    * A library voice, or `"clone"`: each speaker is voiced by the library voice measured nearest to
-   * them; undefined: no speech, transcripts only.
+   * them, converted to their own tone colour where a converter is loaded
+   * (src/speakers/tone-colors.ts); undefined: no speech, transcripts only.
    */
   readonly voice: Voice | "clone" | undefined;
   readonly context: string;
