@@ -2,6 +2,7 @@ import { pino } from "pino";
 import { buildApp } from "./app.js";
 import { ConfigError, loadConfig, type Config } from "./config.js";
 import { recognitionTier, type RecognitionTier } from "./engines/routing/languages.js";
+import type { VoiceCloneMode } from "./engines/routing/registry.js";
 import { openServices } from "./services.js";
 import { serve } from "./serving.js";
 import { SERVICE_VERSION } from "./version.js";
@@ -29,7 +30,7 @@ async function main(): Promise<void> {
     );
   const serving = await serve(app, config, services);
   // Through the log's own (asynchronous) stream, so that it comes after the lines logged so far.
-  logOutput.write(banner(config, recognitionTier(services.registry)));
+  logOutput.write(banner(config, recognitionTier(services.registry), services.registry.voiceClone));
   void services.registry.warmUp();
 
   let stopping = false;
@@ -45,17 +46,27 @@ async function main(): Promise<void> {
   process.on("SIGINT", () => void stop("SIGINT"));
 }
 
+/** What clone voices (rooms' default) speak with, and how to get the speaker's own voice. */
+const CLONE_VOICES: Readonly<Record<VoiceCloneMode, string>> = {
+  "tone-color": "Clone voices: each speaker's own voice (OpenVoice tone colour)",
+  library:
+    "Clone voices: the nearest library voice — `npx relay models pull tone-color`, then restart, for each speaker's own voice",
+  off: "Clone voices: the nearest library voice (VOICE_CLONE=off)",
+};
+
 /**
- * The human lines after the JSON log: where to point a browser, and what recognition this start
- * offers (the tier decides most of the quality, and why the playground's "From" lists what it does).
+ * The human lines after the JSON log: where to point a browser, what recognition this start
+ * offers (the tier decides most of the quality, and why the playground's "From" lists what it
+ * does), and what rooms' default clone voices speak with.
  */
-function banner(config: Config, tier: RecognitionTier): string {
+function banner(config: Config, tier: RecognitionTier, clone: VoiceCloneMode): string {
   const local = ["0.0.0.0", "::", "127.0.0.1", "::1"].includes(config.host);
   const host = local ? "localhost" : config.host.includes(":") ? `[${config.host}]` : config.host;
   const origin = config.publicBaseUrl ?? `http://${host}:${config.port}`;
   return (
     `relay ${SERVICE_VERSION} is listening on ${origin} (playground: ${origin}/, API reference: ${origin}/docs)\n` +
-    `${tier.summary}${tier.upgrade ? ` — ${tier.upgrade}` : ""}\n`
+    `${tier.summary}${tier.upgrade ? ` — ${tier.upgrade}` : ""}\n` +
+    `${CLONE_VOICES[clone]}\n`
   );
 }
 

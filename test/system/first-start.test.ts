@@ -52,7 +52,7 @@ function relay(args: string[], env: Record<string, string> = {}): Promise<Run> {
 const errorLines = (result: Run) => result.stderr.split("\n").filter((line) => line.startsWith("relay:"));
 
 describe("npm start on a fresh clone", () => {
-  it("prints, after its JSON log, where it listens, the playground, and the recognition tier with its next step", () => {
+  it("prints, after its JSON log, where it listens, the playground, the recognition tier and what clone voices speak with, each with its next step", () => {
     const lines = service.stdout().split("\n");
     const bannerAt = lines.findIndex((line) => line.startsWith("relay "));
     expect(bannerAt).toBeGreaterThan(0);
@@ -65,6 +65,10 @@ describe("npm start on a fresh clone", () => {
       ),
     );
     expect(lines[bannerAt + 1]).toBe(`${TIER} — ${UPGRADE}`);
+    // Rooms' default voice, clone, without the tone colour model: the library's, and the way to more.
+    expect(lines[bannerAt + 2]).toBe(
+      "Clone voices: the nearest library voice — `npx relay models pull tone-color`, then restart, for each speaker's own voice",
+    );
   });
 
   it("says once, with the fix, that no API key can open a session", () => {
