@@ -165,8 +165,9 @@ describe.skipIf(sharedMissing("data/speech"))("clone voices in the speaker's own
     })();
     for (let at = 0; at < conversation.pcm.length; at += 1600) {
       pipeline.pushAudio(conversation.pcm.subarray(at, at + 1600));
-      // Four times real time: the tone colours are extracted as the speech arrives.
-      await new Promise((resolve) => setTimeout(resolve, 25));
+      // Twice real time: the tone colours are extracted as the speech arrives, and a loaded machine
+      // (the suite's other files) still keeps up, as the socket tests' pacing does.
+      await new Promise((resolve) => setTimeout(resolve, 50));
     }
     await pipeline.end();
     await reading;
