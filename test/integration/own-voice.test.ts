@@ -86,16 +86,7 @@ function convertedWindows(audio: Float32Array, { anyLevel = false, rate = OUTPUT
 }
 
 /** The session's or participant's speech, joined. */
-const heard = (socket: RealtimeSocket): Float32Array => {
-  const frames = socket.audioFrames;
-  const out = new Float32Array(frames.reduce((sum, frame) => sum + frame.length, 0));
-  let at = 0;
-  for (const frame of frames) {
-    out.set(frame, at);
-    at += frame.length;
-  }
-  return out;
-};
+const heard = (socket: RealtimeSocket): Float32Array => concatFloat32(socket.audioFrames);
 
 /** Windows converted to a tone colour within 5 % of `khz`. */
 const near = (windows: readonly number[], khz: number) =>
