@@ -44,13 +44,25 @@ export class Pcm16Assembler {
   }
 }
 
-/** The pieces of one signal joined into one array. */
-export function concatFloat32(pieces: readonly Float32Array[]): Float32Array {
-  const out = new Float32Array(pieces.reduce((sum, piece) => sum + piece.length, 0));
+/** The pieces of one signal joined into `out` (as long as all of them). */
+function joinInto<T extends Int16Array | Float32Array>(out: T, pieces: readonly T[]): T {
   let offset = 0;
   for (const piece of pieces) {
     out.set(piece, offset);
     offset += piece.length;
   }
   return out;
+}
+
+const lengthOf = (pieces: readonly ArrayLike<number>[]) =>
+  pieces.reduce((sum, piece) => sum + piece.length, 0);
+
+/** PCM16 pieces of one signal joined into one array. */
+export function concatPcm(pieces: readonly Int16Array[]): Int16Array {
+  return joinInto(new Int16Array(lengthOf(pieces)), pieces);
+}
+
+/** Float pieces of one signal joined into one array. */
+export function concatFloat32(pieces: readonly Float32Array[]): Float32Array {
+  return joinInto(new Float32Array(lengthOf(pieces)), pieces);
 }

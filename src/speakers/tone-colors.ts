@@ -11,7 +11,7 @@
  *   - Privacy: the speech and the tone colours live in this object only, which lives as long as the
  *     room, session or job that made it; nothing is stored, logged or shared (docs/privacy.md).
  */
-import { int16ToFloat32 } from "../audio/pcm.js";
+import { concatPcm, int16ToFloat32 } from "../audio/pcm.js";
 import type { LanguageCode, ToneColor, ToneColorEngine } from "../core/contracts.js";
 import { MAX_SPEAKERS } from "./tracker.js";
 import type { SpeakerVoice, VoiceChooser } from "./voice-choice.js";
@@ -96,12 +96,7 @@ export class SpeakerToneColors {
   private extract(state: SpeakerSpeech): Promise<void> {
     if (this.stop.signal.aborted) return Promise.resolve();
     const from = state.samples;
-    const speech = new Int16Array(from);
-    let offset = 0;
-    for (const piece of state.pieces) {
-      speech.set(piece, offset);
-      offset += piece.length;
-    }
+    const speech = concatPcm(state.pieces);
     state.running = this.engine
       .toneColor(
         { samples: int16ToFloat32(speech), sampleRate: RATE },

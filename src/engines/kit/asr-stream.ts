@@ -1,3 +1,4 @@
+import { concatPcm } from "../../audio/pcm.js";
 import { EngineUnavailableError } from "../../core/busy.js";
 import type {
   AsrEngine,
@@ -204,15 +205,4 @@ class PollingRecognition implements RecognitionStream {
     await this.stream.write(audio);
     this.written += audio.length;
   }
-}
-
-/** The chunks joined into one. */
-export function concatPcm(chunks: readonly Int16Array[]): Int16Array {
-  const audio = new Int16Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    audio.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return audio;
 }

@@ -1,7 +1,8 @@
 import { z } from "zod";
 import type { ToneColorEngine } from "../../core/contracts.js";
 import { environment, familySettings, type EngineDefaults } from "../kit/descriptor.js";
-import { pulledToneColorModel } from "./models.js";
+import { findToneColorModel } from "./catalogue.js";
+import { pulledToneColorModel, toneColorLoadProblem, toneColorModelDir } from "./models.js";
 
 const settings = environment(
   "openvoice",
@@ -31,8 +32,8 @@ export const descriptor = {
   async toneColor(c: EngineDefaults): Promise<ToneColorEngine | undefined> {
     const { model } = familySettings(c, settings);
     if (model === undefined) return undefined;
-    const [{ findToneColorModel }, { toneColorLoadProblem, toneColorModelDir }, { createOpenVoiceEngine }] =
-      await Promise.all([import("./catalogue.js"), import("./models.js"), import("./index.js")]);
+    // The engine (onnxruntime, its host) is loaded only when a model is there to serve.
+    const { createOpenVoiceEngine } = await import("./index.js");
     const entry = findToneColorModel(model)!;
     const problem = toneColorLoadProblem(entry, c.modelsDir);
     if (problem) throw new Error(`the tone colour model is not loaded: ${problem}`);

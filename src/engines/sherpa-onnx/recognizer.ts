@@ -7,7 +7,8 @@
  */
 import { bulkhead, BulkheadRejectedError } from "cockatiel";
 import { int16ToFloat32 } from "../../audio/pcm.js";
-import { AsrStreamBase, concatPcm } from "../kit/asr-stream.js";
+import { concatPcm } from "../../audio/pcm.js";
+import { AsrStreamBase } from "../kit/asr-stream.js";
 import type {
   AsrEngine,
   AsrStreamOptions,

@@ -1,5 +1,5 @@
 import { int16ToFloat32 } from "../../audio/pcm.js";
-import { concatPcm } from "../../engines/kit/asr-stream.js";
+import { concatPcm } from "../../audio/pcm.js";
 import type { SpeakerChange, SpeakerTracker } from "../../speakers/tracker.js";
 import type { VoiceChooser } from "../../speakers/voice-choice.js";
 import type { TimedWindow } from "../frames.js";
