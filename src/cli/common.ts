@@ -1,5 +1,5 @@
 import { readFile } from "node:fs/promises";
-import { writeWavFloat32 } from "../audio/wav.js";
+import { concatFloat32 } from "../audio/pcm.js";
 import { CliError, networkCause, request } from "./network.js";
 import {
   createSession,
@@ -172,12 +172,9 @@ export async function closeNormally(socket: RealtimeSocket): Promise<void> {
 
 /** Concatenates the received speech frames into one float32 24 kHz WAV; returns its duration in s. */
 export async function writeSpeech(path: string, frames: readonly Float32Array[]): Promise<number> {
-  const samples = new Float32Array(frames.reduce((n, frame) => n + frame.length, 0));
-  let offset = 0;
-  for (const frame of frames) {
-    samples.set(frame, offset);
-    offset += frame.length;
-  }
+  const samples = concatFloat32(frames);
+  // Loaded here, not with this module: every command imports it, few write speech.
+  const { writeWavFloat32 } = await import("../audio/wav.js");
   await writeWavFloat32(path, { samples, sampleRate: OUTPUT_SAMPLE_RATE });
   return samples.length / OUTPUT_SAMPLE_RATE;
 }

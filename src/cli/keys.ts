@@ -1,7 +1,5 @@
 import { Command, InvalidArgumentError } from "commander";
 import type { Entitlement } from "../auth/accounts.js";
-import { databaseUrlOf } from "../config.js";
-import { openDatabase } from "../db/index.js";
 import type { ApiKeyRecord, Database } from "../db/types.js";
 import { CliError, printTable } from "./common.js";
 
@@ -32,6 +30,11 @@ async function withDatabase<T>(
   options: { database?: string },
   use: (db: Database) => Promise<T>,
 ): Promise<T> {
+  // The configuration and database drivers load only for the `keys` commands (cli/main.ts).
+  const [{ databaseUrlOf }, { openDatabase }] = await Promise.all([
+    import("../config.js"),
+    import("../db/index.js"),
+  ]);
   const db = await openDatabase(options.database ?? databaseUrlOf(process.env));
   try {
     return await use(db);

@@ -1,15 +1,19 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from "commander";
 import { SERVICE_VERSION } from "../version.js";
-import { languages, voices } from "./catalog.js";
 import { CliError, describeError, inFlagTerms, type Connection, type FlagNames } from "./common.js";
-import { dub, type DubCommandOptions } from "./dub.js";
-import { live } from "./live.js";
+import type { DubCommandOptions } from "./dub.js";
 import { keysCommand } from "./keys.js";
-import { modelsCommand } from "./models.js";
-import { speak } from "./speak.js";
+import type { LiveOptions } from "./live.js";
+import { modelsCommand } from "./models-command.js";
+import type { SpeakOptions } from "./speak.js";
 
-/** `relay`: command-line client of the real-time interface (recording-socket.ts), of dubbing (the SDK's DubbingClient), keys and models. */
+/**
+ * `relay`: command-line client of the real-time interface (recording-socket.ts), of dubbing (the SDK's
+ * DubbingClient), keys and models. Each command's code is imported when it runs, so a command loads
+ * only its own modules (`relay models list` need not load the database, the audio stack or the
+ * engines' pulls): a node process pays for every module it loads.
+ */
 
 interface ServerOptions {
   readonly server: string;
@@ -92,7 +96,8 @@ withServer(
     .option("--context <text>", CONTEXT_HELP)
     .option("--context-file <file>", "the same, read from a UTF-8 file (one glossary line per line)")
     .option("--json", "print every server message as one JSON line", false),
-).action(async (input: string, options: Omit<Parameters<typeof live>[1], "in"> & ServerOptions) => {
+).action(async (input: string, options: Omit<LiveOptions, "in"> & ServerOptions) => {
+  const { live } = await import("./live.js");
   process.exitCode = await live(connection(options), { ...options, in: input });
 });
 
@@ -104,7 +109,8 @@ withServer(
     .requiredOption("--to <lang>", "language to speak it in (see `relay languages`)")
     .requiredOption("--out <wav>", "where to write the speech (float32, 24 kHz)")
     .option("--voice <id>", "voice ID (see `relay voices`)"),
-).action(async (text: string, options: Omit<Parameters<typeof speak>[1], "text"> & ServerOptions) => {
+).action(async (text: string, options: Omit<SpeakOptions, "text"> & ServerOptions) => {
+  const { speak } = await import("./speak.js");
   process.exitCode = await speak(connection(options), { ...options, text });
 });
 
@@ -124,6 +130,7 @@ withServer(
     .option("--context-file <file>", "the same, read from a UTF-8 file (one glossary line per line)")
     .option("--json", "print the finished job's status as one JSON line", false),
 ).action(async (input: string, options: DubCommandOptions & ServerOptions) => {
+  const { dub } = await import("./dub.js");
   process.exitCode = await dub(connection(options), input, options);
 });
 
@@ -133,12 +140,14 @@ withServer(
     .description("list the voice library")
     .addOption(new Option("--gender <gender>", "only this gender").choices(["female", "male"])),
 ).action(async (options: ServerOptions & { gender?: string }) => {
+  const { voices } = await import("./catalog.js");
   process.exitCode = await voices(connection(options), options.gender);
 });
 
 withServer(
   program.command("languages").description("list speech input, translation pairs and voice output"),
 ).action(async (options: ServerOptions) => {
+  const { languages } = await import("./catalog.js");
   process.exitCode = await languages(connection(options));
 });
 

@@ -1,6 +1,5 @@
 import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
-import { Command } from "commander";
 import {
   CATALOGUE,
   findModel,
@@ -38,7 +37,6 @@ import { findToneColorModel, TONE_COLOR_CATALOGUE } from "../engines/openvoice/c
 import { isToneColorPulled } from "../engines/openvoice/models.js";
 import { verifyToneColorModel } from "../engines/openvoice/pull.js";
 import { CliError, printTable } from "./common.js";
-import { checkModels } from "./models-check.js";
 import { listToneColorModels, toneColorPullSteps } from "./models-tone-color.js";
 import { ProgressLine } from "./progress.js";
 
@@ -49,18 +47,8 @@ import { ProgressLine } from "./progress.js";
  * translation direction.
  */
 
-/**
- * Download from a mirror (or a test server) instead of the official locations: whisper models as
- * `<base>/ggml-<name>.bin`, sherpa-onnx archives as `<base>/<file>`, translation and tone colour
- * models in Hugging Face's layout (`<base>/<repo>/resolve/main/<file>`).
- */
-const BASE_URL_ENV = "RELAY_MODELS_BASE_URL";
-
-interface DirOptions {
-  readonly dir?: string;
-}
-
-const dirOf = (options: DirOptions): string => options.dir ?? modelsDir(process.env);
+/** Where the models are: `--dir`, else the service's own MODELS_DIR or DATA_DIR/models. */
+export const dirOf = (options: { readonly dir?: string }): string => options.dir ?? modelsDir(process.env);
 
 function knownNames(): string {
   return [...CATALOGUE, ...SHERPA_CATALOGUE, ...MT_CATALOGUE, ...TONE_COLOR_CATALOGUE]
@@ -430,54 +418,4 @@ export async function verifyModels(name: string | undefined, dir: string): Promi
     );
   }
   return 0;
-}
-
-const dirHelp = "models directory (default: $MODELS_DIR, else $DATA_DIR/models)";
-
-export function modelsCommand(): Command {
-  const models = new Command("models").description(
-    "whisper.cpp, sherpa-onnx (voices, streaming recognition, speakers), translation and tone colour models: list, download and verify",
-  );
-  models
-    .command("list")
-    .description("list the known models and which are pulled")
-    .option("--dir <dir>", dirHelp)
-    .action(async (options: DirOptions) => {
-      process.exitCode = await listModels(dirOf(options));
-    });
-  models
-    .command("pull")
-    .description(`download a model (resumes an interrupted download; $${BASE_URL_ENV} sets a mirror)`)
-    .argument("<name>", "model name (see `relay models list`), or `mt` and a direction")
-    .argument("[direction]", "with `mt`: a translation direction such as de-en")
-    .option("--dir <dir>", dirHelp)
-    .action(async (name: string, direction: string | undefined, options: DirOptions) => {
-      process.exitCode = await pullModel(
-        name,
-        dirOf(options),
-        process.env[BASE_URL_ENV] || undefined,
-        direction,
-      );
-    });
-  models
-    .command("verify")
-    .description(
-      "check pulled models against the published checksum (whisper) or the SHA-256 recorded at pull (all pulled models without a name)",
-    )
-    .argument("[name]", "model name")
-    .option("--dir <dir>", dirHelp)
-    .action(async (name: string | undefined, options: DirOptions) => {
-      process.exitCode = await verifyModels(name, dirOf(options));
-    });
-  models
-    .command("check")
-    .description(
-      "self-test the installed neural voices, recognizer, translation and tone colour models on shipped sentences and recordings: WER, chrF, voice similarity and speed",
-    )
-    .option("--dir <dir>", dirHelp)
-    .option("--verbose", "print each sentence and what the models made of it", false)
-    .action(async (options: DirOptions & { verbose: boolean }) => {
-      process.exitCode = await checkModels(dirOf(options), { verbose: options.verbose });
-    });
-  return models;
 }

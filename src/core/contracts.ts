@@ -251,8 +251,11 @@ export interface MtEngine extends Engine {
   translate(request: TranslateRequest, signal?: AbortSignal): Promise<string>;
   /** Yields the translation so far (each value the whole text up to now); the last value is final. */
   translateStream?(request: TranslateRequest, signal?: AbortSignal): AsyncIterable<string>;
-  /** Starts what the engine starts lazily (processes, models), so a first request pays no cold start. */
-  warmUp?(): Promise<void>;
+  /**
+   * Starts what the engine starts lazily (processes, models), so a first request pays no cold start:
+   * for `pairs` when given (the engine may start more), else for every pair it declares.
+   */
+  warmUp?(pairs?: readonly TranslationPair[]): Promise<void>;
 }
 
 // ---------------------------------------------------------------- speech synthesis

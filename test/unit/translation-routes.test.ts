@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { EngineRegistry } from "../../src/engines/routing/registry.js";
-import type { MtEngine, TranslationPair, VadEngine } from "../../src/core/contracts.js";
+import type { AsrEngine, MtEngine, TranslationPair, VadEngine } from "../../src/core/contracts.js";
 
 const vad: VadEngine = {
   info: { id: "vad-double", version: "test" },
@@ -72,5 +72,60 @@ describe("translation routes", () => {
     });
     expect(routes(registry, "de", "es")).toEqual([]);
     expect(routes(registry, "fr", "pt")).toEqual(["apertium:fr-es+apertium:es-pt"]);
+  });
+});
+
+describe("warm-up at start", () => {
+  /** A translator that records the pairs each warm-up asked for. */
+  function warming(id: string, pairs: string[]): MtEngine & { warmed: string[][] } {
+    const warmed: string[][] = [];
+    return {
+      ...mt(id, pairs),
+      warmed,
+      warmUp: async (asked) => {
+        warmed.push((asked ?? []).map((pair) => `${pair.from}-${pair.to}`).sort());
+      },
+    };
+  }
+  function recognizer(languages: string[]): AsrEngine {
+    return {
+      info: { id: `asr-${languages.join("-")}`, version: "test" },
+      capabilities: {
+        languages,
+        sampleRate: 16_000,
+        partialResults: false,
+        wordTimings: false,
+        punctuation: false,
+      },
+      createStream: () => Promise.reject(new Error("not used")),
+      close: async () => {},
+    };
+  }
+
+  it("starts only the directions recognized speech can take: every hop of every route from a recognized language", async () => {
+    const apertiumWarming = warming("apertium", ["en-es", "es-en", "es-fr", "fr-es", "es-pt", "pt-es"]);
+    const registry = EngineRegistry.fromEngines({
+      vad,
+      asr: [recognizer(["en"])],
+      mt: [apertiumWarming],
+      tts: [],
+    });
+    await registry.warmUp();
+    // en→es direct, en→fr and en→pt through Spanish; nothing from French or Portuguese.
+    expect(apertiumWarming.warmed).toEqual([["en-es", "es-fr", "es-pt"]]);
+  });
+
+  it("starts every direction a recognizer of all the languages can take, and asks an engine no route uses for nothing", async () => {
+    const apertiumWarming = warming("apertium", ["en-es", "es-en", "es-fr", "fr-es"]);
+    const unused = warming("unused", ["ja-ko"]);
+    const registry = EngineRegistry.fromEngines({
+      vad,
+      asr: [recognizer(["en", "es", "fr"])],
+      mt: [apertiumWarming, unused],
+      tts: [],
+    });
+    await registry.warmUp();
+    expect(apertiumWarming.warmed).toEqual([["en-es", "es-en", "es-fr", "fr-es"]]);
+    expect(unused.warmed).toEqual([]);
   });
 });

@@ -125,9 +125,12 @@ export async function createApertiumEngine(options: ApertiumOptions = {}): Promi
       return `${match[1]}${translated}${match[3]}`;
     },
 
-    async warmUp(): Promise<void> {
+    async warmUp(only?: readonly TranslationPair[]): Promise<void> {
+      const wanted = only
+        ? only.map((pair) => pairs.get(pairKey(pair))).filter((p) => p !== undefined)
+        : [...pairs.values()];
       const outcomes = await Promise.allSettled(
-        [...pairs.values()].flatMap(({ pipelines }) => pipelines.map((p) => p.warmUp())),
+        wanted.flatMap(({ pipelines }) => pipelines.map((p) => p.warmUp())),
       );
       // A warm-up cut short by the engine closing (the service stopping as it starts) is no fault.
       if (closed) return;

@@ -26,6 +26,7 @@ import type {
   SpeakerEngine,
   ToneColorEngine,
   TranslateRequest,
+  TranslationPair,
   TtsEngine,
   VadEngine,
 } from "../../core/contracts.js";
@@ -314,9 +315,25 @@ export class EngineRegistry {
     return this.allEngines().map(({ kind, engine }) => ({ kind, ...engine.info }));
   }
 
-  /** Starts what the translation engines start on first use (the service calls this once it listens). */
+  /**
+   * Starts what the translation engines start on first use (the service calls this once it listens),
+   * for the directions recognized speech can take: every hop of every route from a language some
+   * recognizer hears. Text reaches translation only as recognized speech (`mode=tts` does not
+   * translate), so with English recognition alone Apertium starts its English pipelines, not all
+   * twelve directions' (about 80 processes); the rest start on first use.
+   */
   async warmUp(): Promise<void> {
-    await Promise.allSettled(this.mt.map((engine) => engine.warmUp?.()));
+    const reachable = new Map<MtEngine, TranslationPair[]>();
+    for (const from of this.recognitionLanguages())
+      for (const to of this.translationTargets(from))
+        for (const { hops } of this.translationRoutes(from, to))
+          for (const { engine, from: hopFrom, to: hopTo } of hops) {
+            const pairs = reachable.get(engine) ?? [];
+            if (!pairs.some((pair) => pair.from === hopFrom && pair.to === hopTo))
+              pairs.push({ from: hopFrom, to: hopTo });
+            reachable.set(engine, pairs);
+          }
+    await Promise.allSettled([...reachable].map(([engine, pairs]) => engine.warmUp?.(pairs)));
   }
 
   async close(): Promise<void> {

@@ -183,9 +183,12 @@ async function createWith(
         stopped.abort();
       }
     },
-    async warmUp() {
-      // The first models (as many as stay loaded) are loaded before the first session needs them.
-      for (const { name, dir, family } of options.models.slice(0, maxLoaded))
+    async warmUp(pairs?: readonly TranslationPair[]) {
+      // The first models serving `pairs` (as many as stay loaded) are loaded before the first
+      // session needs them.
+      const serves = (model: TranslationModel) =>
+        !pairs || model.directions.some((d) => pairs.some((p) => p.from === d.from && p.to === d.to));
+      for (const { name, dir, family } of options.models.filter(serves).slice(0, maxLoaded))
         await host.request("load", { name, dir, family } satisfies TranslationModelFiles);
     },
     async stats() {
