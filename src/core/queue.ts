@@ -11,7 +11,13 @@
  * it, so what is waiting is what the consumer has not started on.
  */
 export class BoundedQueue<T> implements AsyncIterable<T> {
-  private readonly items: T[] = [];
+  /**
+   * The queued items are `items[head…]`: taking one advances `head` instead of `shift()`, which
+   * moves every item behind it (a flooded intake queue held thousands of frames, and each take cost
+   * that many moves). The taken prefix is dropped once it is most of the array.
+   */
+  private items: (T | undefined)[] = [];
+  private head = 0;
   private used = 0;
   private closed = false;
   private wakeConsumer: (() => void) | undefined;
@@ -28,7 +34,7 @@ export class BoundedQueue<T> implements AsyncIterable<T> {
   }
 
   get length(): number {
-    return this.items.length;
+    return this.items.length - this.head;
   }
 
   /** Queues the item if it fits; false when it does not (or the queue is closed). */
@@ -54,7 +60,7 @@ export class BoundedQueue<T> implements AsyncIterable<T> {
 
   /** Removes the queued items `matches` selects (an item made stale by a newer one). */
   remove(matches: (item: T) => boolean): void {
-    for (let i = this.items.length - 1; i >= 0; i--) {
+    for (let i = this.items.length - 1; i >= this.head; i--) {
       if (!matches(this.items[i]!)) continue;
       this.used -= this.sizeOf(this.items[i]!);
       this.items.splice(i, 1);
@@ -64,7 +70,8 @@ export class BoundedQueue<T> implements AsyncIterable<T> {
 
   /** Drops everything queued (a cancel). */
   clear(): void {
-    this.items.length = 0;
+    this.items = [];
+    this.head = 0;
     this.used = 0;
     this.makeRoom();
   }
@@ -81,10 +88,18 @@ export class BoundedQueue<T> implements AsyncIterable<T> {
   }
 
   private async next(): Promise<IteratorResult<T>> {
-    while (this.items.length === 0 && !this.closed)
+    while (this.length === 0 && !this.closed)
       await new Promise<void>((resolve) => (this.wakeConsumer = resolve));
-    if (this.items.length === 0) return { value: undefined, done: true };
-    const item = this.items.shift()!;
+    if (this.length === 0) return { value: undefined, done: true };
+    const item = this.items[this.head]!;
+    this.items[this.head++] = undefined; // let the item be collected
+    if (this.head === this.items.length) {
+      this.items = [];
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
     this.used -= this.sizeOf(item);
     this.makeRoom();
     return { value: item, done: false };

@@ -78,4 +78,23 @@ describe("BoundedQueue (the links between pipeline stages)", () => {
     queue.close();
     expect(await drain(queue)).toEqual([2, 3]);
   });
+
+  it("a flood is taken in order while it grows, and remove, length and size stay right across the taken prefix", async () => {
+    const queue = new BoundedQueue<number>(Infinity);
+    for (let i = 0; i < 5000; i++) queue.offer(i);
+    const iterator = queue[Symbol.asyncIterator]();
+    const taken: number[] = [];
+    for (let i = 0; i < 3000; i++) taken.push((await iterator.next()).value as number);
+    expect(taken).toEqual(Array.from({ length: 3000 }, (_, i) => i));
+    expect([queue.length, queue.size]).toEqual([2000, 2000]);
+    // Odd items of what is left go; the new ones come after the rest.
+    queue.remove((item) => item % 2 === 1);
+    for (let i = 5000; i < 5003; i++) queue.offer(i);
+    expect([queue.length, queue.size]).toEqual([1003, 1003]);
+    queue.close();
+    const rest: number[] = [];
+    for (let next = await iterator.next(); !next.done; next = await iterator.next()) rest.push(next.value);
+    expect(rest).toEqual([...Array.from({ length: 1000 }, (_, i) => 3000 + 2 * i), 5000, 5001, 5002]);
+    expect([queue.length, queue.size]).toEqual([0, 0]);
+  });
 });
