@@ -319,8 +319,8 @@ export class EngineRegistry {
    * Starts what the translation engines start on first use (the service calls this once it listens),
    * for the directions recognized speech can take: every hop of every route from a language some
    * recognizer hears. Text reaches translation only as recognized speech (`mode=tts` does not
-   * translate), so with English recognition alone Apertium starts its English pipelines, not all
-   * twelve directions' (about 80 processes); the rest start on first use.
+   * translate), so with English recognition alone Apertium starts en→es and the directions out of
+   * Spanish that pivot routes go on with, not all twelve (75 processes); the rest start on first use.
    */
   async warmUp(): Promise<void> {
     const reachable = new Map<MtEngine, TranslationPair[]>();
