@@ -372,6 +372,21 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium pipeline failures", () => {
     await expect(local.translate({ from: "en", to: "es", text: "Hello." })).rejects.toThrow(/closed/);
   });
 
+  it("warms only the directions asked for; the others start on their first request", async () => {
+    const dir = await modesDirWith(["eng-spa", "spa-eng"]);
+    const local = await createApertiumEngine({ modesDir: dir });
+    try {
+      await local.warmUp([{ from: "en", to: "es" }]);
+      expect(statusOf(local, "en", "es").processes.length).toBeGreaterThan(3);
+      expect(statusOf(local, "es", "en").processes).toEqual([]);
+      expect(await local.translate({ from: "es", to: "en", text: "Hola." })).toMatch(/Hello/);
+      expect(statusOf(local, "es", "en").processes.length).toBeGreaterThan(3);
+    } finally {
+      await local.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   it("says nothing of a warm-up cut short by closing the engine (a service stopping as it starts)", async () => {
     const warnings: string[] = [];
     const local = await createApertiumEngine({ onWarning: (m) => warnings.push(m) });

@@ -368,6 +368,16 @@ describe("the transformers-js engine (stand-in models, its own host process)", (
     expect((await engine.stats()).host.loaded).toEqual(["opus-mt-en-de", "opus-mt-en-es"]);
   });
 
+  it("warms the models serving the directions asked for, and only those (the service asks for what speech can reach)", async () => {
+    const warming = await createTransformersEngine({ models: translationModels(undefined, engineModels) });
+    try {
+      await warming.warmUp!([{ from: "en", to: "de" }]);
+      expect((await warming.stats()).host.loaded).toEqual(["opus-mt-en-de"]);
+    } finally {
+      await warming.close();
+    }
+  });
+
   it("replaces its host process once the host's memory passes the bound, and goes on translating", async () => {
     const small = await createTransformersEngine({
       models: translationModels(["opus-mt-en-es"], engineModels),
