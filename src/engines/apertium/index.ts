@@ -52,8 +52,11 @@ export interface ApertiumPairStatus extends PipelineStatus {
 
 /** The `MtEngine` plus diagnostics (start-up times, process ids) for health checks and tests. */
 export interface ApertiumEngine extends MtEngine {
-  /** Starts every direction's pipelines now; resolves once each has answered (or failed) a probe. */
-  warmUp(): Promise<void>;
+  /**
+   * Starts the pipelines of `pairs` (every direction's when omitted) now; resolves once each has
+   * answered (or failed) a probe.
+   */
+  warmUp(pairs?: readonly TranslationPair[]): Promise<void>;
   /** One entry per warm pipeline. */
   pipelines(): ApertiumPairStatus[];
 }
