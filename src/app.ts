@@ -107,6 +107,7 @@ export async function buildApp(config: Config, services: Services, options: Buil
     emptyTimeoutMs: config.rooms.emptyTimeoutMs,
     emptyPerAccount: config.rooms.emptyPerAccount,
     departureTimeoutMs: config.rooms.departureTimeoutMs,
+    maxParticipants: config.rooms.maxParticipants,
     ...(roomDirectory
       ? {
           fleet: {

@@ -75,9 +75,16 @@ export type PipelineEvent =
       readonly originalText: string;
       /** The library voice the speaker's lines are spoken in, once matched to their voice. */
       readonly voiceId?: number;
+      /** The translation's language; undefined when the utterance is passed through untranslated. */
+      readonly to?: LanguageCode;
     } & TranscriptFields)
-  /** One frame of translated speech; `clipEnd` marks the last frame of a line's clip. */
-  | { readonly type: "audio"; readonly samples: Float32Array; readonly clipEnd: boolean }
+  /** One frame of translated speech in `language`; `clipEnd` marks the last frame of a line's clip. */
+  | {
+      readonly type: "audio";
+      readonly samples: Float32Array;
+      readonly clipEnd: boolean;
+      readonly language: LanguageCode;
+    }
   /**
    * `fatal`: the pipeline cannot continue (an engine failed); the session should end. `segmentId`:
    * the segment the failure concerns (its translation or speech is missing), when there is one.
@@ -150,8 +157,6 @@ export type HypothesisFrame =
 export interface Segment {
   readonly id: string;
   readonly startMs: number;
-  /** Translated spans of its finals so far, in order. */
-  readonly translatedSpans: string[];
   /** Bumped on every interim so stale interim translations can be skipped. */
   interimSeq: number;
 }

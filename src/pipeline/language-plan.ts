@@ -29,6 +29,55 @@ export interface LanguagePlan {
   readonly directions: readonly { readonly to: LanguageCode; readonly labels: LanguageLabels }[];
   /** What an utterance heard in `language` is translated into; undefined: it is passed through. */
   targetFor(language: LanguageCode): LanguageCode | undefined;
+  /**
+   * Rooms: every language an utterance heard in `language` goes into, asked per utterance (who
+   * listens changes); replaces `targetFor` in the pipeline (`PipelineOptions.fanOut`).
+   */
+  readonly fanOut?: (language: LanguageCode) => readonly LanguageCode[];
+}
+
+/** A room participant as a speaker (src/rooms): what they speak, and who listens to them. */
+export interface RoomSpeaker {
+  /** The room's pair (spec rooms): an undeclared participant speaks the source, or either side when two-way. */
+  readonly sourceLanguage: LanguageCode;
+  readonly targetLanguage: LanguageCode;
+  readonly twoWay: boolean;
+  /** Every language of the room. */
+  readonly languages: readonly LanguageCode[];
+  /** The language the participant declared they speak and hear; undefined: a spec room's participant. */
+  readonly language: LanguageCode | undefined;
+  /** The languages the room's listeners hear now (for a declared speaker: everyone else's). */
+  readonly listening: () => ReadonlySet<LanguageCode>;
+}
+
+/**
+ * The plan of one room participant's speech. A participant who declared a language is heard in it
+ * and translated into every other language someone in the room listens in (none: not translated,
+ * not spoken). An undeclared participant of a spec room keeps the spec's rule (and the
+ * WebSocket's): the source into the target, or with `twoWay` either side of the pair into the
+ * other, whoever listens.
+ */
+export function roomSpeakerPlan(speaker: RoomSpeaker): LanguagePlan {
+  const { language, sourceLanguage: source, targetLanguage: target } = speaker;
+  const directions = speaker.languages
+    .filter((to) => to !== language)
+    .map((to) => ({ to, labels: {} as LanguageLabels }));
+  if (language === undefined) {
+    const pair = languagePlan({ sourceLanguage: source, targetLanguage: target, twoWay: speaker.twoWay });
+    return {
+      ...pair,
+      fanOut: (heard) => {
+        const to = pair.targetFor(heard);
+        return to === undefined ? [] : [to];
+      },
+    };
+  }
+  return {
+    listen: language,
+    directions,
+    targetFor: () => undefined,
+    fanOut: (heard) => [...speaker.listening()].filter((to) => to !== heard),
+  };
 }
 
 /**

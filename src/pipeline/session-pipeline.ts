@@ -1,6 +1,6 @@
 import type { EngineRegistry, TranslationRoute } from "../engines/routing/registry.js";
 import type { LanguageCode, TtsEngine } from "../core/contracts.js";
-import { languagePlan, type SessionLanguages } from "./language-plan.js";
+import { languagePlan, type LanguagePlan, type SessionLanguages } from "./language-plan.js";
 import { recognizerFor } from "../engines/routing/recognizer-choice.js";
 import { translatorFor, type Translator } from "../engines/routing/translator.js";
 import { type VoiceChoice } from "../voices/voice-defaults.js";
@@ -34,6 +34,8 @@ export interface LivePipelineOptions extends SessionLanguages {
   readonly observer?: PipelineObserver;
   /** Whose session: shared engines serve accounts in turn (`TranslateRequest.account`). */
   readonly account?: string;
+  /** A room participant's plan (`roomSpeakerPlan`), instead of the one the languages make. */
+  readonly plan?: LanguagePlan;
 }
 
 /** Until a speaker's voice is measured, clone rooms speak with the library default of this gender. */
@@ -61,7 +63,7 @@ export function createLivePipeline(
   options: LivePipelineOptions,
 ): TranslationPipeline {
   const { voice, account } = options;
-  const plan = languagePlan(options);
+  const plan = options.plan ?? languagePlan(options);
   // The engines that answered the latest call of each direction and language, so the metrics credit
   // a fallback engine with what it served. A stage makes one call at a time and reads the entry
   // after it; a call clears it first, so a failed call names the preferred engine (whose error is
@@ -113,6 +115,7 @@ export function createLivePipeline(
     asr,
     sourceLanguage: plan.listen,
     targetFor: plan.targetFor,
+    ...(plan.fanOut ? { fanOut: plan.fanOut } : {}),
     translate: (call, signal) => {
       translatedBy.delete(direction(call.from, call.to));
       return translator(call.to).translate({ ...call, account }, signal);

@@ -75,6 +75,14 @@ export interface PipelineOptions {
    * through (its translation is its own text, and it is not spoken).
    */
   readonly targetFor: (language: LanguageCode) => LanguageCode | undefined;
+  /**
+   * Rooms in several languages: every language an utterance heard in `language` is translated
+   * into, asked per utterance (listeners come and go). Each target is a lane of its own (its
+   * translation and synthesis stages, its `audio` events tagged with it), so one listener's
+   * language never waits for another's. Replaces `targetFor`; an utterance with no target is
+   * neither translated nor spoken.
+   */
+  readonly fanOut?: (language: LanguageCode) => readonly LanguageCode[];
   readonly translate: TranslateFn;
   /** When the translator can stream, final lines are shown (and spoken) as they grow. */
   readonly translateStream?: TranslateStreamFn;
@@ -171,7 +179,6 @@ export class TranslationPipeline {
       },
     });
     const translations = new BoundedQueue<TranslationJob>(TRANSLATION_QUEUE_JOBS);
-    const speech = options.speak ? new BoundedQueue<LineFrame>(SPEECH_QUEUE_FRAMES) : undefined;
     const tracker = options.speakers && new SpeakerTracker(options.speakers, signal);
     const speakers = new SpeakerSplit(tracker, options.voices);
     const segments = new SegmentBuilder(
@@ -209,36 +216,47 @@ export class TranslationPipeline {
           speaker,
         ),
     );
-    const translation = new TranslationStage(
-      {
-        targetFor: options.targetFor,
-        translate: options.translate,
-        ...(options.translateStream ? { translateStream: options.translateStream } : {}),
-        ...(options.voices ? { voices: options.voices } : {}),
-        context: () => this.context,
-        signal,
-        emit,
-        reportError,
-        ...(observer ? { observer } : {}),
-        ...(options.engineIds ? { engineId: options.engineIds.translate } : {}),
-      },
-      translations,
-      speech,
-    );
-    const synthesis =
-      options.speak && speech
-        ? new SynthesisStage(
-            {
-              speak: options.speak,
-              signal,
-              emit,
-              reportError,
-              ...(observer ? { observer } : {}),
-              ...(options.engineIds ? { engineId: options.engineIds.synthesize } : {}),
-            },
-            speech,
-          )
-        : undefined;
+    /** One translation stage (and synthesis stage) into `to`, or into `targetFor`'s choice. */
+    const lane = (
+      input: BoundedQueue<TranslationJob>,
+      targetFor: (language: LanguageCode) => LanguageCode | undefined,
+    ): Promise<unknown> => {
+      const speech = options.speak ? new BoundedQueue<LineFrame>(SPEECH_QUEUE_FRAMES) : undefined;
+      const translation = new TranslationStage(
+        {
+          targetFor,
+          translate: options.translate,
+          ...(options.translateStream ? { translateStream: options.translateStream } : {}),
+          ...(options.voices ? { voices: options.voices } : {}),
+          context: () => this.context,
+          signal,
+          emit,
+          reportError,
+          ...(observer ? { observer } : {}),
+          ...(options.engineIds ? { engineId: options.engineIds.translate } : {}),
+        },
+        input,
+        speech,
+      );
+      const synthesis =
+        options.speak && speech
+          ? new SynthesisStage(
+              {
+                speak: options.speak,
+                signal,
+                emit,
+                reportError,
+                ...(observer ? { observer } : {}),
+                ...(options.engineIds ? { engineId: options.engineIds.synthesize } : {}),
+              },
+              speech,
+            )
+          : undefined;
+      return Promise.all([translation.run(), synthesis?.run()]);
+    };
+    const translating = options.fanOut
+      ? fanOut(translations, options.fanOut, signal, reportError, (input, to) => lane(input, () => to))
+      : lane(translations, options.targetFor);
     const recognizing = this.intake
       .run(async (frame) => {
         await this.recognition.handle(frame);
@@ -251,9 +269,7 @@ export class TranslationPipeline {
         await segments.deliver();
         translations.close();
       });
-    this.stages = Promise.all([recognizing, translation.run(), synthesis?.run()]).then(() =>
-      this.output.close(),
-    );
+    this.stages = Promise.all([recognizing, translating]).then(() => this.output.close());
   }
 
   /** Queues PCM16 16 kHz mono audio. Never blocks; drops audio when recognition is far behind. */
@@ -307,5 +323,44 @@ export class TranslationPipeline {
     // Speakers' measurements (tone colours) end with the session.
     this.voices?.close?.();
     await this.stages;
+  }
+}
+
+/**
+ * Hands each translation job to the lane of every language it goes into, creating lanes as targets
+ * first appear. A lane's queue has the main queue's bound and drop rule: interims are dropped when
+ * it is full, finals wait. Resolves when the input has ended and every lane has finished.
+ */
+async function fanOut(
+  jobs: BoundedQueue<TranslationJob>,
+  targetsFor: (language: LanguageCode) => readonly LanguageCode[],
+  signal: AbortSignal,
+  reportError: (message: string, segmentId?: string) => void,
+  startLane: (input: BoundedQueue<TranslationJob>, to: LanguageCode) => Promise<unknown>,
+): Promise<void> {
+  const lanes = new Map<LanguageCode, { input: BoundedQueue<TranslationJob>; done: Promise<unknown> }>();
+  try {
+    for await (const job of jobs) {
+      if (signal.aborted) continue;
+      if (job.language === undefined) {
+        if (job.kind === "final")
+          reportError("the language of this utterance could not be identified", job.segment.id);
+        continue;
+      }
+      for (const to of targetsFor(job.language)) {
+        if (to === job.language) continue;
+        let lane = lanes.get(to);
+        if (!lane) {
+          const input = new BoundedQueue<TranslationJob>(TRANSLATION_QUEUE_JOBS);
+          lane = { input, done: startLane(input, to) };
+          lanes.set(to, lane);
+        }
+        if (job.kind === "final") await lane.input.put(job);
+        else lane.input.offer(job);
+      }
+    }
+  } finally {
+    for (const { input } of lanes.values()) input.close();
+    await Promise.all([...lanes.values()].map(({ done }) => done));
   }
 }

@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import type { EngineRegistry } from "../engines/routing/registry.js";
 import type { LanguageCode, Voice } from "../core/contracts.js";
+import { roomBounds } from "./room-languages.js";
 import type { RoomDirectory } from "../fleet/room-directory.js";
 import { AccountSessionsLimitError, type LiveSession, type SessionCapacity } from "../sessions/capacity.js";
 import { RoomTranslator } from "./translator.js";
-import type { RoomAccess, RoomBackend } from "./types.js";
+import type { RoomAccess, RoomBackend, RoomLanguages } from "./types.js";
 
 export interface RoomsOptions {
   readonly registry: EngineRegistry;
@@ -26,6 +27,8 @@ export interface RoomsOptions {
   readonly emptyPerAccount: number;
   /** A room is closed this long after its last participant left, unless someone (re)joins. */
   readonly departureTimeoutMs: number;
+  /** Participants one room admits (ROOM_MAX_PARTICIPANTS), before `roomBounds` lowers it for many languages. */
+  readonly maxParticipants: number;
   /** In a fleet: where each room is hosted, so any process can grant access to it or end it. */
   readonly fleet?: {
     readonly directory: RoomDirectory;
@@ -37,8 +40,9 @@ export interface RoomsOptions {
 
 export interface RoomRequest {
   readonly accountId: string;
-  readonly sourceLanguage: LanguageCode;
-  readonly targetLanguage: LanguageCode;
+  readonly room: RoomLanguages;
+  /** The creator's own language (the first participant's token carries it); undefined: none declared. */
+  readonly language: LanguageCode | undefined;
   /** The translator's voice; undefined: it publishes transcripts only, no speech. */
   readonly voice: Voice | "clone" | undefined;
   /** Names and jargon for every speaker's recognition and translation (src/core/glossary.ts). */
@@ -48,10 +52,14 @@ export interface RoomRequest {
 export interface CreatedRoom extends RoomAccess {
   readonly roomName: string;
   readonly identity: string;
+  readonly language: LanguageCode | undefined;
 }
 
 interface OpenRoom {
   readonly accountId: string;
+  readonly room: RoomLanguages;
+  /** Participants given access, by identity: bounded by `roomBounds` (each costs a pipeline). */
+  readonly granted: Set<string>;
   readonly translator: RoomTranslator;
   readonly live: LiveSession;
   readonly timers: NodeJS.Timeout[];
@@ -79,6 +87,9 @@ const ROOM_NAME = /^api-[0-9a-f]{20}$/u;
 const endedEntry = (roomName: string) => `ended:${roomName}`;
 
 export class RoomCapacityError extends Error {}
+
+/** The room has given out all the access it may (participants, and the translation work they bring). */
+export class RoomFullError extends Error {}
 
 /** The account already holds its share of rooms nobody is in. */
 export class EmptyRoomsLimitError extends Error {
@@ -138,23 +149,23 @@ export class Rooms {
     };
     if (!sessions.open(live)) throw new RoomCapacityError("no room capacity right now");
     const identity = clientIdentity();
+    const creator = { identity, ...(request.language === undefined ? {} : { language: request.language }) };
     this.creating.set(accountId, (this.creating.get(accountId) ?? 0) + 1);
     try {
       if (!(await sessions.reserve(live))) throw new AccountSessionsLimitError(sessions.perAccount);
-      await this.backend.createRoom(roomName);
+      await this.backend.createRoom(roomName, request.room);
       await this.options.fleet?.directory.register(
         roomName,
         { workerId: this.options.fleet.workerId, accountId },
         this.options.maxLifetimeMs,
       );
-      const access = await this.backend.clientAccess(roomName, identity, publicBaseUrl);
+      const access = await this.backend.clientAccess(roomName, creator, publicBaseUrl);
       const connection = await this.backend.joinAsTranslator(roomName, {
         speaks: request.voice !== undefined,
       });
       const translator = new RoomTranslator(connection, {
         registry,
-        sourceLanguage: request.sourceLanguage,
-        targetLanguage: request.targetLanguage,
+        room: request.room,
         voice: request.voice,
         context: request.context,
         account: request.accountId,
@@ -163,6 +174,8 @@ export class Rooms {
       });
       const room: OpenRoom = {
         accountId: request.accountId,
+        room: request.room,
+        granted: new Set([identity]),
         translator,
         live,
         timers: [
@@ -173,7 +186,7 @@ export class Rooms {
       this.open.set(roomName, room);
       this.closeWhenIdle(roomName, this.options.emptyTimeoutMs);
       void translator.run().then(() => this.end(roomName, "translator left"));
-      return { ...access, roomName, identity };
+      return { ...access, roomName, identity, language: request.language };
     } catch (error) {
       sessions.ended(live);
       await this.backend.deleteRoom(roomName).catch(() => undefined);
@@ -186,19 +199,45 @@ export class Rooms {
     }
   }
 
-  /** Another participant's access to a room the account created; undefined when there is no such room. */
+  /** The languages of an open room this account created (hosted by this process); undefined: none. */
+  languagesOf(roomName: string, accountId: string): RoomLanguages | undefined {
+    const room = this.open.get(roomName);
+    return room?.accountId === accountId ? room.room : undefined;
+  }
+
+  /**
+   * Another participant's access to a room the account created; undefined when there is no such
+   * room. `language`: the language they speak and hear (the caller checked it is the room's).
+   * Throws `RoomFullError` once the room has given out its share of access (`roomBounds`).
+   */
   async grantParticipantAccess(
     roomName: string,
     accountId: string,
     publicBaseUrl: string,
+    language?: LanguageCode,
   ): Promise<CreatedRoom | undefined> {
     if (!ROOM_NAME.test(roomName)) return undefined;
     const room = this.open.get(roomName);
     const owner = room?.accountId ?? (await this.options.fleet?.directory.lookup(roomName))?.accountId;
     if (owner !== accountId) return undefined;
+    if (room) {
+      const { participants } = roomBounds(room.room, this.options.maxParticipants);
+      if (room.granted.size >= participants) {
+        throw new RoomFullError(
+          `room ${roomName} has given access to ${room.granted.size} participants, the most a room ` +
+            `in ${room.room.languages.length} languages holds (${participants}); ` +
+            "a participant who left rejoins with the link they were given",
+        );
+      }
+    }
     const identity = clientIdentity();
-    const access = await this.backend.clientAccess(roomName, identity, publicBaseUrl);
-    return { ...access, roomName, identity };
+    room?.granted.add(identity);
+    const access = await this.backend.clientAccess(
+      roomName,
+      { identity, ...(language === undefined ? {} : { language }) },
+      publicBaseUrl,
+    );
+    return { ...access, roomName, identity, language };
   }
 
   /**

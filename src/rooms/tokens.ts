@@ -16,6 +16,8 @@ export interface RoomTokenKeys {
 export interface RoomGrant {
   readonly roomName: string;
   readonly identity: string;
+  /** The language the participant speaks and hears (the `language` attribute LiveKit shows others). */
+  readonly language?: string;
 }
 
 export async function mintRoomToken(
@@ -26,7 +28,11 @@ export async function mintRoomToken(
     identity: grant.identity,
     ttl: grant.ttlSec,
     // The translator marks itself so clients (and the embedded server) can tell it from people.
-    ...(grant.role === "translator" ? { attributes: { role: "translator" } } : {}),
+    ...(grant.role === "translator"
+      ? { attributes: { role: "translator" } }
+      : grant.language
+        ? { attributes: { language: grant.language } }
+        : {}),
   });
   token.addGrant({
     roomJoin: true,
@@ -49,7 +55,7 @@ export async function verifyRoomToken(
   keys: RoomTokenKeys,
   token: string,
   roomName: string,
-): Promise<{ ok: true; identity: string } | { ok: false; reason: string }> {
+): Promise<{ ok: true; identity: string; language?: string } | { ok: false; reason: string }> {
   let claims: ClaimGrants;
   try {
     claims = await new TokenVerifier(keys.apiKey, keys.apiSecret).verify(token);
@@ -60,5 +66,6 @@ export async function verifyRoomToken(
   if (!claims.video?.roomJoin) return { ok: false, reason: "token does not grant joining a room" };
   if (claims.video.room !== roomName) return { ok: false, reason: "token is for another room" };
   if (!claims.sub) return { ok: false, reason: "token has no identity" };
-  return { ok: true, identity: claims.sub };
+  const language = claims.attributes?.["language"];
+  return { ok: true, identity: claims.sub, ...(language ? { language } : {}) };
 }

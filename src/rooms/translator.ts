@@ -3,16 +3,23 @@ import type { FastifyBaseLogger } from "fastify";
 import type { EngineRegistry } from "../engines/routing/registry.js";
 import type { LanguageCode, Voice } from "../core/contracts.js";
 import { Channel } from "../core/channel.js";
+import { roomSpeakerPlan } from "../pipeline/language-plan.js";
 import { createLivePipeline, prepareVoiceCloning } from "../pipeline/session-pipeline.js";
 import type { TranslationPipeline } from "../pipeline/translation-pipeline.js";
 import { errorFrame } from "../wire/error-frame.js";
-import { transcriptMessage, type TranscriptLanguages } from "../wire/transcript-message.js";
-import type { RoomConnection, RoomEvent } from "./types.js";
+import { transcriptMessage, type TranscriptEvent } from "../wire/transcript-message.js";
+import { languagesHeardBy, listenersOf, trackOf } from "./room-languages.js";
+import type { RoomConnection, RoomEvent, RoomLanguages, RoomMember, SpeechOutput } from "./types.js";
+
+/** One line of translated speech on its way to its language's listeners. */
+interface Clip {
+  readonly output: SpeechOutput;
+  readonly frames: Channel<Float32Array>;
+}
 
 export interface TranslatorOptions {
   readonly registry: EngineRegistry;
-  readonly sourceLanguage: LanguageCode;
-  readonly targetLanguage: LanguageCode;
+  readonly room: RoomLanguages;
   /**
    * A library voice, or `"clone"`: each speaker is voiced by the library voice measured nearest to
    * them, converted to their own tone colour where a converter is loaded
@@ -29,35 +36,35 @@ export interface TranslatorOptions {
 
 /**
  * The translator participant of a room. It listens through a `RoomConnection` (embedded or
- * LiveKit), runs one translation pipeline per speaking participant, and publishes every
- * transcript event as data and every line of translated speech as audio.
+ * LiveKit), runs one translation pipeline per speaking participant — each utterance translated
+ * into every language someone else listens in (src/rooms/room-languages.ts) — and publishes every
+ * transcript event as data (originals to everyone, translations to their language's listeners)
+ * and every line of translated speech on its language's track.
  */
 export class RoomTranslator {
   private readonly speakers = new Map<string, TranslationPipeline>();
   /** Pipelines of participants who left, still finishing what they had said. */
   private readonly departing = new Set<TranslationPipeline>();
-  private readonly present = new Set<string>();
+  private readonly present = new Map<string, RoomMember>();
   /**
-   * Clips of translated speech in the order they start, each a channel of the pipeline's frames.
-   * Clips are published one after another so speakers never interleave; a clip's frames are
-   * published as its pipeline emits them.
+   * Per language, clips of translated speech in the order they start, each a channel of a
+   * pipeline's frames. A language's clips are published one after another so speakers never
+   * interleave on its track; languages are independent of each other.
    */
-  private readonly clips = new Channel<Channel<Float32Array>>();
-  private readonly languages: TranscriptLanguages;
+  private readonly lanes = new Map<LanguageCode, { clips: Channel<Clip>; publishing: Promise<void> }>();
   private closed = false;
 
   constructor(
     private readonly connection: RoomConnection,
     private readonly options: TranslatorOptions,
   ) {
-    this.languages = {
-      sourceLanguage: options.sourceLanguage,
-      targetLanguage: options.targetLanguage,
-      timings: true,
-    };
-    for (const identity of connection.participants) this.present.add(identity);
+    for (const member of connection.participants) this.present.set(member.identity, member);
+    const { pair, languages } = options.room;
     if (options.voice === "clone")
-      prepareVoiceCloning(options.registry, options.sourceLanguage, options.targetLanguage);
+      for (const from of languages)
+        for (const to of languages)
+          if (from !== to && (!pair || pair.twoWay || (from === pair.source && to === pair.target)))
+            prepareVoiceCloning(options.registry, from, to);
   }
 
   get participantCount(): number {
@@ -66,10 +73,9 @@ export class RoomTranslator {
 
   /** Listens until the connection ends; returns when the translator has left the room. */
   async run(): Promise<void> {
-    const publishing = this.publishClips();
     for await (const event of this.connection.events) this.handle(event);
     await this.close();
-    await publishing;
+    await Promise.all([...this.lanes.values()].map(({ publishing }) => publishing));
   }
 
   /** Stops every pipeline and leaves the room. */
@@ -80,7 +86,7 @@ export class RoomTranslator {
     this.speakers.clear();
     this.departing.clear();
     await Promise.allSettled(pipelines.map((pipeline) => pipeline.close()));
-    this.clips.close();
+    for (const { clips } of this.lanes.values()) clips.close();
     await this.connection.leave().catch((error: unknown) => {
       this.options.log.debug({ err: error }, "translator could not leave the room cleanly");
     });
@@ -89,7 +95,10 @@ export class RoomTranslator {
   private handle(event: RoomEvent): void {
     if (this.closed) return;
     if (event.type === "participant_joined") {
-      this.present.add(event.identity);
+      this.present.set(event.identity, {
+        identity: event.identity,
+        ...(event.language === undefined ? {} : { language: event.language }),
+      });
     } else if (event.type === "participant_left") {
       this.present.delete(event.identity);
       const pipeline = this.speakers.get(event.identity);
@@ -101,7 +110,7 @@ export class RoomTranslator {
       }
       if (this.present.size === 0) this.options.onEmpty();
     } else {
-      this.present.add(event.identity);
+      if (!this.present.has(event.identity)) this.present.set(event.identity, { identity: event.identity });
       this.speakerPipeline(event.identity)?.pushAudio(event.pcm);
     }
   }
@@ -109,11 +118,22 @@ export class RoomTranslator {
   private speakerPipeline(identity: string): TranslationPipeline | undefined {
     let pipeline = this.speakers.get(identity);
     if (pipeline) return pipeline;
-    const { registry, sourceLanguage, targetLanguage, voice, context, account } = this.options;
+    const { registry, room, voice, context, account } = this.options;
+    const speaker = this.present.get(identity) ?? { identity };
+    const { source, target, twoWay } = pairOf(speaker, room);
     try {
       pipeline = createLivePipeline(registry, {
-        sourceLanguage,
-        targetLanguage,
+        sourceLanguage: speaker.language ?? source,
+        targetLanguage: target,
+        twoWay,
+        plan: roomSpeakerPlan({
+          sourceLanguage: source,
+          targetLanguage: target,
+          twoWay,
+          languages: room.languages,
+          language: speaker.language,
+          listening: () => languagesHeardBy(speaker, this.present.values(), room),
+        }),
         finalizeMode: "stable",
         voice,
         context,
@@ -124,24 +144,26 @@ export class RoomTranslator {
       return undefined;
     }
     this.speakers.set(identity, pipeline);
-    void this.forward(identity, pipeline);
+    void this.forward(speaker, pipeline);
     return pipeline;
   }
 
-  private async forward(identity: string, pipeline: TranslationPipeline): Promise<void> {
-    /** The clip this speaker's pipeline is emitting (its last frame carries `clipEnd`). */
-    let clip: Channel<Float32Array> | undefined;
+  private async forward(speaker: RoomMember, pipeline: TranslationPipeline): Promise<void> {
+    const { identity } = speaker;
+    /** The clip of each language this speaker's pipeline is emitting (its last frame carries `clipEnd`). */
+    const clips = new Map<LanguageCode, Clip>();
     try {
       for await (const event of pipeline.events) {
         if (event.type === "audio") {
+          let clip = clips.get(event.language);
           if (!clip) {
-            clip = new Channel<Float32Array>();
-            this.clips.push(clip);
+            clip = this.startClip(speaker, event.language);
+            clips.set(event.language, clip);
           }
-          clip.push(event.samples);
+          clip.frames.push(event.samples);
           if (event.clipEnd) {
-            clip.close();
-            clip = undefined;
+            clip.frames.close();
+            clips.delete(event.language);
           }
         } else if (event.type === "error") {
           // Logged as well as published: an operator sees engines failing under rooms.
@@ -160,27 +182,88 @@ export class RoomTranslator {
             void pipeline.close();
           }
         } else {
-          await this.publish({ ...transcriptMessage(event, this.languages), participant: identity });
+          await this.publishTranscript(speaker, event);
         }
       }
     } finally {
-      clip?.close();
+      for (const clip of clips.values()) clip.frames.close();
     }
   }
 
-  private async publish(message: ServerMessage): Promise<void> {
-    await this.connection.publishData(message).catch((error: unknown) => {
+  /**
+   * Originals go to everyone (captions of what was said); a translation only to those who hear its
+   * language. Both name the speaker (`participant`) and the language of their text.
+   */
+  private async publishTranscript(speaker: RoomMember, event: TranscriptEvent): Promise<void> {
+    const { room } = this.options;
+    const { source, target } = pairOf(speaker, room);
+    const to = event.type === "translated" ? event.to : undefined;
+    const message = {
+      ...transcriptMessage(event, {
+        sourceLanguage: speaker.language ?? source,
+        targetLanguage: to ?? target,
+        timings: true,
+      }),
+      participant: speaker.identity,
+      ...(event.type === "original"
+        ? event.language === undefined
+          ? {}
+          : { language: event.language }
+        : to === undefined
+          ? {}
+          : { language: to }),
+    };
+    await this.publish(
+      message,
+      to === undefined ? undefined : listenersOf(to, speaker, this.present.values(), room),
+    );
+  }
+
+  /** A new clip of `speaker`'s speech in `language`, queued on that language's lane. */
+  private startClip(speaker: RoomMember, language: LanguageCode): Clip {
+    const output: SpeechOutput = {
+      language,
+      track: trackOf(language, this.options.room),
+      listeners: listenersOf(language, speaker, this.present.values(), this.options.room),
+    };
+    const clip: Clip = { output, frames: new Channel<Float32Array>() };
+    let lane = this.lanes.get(language);
+    if (!lane) {
+      const laneClips = new Channel<Clip>();
+      lane = { clips: laneClips, publishing: this.publishClips(laneClips) };
+      this.lanes.set(language, lane);
+      if (this.closed) laneClips.close();
+    }
+    lane.clips.push(clip);
+    return clip;
+  }
+
+  private async publish(message: ServerMessage, listeners?: readonly string[]): Promise<void> {
+    await this.connection.publishData(message, listeners).catch((error: unknown) => {
       this.options.log.warn({ err: error }, "room translator could not publish a transcript");
     });
   }
 
-  private async publishClips(): Promise<void> {
-    for await (const clip of this.clips) {
+  private async publishClips(clips: Channel<Clip>): Promise<void> {
+    for await (const clip of clips) {
       try {
-        for await (const frame of clip) await this.connection.publishAudio(frame);
+        for await (const frame of clip.frames) await this.connection.publishAudio(frame, clip.output);
       } catch (error) {
         this.options.log.warn({ err: error }, "room translator could not publish speech");
       }
     }
   }
+}
+
+/**
+ * The pair a speaker's pipeline is built around: a spec room's own, or, in a room created with
+ * `languages`, the speaker's language and another of the room's (the plan fans out to the rest).
+ */
+function pairOf(
+  speaker: RoomMember,
+  room: RoomLanguages,
+): { source: LanguageCode; target: LanguageCode; twoWay: boolean } {
+  if (room.pair) return { ...room.pair, twoWay: room.pair.twoWay && speaker.language === undefined };
+  const source = speaker.language ?? room.languages[0]!;
+  return { source, target: room.languages.find((language) => language !== source)!, twoWay: false };
 }

@@ -25,6 +25,10 @@ const transcriptFields = {
   start_ms: z.number().int().optional().describe("relay-2 and rooms: utterance start in the session audio"),
   end_ms: z.number().int().optional(),
   participant: z.string().optional().describe("Rooms: whose speech this is"),
+  language: z
+    .string()
+    .optional()
+    .describe("Rooms: the language of `text` (original: heard; translated: the translation's, its listeners')"),
 };
 
 export const originalTranscriptMessage = z.object({
@@ -78,13 +82,21 @@ export const joinedMessage = z.object({
   room_name: z.string(),
   identity: z.string().describe("This participant"),
   participants: z.array(z.string()).describe("Those already in the room"),
+  language: z
+    .string()
+    .nullable()
+    .optional()
+    .describe("The language this participant speaks and hears; null when they declared none (a spec room)"),
+  languages: z.array(z.string()).optional().describe("The room's languages"),
   translator: z
     .object({
       identity: z.string().describe("translation-agent, as on LiveKit"),
       audio_track: z
         .string()
         .nullable()
-        .describe("translated-audio (the float32 binary frames); null when the room has no speech output"),
+        .describe(
+          "The track this participant hears (the float32 binary frames); null when the room has no speech output",
+        ),
     })
     .nullable()
     .describe("The room's translator, named as on LiveKit (null if it is not in the room)"),
@@ -93,6 +105,7 @@ export const joinedMessage = z.object({
 export const participantMessage = z.object({
   type: z.enum(["participant_joined", "participant_left"]),
   identity: z.string(),
+  language: z.string().optional().describe("participant_joined: the language they declared, when they did"),
   timestamp,
 });
 

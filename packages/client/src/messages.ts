@@ -25,6 +25,8 @@ interface TranscriptFields {
   end_ms?: number;
   /** Rooms: whose speech this is. */
   participant?: string;
+  /** Rooms: the language of `text` (original: heard; translated: the translation's, its listeners'). */
+  language?: string;
 }
 
 export interface OriginalTranscriptMessage extends TranscriptFields {
@@ -86,11 +88,15 @@ export interface JoinedMessage {
   identity: string;
   /** Those already in the room. */
   participants: string[];
+  /** The language this participant speaks and hears; null when they declared none (a spec room). */
+  language?: string | null;
+  /** The room's languages. */
+  languages?: string[];
   /** The room's translator, named as on LiveKit (null if it is not in the room). */
   translator: {
     /** translation-agent, as on LiveKit. */
     identity: string;
-    /** translated-audio (the float32 binary frames); null when the room has no speech output. */
+    /** The track this participant hears (the float32 binary frames); null when the room has no speech output. */
     audio_track: string | null;
   } | null;
 }
@@ -98,6 +104,8 @@ export interface JoinedMessage {
 export interface ParticipantMessage {
   type: "participant_joined" | "participant_left";
   identity: string;
+  /** participant_joined: the language they declared, when they did. */
+  language?: string;
   timestamp: number;
 }
 

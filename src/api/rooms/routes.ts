@@ -1,20 +1,19 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { contextField } from "../context-field.js";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
-import type { LanguageCode, Voice } from "../../core/contracts.js";
-import { parseLanguageTag } from "../../core/language-tags.js";
+import type { LanguageCode } from "../../core/contracts.js";
 import { recognitionAdvice, recognitionTier, unservable } from "../../engines/routing/languages.js";
-import { EmptyRoomsLimitError, RoomCapacityError, type Rooms } from "../../rooms/rooms.js";
+import { EmptyRoomsLimitError, RoomCapacityError, RoomFullError, type Rooms } from "../../rooms/rooms.js";
+import { roomRequirements } from "../../rooms/room-languages.js";
+import type { RoomLanguages } from "../../rooms/types.js";
 import { AccountSessionsLimitError } from "../../sessions/capacity.js";
-import { DEFAULT_VOICE_TYPES, voiceOf } from "../../voices/voice-defaults.js";
-import { voiceById } from "../../voices/library.js";
 import { accountOf, authenticated } from "../authenticate.js";
-import { ApiError, type ValidationErrorMapping } from "../errors.js";
+import { ApiError } from "../errors.js";
 import { BEARER, errorResponses } from "../openapi.js";
 import type { AccountRateLimit } from "../rate-limit.js";
+import { languageOf, participantRequest, sessionRequest, sessionRequestErrors } from "./room-request.js";
 
 /** `POST /api/beta1/session`: a translation room with a translator in it. */
 
@@ -27,160 +26,6 @@ export interface RoomRouteOptions {
   readonly rateLimit: AccountRateLimit;
 }
 
-/**
- * Every field of the room request is read in the spec's snake_case and in the camelCase that
- * Pinch's own clients (pinch-sdk, Pipecat's Pinch service) send. When a request carries both
- * spellings of a field, the spec's wins; each must be well-formed whichever is used.
- */
-const CAMEL_CASE = {
-  source_language: "sourceLanguage",
-  target_language: "targetLanguage",
-  voice_type: "voiceType",
-  voice_id: "voiceId",
-  enable_audio_output: "enableAudioOutput",
-} as const;
-type Field = keyof typeof CAMEL_CASE;
-
-const LANGUAGE_FIELDS: readonly string[] = [
-  "source_language",
-  "target_language",
-  CAMEL_CASE.source_language,
-  CAMEL_CASE.target_language,
-];
-
-const languageTag = (name: string, example: string) =>
-  z.string({ error: `${name} must be a string: a language code such as ${example}` }).optional();
-const voiceType = (name: string) =>
-  z
-    .enum(["clone", "female", "male", "custom"], {
-      error: `${name} must be "clone", "female", "male" or "custom"`,
-    })
-    .optional();
-const voiceId = (name: string) =>
-  z
-    .union([z.string(), z.number().int()], {
-      error: `${name} must be a library voice id such as "12" (GET /v1/voices lists them)`,
-    })
-    .optional();
-const audioOutput = (name: string) => z.boolean({ error: `${name} must be true or false` }).optional();
-const camelCase = (field: Field) => `${field}, spelled as Pinch's clients send it (${field} wins)`;
-
-/** A field as the request gave it: under which name, and its value; undefined when absent. */
-function given<T>(
-  field: Field,
-  snake: T | undefined,
-  camel: T | undefined,
-): { readonly name: string; readonly value: T } | undefined {
-  if (snake !== undefined) return { name: field, value: snake };
-  if (camel !== undefined) return { name: CAMEL_CASE[field], value: camel };
-  return undefined;
-}
-
-/**
- * The request body. Language tags (`xx-XX` as the spec shows them; a bare `xx` and script subtags
- * are accepted too) are read once the body has the right shape, so a malformed body is reported
- * as such before a language is.
- */
-const sessionRequest = z
-  .object(
-    {
-      source_language: languageTag("source_language", "en-US").describe("Required (or sourceLanguage)"),
-      sourceLanguage: languageTag("sourceLanguage", "en-US").describe(camelCase("source_language")),
-      target_language: languageTag("target_language", "es-ES").describe("Required (or targetLanguage)"),
-      targetLanguage: languageTag("targetLanguage", "es-ES").describe(camelCase("target_language")),
-      voice_type: voiceType("voice_type").describe(
-        `Default ${DEFAULT_VOICE_TYPES.rooms} ("custom" when voice_id is given); "custom" (beyond the ` +
-          "spec): the library voice voice_id",
-      ),
-      voiceType: voiceType("voiceType").describe(camelCase("voice_type")),
-      voice_id: voiceId("voice_id").describe('Beyond the spec: the library voice of voice_type "custom"'),
-      voiceId: voiceId("voiceId").describe(camelCase("voice_id")),
-      enable_audio_output: audioOutput("enable_audio_output").describe(
-        "Beyond the spec, default true; false: the translator publishes transcripts only, no speech",
-      ),
-      enableAudioOutput: audioOutput("enableAudioOutput").describe(camelCase("enable_audio_output")),
-      context: contextField,
-    },
-    { error: "the body must be a JSON object" },
-  )
-  .transform((body, context) => {
-    // A missing field is an `invalid_type` issue (invalid_request), a malformed tag a custom one.
-    const refuse = (field: string, message: string, code: "custom" | "invalid_type" = "custom") => {
-      context.addIssue(
-        code === "custom"
-          ? { code, path: [field], message }
-          : { code, expected: "string", input: undefined, path: [field], message },
-      );
-      return z.NEVER;
-    };
-    const languages: LanguageCode[] = [];
-    const names: string[] = [];
-    for (const [field, example] of [
-      ["source_language", "en-US"],
-      ["target_language", "es-ES"],
-    ] as const) {
-      const tag = given(field, body[field], body[CAMEL_CASE[field]]);
-      if (!tag) {
-        return refuse(
-          field,
-          `${field} is required: a language code such as ${example} (${CAMEL_CASE[field]} is read too)`,
-          "invalid_type",
-        );
-      }
-      const parsed = parseLanguageTag(tag.value);
-      if (!parsed.ok) {
-        return refuse(
-          tag.name,
-          `${tag.name} "${tag.value}" is not a language code; use the form xx-XX, e.g. ${example}`,
-        );
-      }
-      languages.push(parsed.language);
-      names.push(`${tag.name} "${tag.value}"`);
-    }
-
-    const type = given("voice_type", body.voice_type, body.voiceType);
-    const id = given("voice_id", body.voice_id, body.voiceId);
-    if (id && type && type.value !== "custom") {
-      return refuse(id.name, `${id.name} names a voice only with ${type.name} "custom", not "${type.value}"`);
-    }
-    const kind = type?.value ?? (id ? "custom" : DEFAULT_VOICE_TYPES.rooms);
-    let voice: Voice | "clone";
-    if (kind !== "custom") voice = voiceOf(kind);
-    else if (!id) {
-      const name = type?.name ?? "voice_type";
-      return refuse(
-        name,
-        `${name} "custom" needs voice_id (or voiceId): a library voice id; GET /v1/voices lists them`,
-      );
-    } else {
-      const named = voiceById(id.value);
-      if (!named) {
-        return refuse(
-          id.name,
-          `${id.name} "${id.value}" is no library voice; GET /v1/voices lists the valid ids`,
-        );
-      }
-      voice = named;
-    }
-    const speaks =
-      given("enable_audio_output", body.enable_audio_output, body.enableAudioOutput)?.value ?? true;
-    return {
-      sourceLanguage: languages[0]!,
-      targetLanguage: languages[1]!,
-      /** How the request named each language, for messages: `sourceLanguage "en"`. */
-      sourceNamed: names[0]!,
-      targetNamed: names[1]!,
-      voice: speaks ? voice : undefined,
-      context: body.context ?? "",
-    };
-  });
-
-/** A tag that is not a language code is `invalid_language`; any other problem `invalid_request`. */
-const sessionRequestErrors: ValidationErrorMapping = {
-  code: (issue) =>
-    issue.kind === "custom" && LANGUAGE_FIELDS.includes(issue.field) ? "invalid_language" : "invalid_request",
-  message: (issue) => issue.message,
-};
 
 /** Pipecat's end of a session: the room's name as `session_id`. */
 const endRequest = z.object(
@@ -217,14 +62,17 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
     async (request) => {
       const account = accountOf(request);
       const body = request.body;
-      checkServable(registry, body);
+      // Every language of a room created with `languages` may be spoken; a spec room's pair by the
+      // undeclared participants, and the creator's own language when they gave one.
+      const spoken = body.room.pair ? [undefined, body.language] : body.room.languages;
+      checkServable(registry, body.room, spoken, body.voice !== undefined, body.named);
       await options.rateLimit(request, account);
       try {
         const room = await rooms.create(
           {
             accountId: account.id,
-            sourceLanguage: body.sourceLanguage,
-            targetLanguage: body.targetLanguage,
+            room: body.room,
+            language: body.language,
             voice: body.voice,
             context: body.context,
           },
@@ -235,6 +83,9 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
           token: room.token,
           room_name: room.roomName,
           ...(body.voice === "clone" ? { voice_clone: registry.voiceClone } : {}),
+          // Spec rooms answer exactly as before; rooms created with languages say theirs.
+          ...(room.language === undefined ? {} : { language: room.language }),
+          ...(body.room.pair ? {} : { languages: [...body.room.languages] }),
         };
       } catch (error) {
         if (error instanceof EmptyRoomsLimitError) {
@@ -311,19 +162,57 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
         summary: "Beyond the spec: access for one more participant of a room the caller created",
         security: BEARER,
         params: z.object({ roomName: z.string() }),
+        body: participantRequest,
         response: {
           200: roomAccess.extend({ identity: z.string().describe("The new participant") }),
-          ...errorResponses(401, 403, 404, 429),
+          ...errorResponses(400, 401, 403, 404, 429),
         },
       },
+      config: { validationError: sessionRequestErrors },
     },
     async (request) => {
       const account = await accounts.authenticate(request.headers.authorization, "rooms");
       await options.rateLimit(request, account);
       const { roomName } = request.params;
-      const access = await rooms.grantParticipantAccess(roomName, account.id, options.publicBaseUrl(request));
+      const asked = request.body?.language;
+      let language: LanguageCode | undefined;
+      // A room hosted by another process of the fleet is granted without its languages: its host
+      // checks a declared language when the participant joins.
+      const room = rooms.languagesOf(roomName, account.id);
+      if (asked !== undefined) {
+        const read = languageOf("language", asked, "es-ES");
+        if (!read.ok) throw new ApiError(400, "invalid_language", read.message);
+        language = read.language;
+        if (room && !room.languages.includes(language)) {
+          throw new ApiError(
+            400,
+            "invalid_language",
+            `language "${asked}" is not one of the room's: ${room.languages.join(", ")}`,
+          );
+        }
+        if (room) checkServable(registry, room, [language], true, new Map([[language, `language "${asked}"`]]));
+      } else if (room && !room.pair) language = room.languages[0];
+      let access;
+      try {
+        access = await rooms.grantParticipantAccess(
+          roomName,
+          account.id,
+          options.publicBaseUrl(request),
+          language,
+        );
+      } catch (error) {
+        if (error instanceof RoomFullError) throw new ApiError(400, "room_full", error.message);
+        throw error;
+      }
       if (!access) throw new ApiError(404, "not_found", `no open room ${roomName} created with this API key`);
-      return { url: access.url, token: access.token, room_name: roomName, identity: access.identity };
+      return {
+        url: access.url,
+        token: access.token,
+        room_name: roomName,
+        identity: access.identity,
+        ...(access.language === undefined ? {} : { language: access.language }),
+        ...(room && !room.pair ? { languages: [...room.languages] } : {}),
+      };
     },
   );
 }
@@ -332,6 +221,11 @@ const roomAccess = z.object({
   url: z.string().describe("Where to join: the LiveKit server, or the embedded room server's WebSocket"),
   token: z.string().describe("LiveKit-format access token (JWT)"),
   room_name: z.string(),
+  language: z
+    .string()
+    .optional()
+    .describe("Beyond the spec: the language this participant speaks and hears, when they have one"),
+  languages: z.array(z.string()).optional().describe("Beyond the spec: the room's languages"),
   voice_clone: z
     .enum(["tone-color", "library", "off"])
     .optional()
@@ -348,29 +242,38 @@ const roomEnded = z.object({
 });
 
 /**
- * The configured engines must recognize the source, translate it and, when the translator speaks,
- * speak the target (400 invalid_language).
+ * The configured engines must recognize what participants speak (`spoken`: see
+ * `roomRequirements`), translate it into the room's other languages and, when the translator
+ * speaks, speak them (400 invalid_language naming the language as the request did).
  */
-function checkServable(registry: EngineRegistry, body: z.output<typeof sessionRequest>): void {
-  const source = body.sourceLanguage;
-  const target = body.targetLanguage;
-  const problem = unservable(registry, [
-    { kind: "recognition", language: source },
-    { kind: "translation", from: source, to: target },
-    ...(body.voice === undefined ? [] : [{ kind: "voice", language: target } as const]),
-  ]);
+function checkServable(
+  registry: EngineRegistry,
+  room: RoomLanguages,
+  spoken: readonly (LanguageCode | undefined)[],
+  speaks: boolean,
+  named: ReadonlyMap<LanguageCode, string>,
+): void {
+  const problem = unservable(registry, roomRequirements(room, spoken, speaks));
   if (!problem) return;
+  const name = (code: LanguageCode | "auto") => (code === "auto" ? "auto" : (named.get(code) ?? `"${code}"`));
   const available = problem.available.join(", ");
+  const { kind, language } = problem;
   throw new ApiError(
     400,
     "invalid_language",
-    problem.kind === "recognition"
-      ? `${body.sourceNamed} cannot be recognized by the configured engines; ` +
+    kind === "recognition" && language === "auto"
+      ? "two_way needs a recognizer that identifies languages (whisper-cpp or a remote Whisper server " +
+          `in ENGINES_FILE), and the configured engines have none${recognitionAdvice(recognitionTier(registry))}`
+      : kind === "recognition"
+        ? `${name(language)} cannot be recognized by the configured engines; ` +
           `speech recognition is available for: ${available}${recognitionAdvice(recognitionTier(registry))}`
-      : problem.kind === "translation"
-        ? `${body.targetNamed} is not supported from ${body.sourceNamed} by the ` +
-          `configured engines; from "${source}" the targets are: ${available}`
-        : `${body.targetNamed} has no voice output with the configured engines; ` +
-          `voice output is available for: ${available} (or ask for transcripts only: enable_audio_output false)`,
+        : kind === "identification"
+          ? `${name(language)} cannot be identified by the configured recognizer that identifies ` +
+            `languages (two_way); it knows: ${available}`
+          : kind === "translation"
+            ? `${name(language)} is not supported from ${name(problem.from)} by the ` +
+              `configured engines; from "${problem.from}" the targets are: ${available}`
+            : `${name(language)} has no voice output with the configured engines; ` +
+              `voice output is available for: ${available} (or ask for transcripts only: enable_audio_output false)`,
   );
 }

@@ -1,5 +1,4 @@
 import { translationTerms, type Glossary } from "../../core/glossary.js";
-import type { Segment } from "../frames.js";
 
 /**
  * A translated span as shown in its segment. A translator takes every input for a sentence and
@@ -12,7 +11,8 @@ import type { Segment } from "../frames.js";
  * glossary's targets keep theirs too ("italy" heard, "Italy" written).
  */
 export function spanInSegment(
-  segment: Segment,
+  /** The segment's spans translated before this one (into the same language). */
+  earlierSpans: readonly string[],
   source: string,
   translated: string,
   glossary?: Glossary,
@@ -24,7 +24,7 @@ export function spanInSegment(
   for (const { 0: word, index } of translated.matchAll(/\S+/gu)) {
     const letter = /\p{L}/u.exec(word);
     if (!letter || letter[0] === letter[0].toLocaleLowerCase() || copied.has(word)) continue;
-    if (index === 0 && segment.translatedSpans.length === 0) return translated;
+    if (index === 0 && earlierSpans.length === 0) return translated;
     if (index > 0 && sourceIsCased) return translated;
     const at = index + letter.index;
     return translated.slice(0, at) + letter[0].toLocaleLowerCase() + translated.slice(at + letter[0].length);

@@ -246,7 +246,6 @@ export class SegmentBuilder {
       id: randomUUID(),
       startMs,
       committed: [],
-      translatedSpans: [],
       lastShown: "",
       shownPending: [],
       interimSeq: 0,

@@ -76,7 +76,7 @@ export class SynthesisStage {
     let failure: Error | undefined;
     try {
       for await (const samples of stream.frames()) {
-        if (held) emit({ type: "audio", samples: held, clipEnd: false });
+        if (held) emit({ type: "audio", samples: held, clipEnd: false, language: line.language });
         // The line's first frame.
         else observer?.latency("first_audio", (performance.now() - line.queuedAt) / 1000);
         held = samples;
@@ -85,7 +85,7 @@ export class SynthesisStage {
       failure = error as Error;
       stream.cancel();
     }
-    if (held) emit({ type: "audio", samples: held, clipEnd: true });
+    if (held) emit({ type: "audio", samples: held, clipEnd: true, language: line.language });
     // A synthesis cancelled with the pipeline did not fail.
     if (failure && !signal.aborted)
       this.options.reportError(`speech synthesis failed: ${failure.message}`, line.segmentId);

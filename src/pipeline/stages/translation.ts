@@ -6,6 +6,7 @@ import { TranslationHistory } from "../translation-history.js";
 import type {
   LineFrame,
   PipelineEvent,
+  Segment,
   PipelineObserver,
   SpokenLine,
   TargetedCall,
@@ -45,6 +46,8 @@ export interface TranslationStageOptions {
  */
 export class TranslationStage {
   private readonly history = new TranslationHistory();
+  /** Each segment's translated spans so far, in order (a stage per target language keeps its own). */
+  private readonly spans = new WeakMap<Segment, string[]>();
 
   constructor(
     private readonly options: TranslationStageOptions,
@@ -119,10 +122,10 @@ export class TranslationStage {
     // waiting; the `error` before it says why.
     if (job.kind === "final" && translatedSpan !== undefined)
       this.history.record(job.sourceText, translatedSpan);
-    const previous = segment.translatedSpans;
+    const previous = this.spansOf(segment);
     if (translatedSpan !== undefined)
       translatedSpan = spanInSegment(
-        segment,
+        previous,
         job.sourceText,
         translatedSpan,
         this.options.context().glossary,
@@ -142,10 +145,17 @@ export class TranslationStage {
       language: job.language,
       ...speakerOf(job),
       ...(shownVoice?.matched ? { voiceId: shownVoice.voice.id } : {}),
+      ...(to === undefined ? {} : { to }),
     });
     if (job.kind === "final") observer?.latency("translation", (performance.now() - job.queuedAt) / 1000);
     if (translatedSpan) await line?.end(translatedSpan);
     else await line?.cancel();
+  }
+
+  private spansOf(segment: Segment): string[] {
+    let spans = this.spans.get(segment);
+    if (!spans) this.spans.set(segment, (spans = []));
+    return spans;
   }
 
   /**
@@ -184,8 +194,8 @@ export class TranslationStage {
           type: "translated",
           segmentId: segment.id,
           text: [
-            ...segment.translatedSpans,
-            spanInSegment(segment, job.sourceText, latest, this.options.context().glossary),
+            ...this.spansOf(segment),
+            spanInSegment(this.spansOf(segment), job.sourceText, latest, this.options.context().glossary),
           ]
             .filter(Boolean)
             .join(" "),
@@ -195,10 +205,13 @@ export class TranslationStage {
           endMs: job.endMs,
           language: from,
           ...speakerOf(job),
+          to,
         });
       }
       latest = partial;
-      await line?.grow(spanInSegment(segment, job.sourceText, latest, this.options.context().glossary));
+      await line?.grow(
+        spanInSegment(this.spansOf(segment), job.sourceText, latest, this.options.context().glossary),
+      );
     }
     return latest ?? "";
   }

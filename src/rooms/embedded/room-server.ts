@@ -5,15 +5,19 @@ import { forwardSocket } from "../../fleet/forward-socket.js";
 import { Channel } from "../../core/channel.js";
 import { errorBody } from "../../wire/error-body.js";
 import { Pcm16Input, SocketWire } from "../../wire/socket-wire.js";
+import type { LanguageCode } from "../../core/contracts.js";
+import { parseLanguageTag } from "../../core/language-tags.js";
 import { mintRoomToken, verifyRoomToken, type RoomTokenKeys } from "../tokens.js";
 import {
-  TRANSLATION_TRACK_NAME,
   TRANSLATOR_IDENTITY,
   type RoomAccess,
   type RoomBackend,
   type RoomConnection,
   type RoomEvent,
+  type RoomLanguages,
+  type RoomMember,
 } from "../types.js";
+import { listeningLanguage, trackOf } from "../room-languages.js";
 
 /**
  * The embedded room server: media rooms inside this process, so rooms work with no other service.
@@ -36,8 +40,7 @@ export interface EmbeddedRoomOptions {
   readonly hostOf?: (roomName: string) => Promise<string | undefined>;
 }
 
-interface Participant {
-  readonly identity: string;
+interface Participant extends RoomMember {
   readonly wire: SocketWire;
 }
 
@@ -45,11 +48,20 @@ class EmbeddedRoom {
   readonly participants = new Map<string, Participant>();
   translator: { readonly events: Channel<RoomEvent>; readonly speaks: boolean } | undefined;
 
-  constructor(readonly name: string) {}
+  constructor(
+    readonly name: string,
+    readonly languages: RoomLanguages,
+  ) {}
 
   broadcast(message: ServerMessage, except?: string): void {
     for (const participant of this.participants.values())
       if (participant.identity !== except) participant.wire.send(message);
+  }
+
+  /** To `listeners` only, or to everyone. */
+  deliver(message: ServerMessage, listeners: readonly string[] | undefined): void {
+    if (!listeners) return this.broadcast(message);
+    for (const identity of listeners) this.participants.get(identity)?.wire.send(message);
   }
 
   tell(event: RoomEvent): void {
@@ -63,17 +75,18 @@ export class EmbeddedRoomServer implements RoomBackend {
 
   constructor(private readonly options: EmbeddedRoomOptions) {}
 
-  async createRoom(roomName: string): Promise<void> {
-    if (!this.rooms.has(roomName)) this.rooms.set(roomName, new EmbeddedRoom(roomName));
+  async createRoom(roomName: string, languages: RoomLanguages): Promise<void> {
+    if (!this.rooms.has(roomName)) this.rooms.set(roomName, new EmbeddedRoom(roomName, languages));
   }
 
-  async clientAccess(roomName: string, clientIdentity: string, publicBaseUrl: string): Promise<RoomAccess> {
+  async clientAccess(roomName: string, client: RoomMember, publicBaseUrl: string): Promise<RoomAccess> {
     const { keys, tokenTtlSec } = this.options;
     return {
       url: `${publicBaseUrl.replace(/^http/u, "ws")}${ROOMS_PATH}/${encodeURIComponent(roomName)}`,
       token: await mintRoomToken(keys, {
         roomName,
-        identity: clientIdentity,
+        identity: client.identity,
+        ...(client.language === undefined ? {} : { language: client.language }),
         role: "client",
         ttlSec: tokenTtlSec,
       }),
@@ -88,12 +101,15 @@ export class EmbeddedRoomServer implements RoomBackend {
     room.translator = translator;
     return {
       events,
-      participants: [...room.participants.keys()],
-      async publishAudio(samples) {
-        for (const participant of room.participants.values()) participant.wire.audio(samples);
+      participants: [...room.participants.values()].map(({ identity, language }) => ({
+        identity,
+        ...(language === undefined ? {} : { language }),
+      })),
+      async publishAudio(samples, output) {
+        for (const identity of output.listeners) room.participants.get(identity)?.wire.audio(samples);
       },
-      async publishData(message) {
-        room.broadcast(message);
+      async publishData(message, listeners) {
+        room.deliver(message, listeners);
       },
       async leave() {
         if (room.translator === translator) room.translator = undefined;
@@ -164,7 +180,28 @@ export class EmbeddedRoomServer implements RoomBackend {
                 errorBody("room_full", `room ${roomName} has ${this.options.maxParticipants} participants`),
               );
           }
-          request.roomParticipant = { roomName, identity: verified.identity };
+          // The join URL may name the participant's language (one of the room's), over the token's.
+          const asked = (request.query as Record<string, unknown>).language;
+          let language = verified.language;
+          if (asked !== undefined) {
+            const parsed = typeof asked === "string" ? parseLanguageTag(asked) : undefined;
+            if (!parsed?.ok || !room.languages.languages.includes(parsed.language)) {
+              return reply
+                .code(400)
+                .send(
+                  errorBody(
+                    "invalid_language",
+                    `language "${String(asked)}" is not one of this room's: ${room.languages.languages.join(", ")}`,
+                  ),
+                );
+            }
+            language = parsed.language;
+          }
+          request.roomParticipant = {
+            roomName,
+            identity: verified.identity,
+            ...(language === undefined ? {} : { language }),
+          };
         },
       },
       (socket, request) =>
@@ -177,28 +214,36 @@ export class EmbeddedRoomServer implements RoomBackend {
   /** Puts a participant whose token was verified into its room: joins, relays its audio, leaves on close. */
   private attachParticipant(
     socket: WebSocket,
-    { roomName, identity }: { roomName: string; identity: string },
+    { roomName, identity, language }: { roomName: string; identity: string; language?: LanguageCode },
   ): void {
     const room = this.rooms.get(roomName);
     const wire = new SocketWire(socket);
     if (!room) return wire.close(1000, "room closed");
     // As on LiveKit, a second connection with the same identity replaces the first.
     room.participants.get(identity)?.wire.close(1000, "replaced by a new connection with the same identity");
-    const participant: Participant = { identity, wire };
+    const participant: Participant = { identity, wire, ...(language === undefined ? {} : { language }) };
     const others = [...room.participants.keys()].filter((other) => other !== identity);
     room.participants.set(identity, participant);
     const { translator } = room;
+    const declared = language === undefined ? {} : { language };
     wire.send({
       type: "joined",
       room_name: roomName,
       identity,
       participants: others,
+      language: language ?? null,
+      languages: [...room.languages.languages],
       translator: translator
-        ? { identity: TRANSLATOR_IDENTITY, audio_track: translator.speaks ? TRANSLATION_TRACK_NAME : null }
+        ? {
+            identity: TRANSLATOR_IDENTITY,
+            audio_track: translator.speaks
+              ? trackOf(listeningLanguage({ identity, ...declared }, room.languages), room.languages)
+              : null,
+          }
         : null,
     });
-    room.broadcast({ type: "participant_joined", identity, timestamp: Date.now() / 1000 }, identity);
-    room.tell({ type: "participant_joined", identity });
+    room.broadcast({ type: "participant_joined", identity, ...declared, timestamp: Date.now() / 1000 }, identity);
+    room.tell({ type: "participant_joined", identity, ...declared });
 
     const input = new Pcm16Input((warning) => wire.error(warning));
     socket.on("message", (data: RawData, isBinary: boolean) => {
@@ -222,7 +267,7 @@ export class EmbeddedRoomServer implements RoomBackend {
 
 declare module "fastify" {
   interface FastifyRequest {
-    roomParticipant?: { roomName: string; identity: string };
+    roomParticipant?: { roomName: string; identity: string; language?: LanguageCode };
     /** The host's URL of a room another process of the fleet hosts. */
     roomForward?: string;
   }

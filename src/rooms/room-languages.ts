@@ -1,0 +1,103 @@
+import type { LanguageCode } from "../core/contracts.js";
+import type { Requirement } from "../engines/routing/languages.js";
+import { languagePlan, requirementsOf } from "../pipeline/language-plan.js";
+import { TRANSLATION_TRACK_NAME, type RoomLanguages, type RoomMember } from "./types.js";
+
+/**
+ * The languages of a room and who hears what: the one rule rooms route speech and transcripts by.
+ *
+ * - A participant who declared a language (rooms created with `languages`, or a spec room's
+ *   participant who chose one) speaks and hears it: they hear every other participant translated
+ *   into it, never their own speech, never another language.
+ * - An undeclared participant of a spec room hears the pair's target, as the spec's rooms do (with
+ *   their own speech, as before).
+ */
+
+/** The language a participant hears. */
+export function listeningLanguage(member: RoomMember, room: RoomLanguages): LanguageCode {
+  return member.language ?? room.pair?.target ?? room.languages[0]!;
+}
+
+/** Who hears a translation into `language` of `speaker`'s speech. */
+export function listenersOf(
+  language: LanguageCode,
+  speaker: RoomMember,
+  present: Iterable<RoomMember>,
+  room: RoomLanguages,
+): string[] {
+  return [...present]
+    .filter((member) => !(member.identity === speaker.identity && speaker.language !== undefined))
+    .filter((member) => listeningLanguage(member, room) === language)
+    .map((member) => member.identity);
+}
+
+/** The languages `speaker`'s speech must reach now: those the others hear (a declared speaker's own excluded). */
+export function languagesHeardBy(
+  speaker: RoomMember,
+  present: Iterable<RoomMember>,
+  room: RoomLanguages,
+): Set<LanguageCode> {
+  return new Set(
+    [...present]
+      .filter((member) => member.identity !== speaker.identity)
+      .map((member) => listeningLanguage(member, room)),
+  );
+}
+
+/**
+ * The track speech in `language` is published on: `translated-audio` for a spec room's target
+ * (what Pinch's clients subscribe to), `translated-audio-<language>` for every other one.
+ */
+export function trackOf(language: LanguageCode, room: RoomLanguages): string {
+  return language === room.pair?.target ? TRANSLATION_TRACK_NAME : `${TRANSLATION_TRACK_NAME}-${language}`;
+}
+
+/** Languages one room may have: each costs a translation lane per speaker. */
+export const MAX_ROOM_LANGUAGES = 4;
+/**
+ * Translation lanes one room may hold: a lane is one speaker's speech translated and spoken into
+ * one language (a translation stage and a synthesis stage beside the speaker's recognizer). What a
+ * lane costs on 2 cores is in docs/benchmarks.md (bench:rooms).
+ */
+export const MAX_ROOM_LANES = 16;
+
+/** What one room admits: participants (each a speaker), and the lanes they may hold at most. */
+export function roomBounds(
+  room: RoomLanguages,
+  maxParticipants: number,
+): { readonly participants: number; readonly lanes: number } {
+  const lanesPerSpeaker = Math.max(1, room.languages.length - 1);
+  const participants = Math.max(1, Math.min(maxParticipants, Math.floor(MAX_ROOM_LANES / lanesPerSpeaker)));
+  return { participants, lanes: participants * lanesPerSpeaker };
+}
+
+/**
+ * What a room needs of the engines when its participants speak `spoken` (an undeclared spec-room
+ * participant speaks the pair's source, or either side when two-way): each spoken language
+ * recognized and translated into every other language of the room, and (`speaks`) every language
+ * heard spoken. The rooms API checks these at creation and for each participant's language.
+ */
+export function roomRequirements(
+  room: RoomLanguages,
+  spoken: readonly (LanguageCode | undefined)[],
+  speaks: boolean,
+): Requirement[] {
+  const requirements: Requirement[] = [];
+  for (const language of spoken) {
+    if (language === undefined && room.pair) {
+      const { source, target, twoWay } = room.pair;
+      requirements.push(
+        ...requirementsOf(languagePlan({ sourceLanguage: source, targetLanguage: target, twoWay }), speaks),
+      );
+      continue;
+    }
+    const from = language ?? room.languages[0]!;
+    const into = room.languages.filter((to) => to !== from);
+    requirements.push(
+      { kind: "recognition", language: from },
+      ...(speaks ? into.map((to) => ({ kind: "voice", language: to }) as const) : []),
+      ...into.map((to) => ({ kind: "translation", from, to }) as const),
+    );
+  }
+  return requirements;
+}
