@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import { roomSpeakerPlan } from "../../src/pipeline/language-plan.js";
+import {
+  languagesHeardBy,
+  listenersOf,
+  MAX_ROOM_LANES,
+  roomBounds,
+  trackOf,
+} from "../../src/rooms/room-languages.js";
+import type { RoomLanguages, RoomMember } from "../../src/rooms/types.js";
+
+/** Who hears what in a room (src/rooms/room-languages.ts) and a participant's speech plan. */
+
+const meeting: RoomLanguages = { languages: ["en", "es", "de"] };
+const spec: RoomLanguages = { languages: ["en", "es"], pair: { source: "en", target: "es", twoWay: false } };
+const ana: RoomMember = { identity: "ana", language: "en" };
+const ben: RoomMember = { identity: "ben", language: "es" };
+const cleo: RoomMember = { identity: "cleo", language: "de" };
+const pinch: RoomMember = { identity: "pinch" };
+
+describe("room languages", () => {
+  it("a translation goes to its language's listeners, never back to a declared speaker", () => {
+    const present = [ana, ben, cleo, { identity: "bea", language: "es" }];
+    expect(listenersOf("es", ana, present, meeting)).toEqual(["ben", "bea"]);
+    expect(listenersOf("de", ana, present, meeting)).toEqual(["cleo"]);
+    expect(listenersOf("en", ana, present, meeting)).toEqual([]);
+    expect([...languagesHeardBy(ana, present, meeting)].sort()).toEqual(["de", "es"]);
+  });
+
+  it("an undeclared participant of a spec room hears the target, their own speech included (as before)", () => {
+    const present = [pinch, ana];
+    expect(listenersOf("es", pinch, present, spec)).toEqual(["pinch"]);
+    expect([...languagesHeardBy(ana, present, spec)]).toEqual(["es"]);
+    expect(trackOf("es", spec)).toBe("translated-audio");
+    expect(trackOf("en", spec)).toBe("translated-audio-en");
+    expect(trackOf("es", meeting)).toBe("translated-audio-es");
+  });
+
+  it("bounds a room's participants by its lanes: more languages, fewer speakers", () => {
+    expect(roomBounds({ languages: ["en", "es"] }, 8)).toEqual({ participants: 8, lanes: 8 });
+    expect(roomBounds(meeting, 8)).toEqual({ participants: 8, lanes: 16 });
+    const four = roomBounds({ languages: ["en", "es", "de", "fr"] }, 8);
+    expect(four.participants).toBe(Math.floor(MAX_ROOM_LANES / 3));
+    expect(four.lanes).toBeLessThanOrEqual(MAX_ROOM_LANES);
+  });
+
+  it("plans a declared speaker in their language into what the others hear now", () => {
+    let present = [ana, ben];
+    const plan = roomSpeakerPlan({
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      twoWay: false,
+      languages: meeting.languages,
+      language: "en",
+      listening: () => languagesHeardBy(ana, present, meeting),
+    });
+    expect(plan.listen).toBe("en");
+    expect(plan.directions.map(({ to }) => to)).toEqual(["es", "de"]);
+    expect(plan.fanOut!("en")).toEqual(["es"]);
+    present = [ana, ben, cleo];
+    expect(plan.fanOut!("en")).toEqual(["es", "de"]);
+  });
+
+  it("keeps the spec's rule for an undeclared speaker: the pair, one way or two", () => {
+    const listening = () => new Set<string>();
+    const oneWay = roomSpeakerPlan({
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      twoWay: false,
+      languages: ["en", "es"],
+      language: undefined,
+      listening,
+    });
+    expect(oneWay.listen).toBe("en");
+    expect(oneWay.fanOut!("en")).toEqual(["es"]);
+    const twoWay = roomSpeakerPlan({
+      sourceLanguage: "en",
+      targetLanguage: "es",
+      twoWay: true,
+      languages: ["en", "es"],
+      language: undefined,
+      listening,
+    });
+    expect(twoWay.listen).toBe("auto");
+    expect(twoWay.fanOut!("es")).toEqual(["en"]);
+    expect(twoWay.fanOut!("en")).toEqual(["es"]);
+  });
+});
