@@ -56,6 +56,9 @@ export type {
  *   synthesis (lines waiting)    MAX_WAITING_LINES lines            waits (backpressure)
  *   output                       none (drained by the surface)      —
  *
+ * Rooms in several languages (`fanOut`): after segment building, each job is handed to one lane per
+ * target language (its own translation and synthesis stages and queues, bounds and rules as above).
+ *
  * Control: `finalize` and `end` travel as flush/end frames behind the audio; `close` cancels:
  * queued input is dropped and the pipeline's signal aborts every engine call in flight.
  */
