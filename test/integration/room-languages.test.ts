@@ -214,7 +214,7 @@ describe.skipIf(MISSING)("a room in several languages (embedded)", () => {
     }
   });
 
-  it("a spec room's participant hears translated-audio in the target, as before; two_way is accepted", async () => {
+  it("a spec room's participant hears translated-audio in the target, as before", async () => {
     const created = await post("/api/beta1/session", {
       sourceLanguage: "en-US",
       targetLanguage: "es-ES",
@@ -234,14 +234,59 @@ describe.skipIf(MISSING)("a room in several languages (embedded)", () => {
     } finally {
       socket.close();
     }
-    // two_way needs a recognizer that identifies languages: the stand-in does.
-    const twoWay = await post("/api/beta1/session", {
-      source_language: "en",
-      target_language: "es",
-      two_way: true,
+  });
+
+  it("two_way in Pinch's request shape: either side speaks; translated-audio is the target", async () => {
+    // Two-way needs a recognizer that identifies languages: the stand-in does, as told.
+    const created = await post("/api/beta1/session", {
+      sourceLanguage: "en-US",
+      targetLanguage: "es-ES",
+      twoWay: true,
+      voiceType: "male",
     });
-    expect(twoWay.status, JSON.stringify(twoWay.body)).toBe(200);
-    await post("/api/beta1/session/end", { session_id: twoWay.body.room_name });
+    expect(created.status, JSON.stringify(created.body)).toBe(200);
+    const access = created.body as unknown as Access;
+    const pinch = await joinRoom(access);
+    // A second participant hears the source side: they say so on the join URL.
+    const englishSide = new URL(access.url);
+    englishSide.searchParams.set("language", "en");
+    const added = await post(`/api/beta1/session/${access.room_name}/participants`, {});
+    const listener = await joinRoom({
+      url: englishSide.toString(),
+      token: (added.body as unknown as Access).token,
+    });
+    const identified = remote.detectedLanguage;
+    try {
+      expect(pinch.messages.find((m) => m.type === "joined")).toMatchObject({
+        language: null,
+        translator: { audio_track: "translated-audio" },
+      });
+      expect(listener.messages.find((m) => m.type === "joined")).toMatchObject({
+        language: "en",
+        translator: { audio_track: "translated-audio-en" },
+      });
+      remote.detectedLanguage = "english";
+      await speak(pinch, english, [pinch]);
+      expect(translations(pinch).length).toBeGreaterThan(0);
+      expect(translations(pinch).every((m) => m.language === "es")).toBe(true);
+      expect(pinch.audioFrames.length).toBeGreaterThan(0);
+      // The English side is not sent its own language back.
+      expect(translations(listener)).toEqual([]);
+      expect(listener.audioFrames).toEqual([]);
+
+      remote.detectedLanguage = "spanish";
+      const pinchHeard = translations(pinch).length;
+      await speak(pinch, spanish, [listener]);
+      expect(translations(listener).every((m) => m.language === "en")).toBe(true);
+      expect(listener.audioFrames.length).toBeGreaterThan(0);
+      // Spanish speech is not translated into Spanish for the target side.
+      expect(translations(pinch).length).toBe(pinchHeard);
+    } finally {
+      remote.detectedLanguage = identified;
+      pinch.close();
+      listener.close();
+      await post("/api/beta1/session/end", { session_id: access.room_name });
+    }
   });
 });
 
