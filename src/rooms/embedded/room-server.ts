@@ -165,9 +165,13 @@ export class EmbeddedRoomServer implements RoomBackend {
           if (!room) {
             const host = await this.options.hostOf?.(roomName);
             if (!host) return reply.code(404).send(errorBody("not_found", `room ${roomName} has ended`));
-            request.roomForward =
-              `${host.replace(/^http/u, "ws")}${ROOMS_PATH}/${encodeURIComponent(roomName)}` +
-              `?access_token=${encodeURIComponent(token)}`;
+            const forward = new URL(
+              `${host.replace(/^http/u, "ws")}${ROOMS_PATH}/${encodeURIComponent(roomName)}`,
+            );
+            forward.searchParams.set("access_token", token);
+            const { language } = request.query as Record<string, unknown>;
+            if (typeof language === "string") forward.searchParams.set("language", language);
+            request.roomForward = forward.toString();
             return;
           }
           if (
@@ -180,20 +184,15 @@ export class EmbeddedRoomServer implements RoomBackend {
                 errorBody("room_full", `room ${roomName} has ${this.options.maxParticipants} participants`),
               );
           }
-          // The join URL may name the participant's language (one of the room's), over the token's.
-          const asked = (request.query as Record<string, unknown>).language;
-          let language = verified.language;
+          // The join URL may name the participant's language over the token's; either must be the room's.
+          const asked = (request.query as Record<string, unknown>).language ?? verified.language;
+          let language: LanguageCode | undefined;
           if (asked !== undefined) {
             const parsed = typeof asked === "string" ? parseLanguageTag(asked) : undefined;
-            if (!parsed?.ok || !room.languages.languages.includes(parsed.language)) {
-              return reply
-                .code(400)
-                .send(
-                  errorBody(
-                    "invalid_language",
-                    `language "${String(asked)}" is not one of this room's: ${room.languages.languages.join(", ")}`,
-                  ),
-                );
+            const languages = room.languages.languages;
+            if (!parsed?.ok || !languages.includes(parsed.language)) {
+              const message = `language "${String(asked)}" is not one of this room's: ${languages.join(", ")}`;
+              return reply.code(400).send(errorBody("invalid_language", message));
             }
             language = parsed.language;
           }
@@ -242,7 +241,10 @@ export class EmbeddedRoomServer implements RoomBackend {
           }
         : null,
     });
-    room.broadcast({ type: "participant_joined", identity, ...declared, timestamp: Date.now() / 1000 }, identity);
+    room.broadcast(
+      { type: "participant_joined", identity, ...declared, timestamp: Date.now() / 1000 },
+      identity,
+    );
     room.tell({ type: "participant_joined", identity, ...declared });
 
     const input = new Pcm16Input((warning) => wire.error(warning));
