@@ -39,11 +39,13 @@ export interface Glossary {
 export const EMPTY_GLOSSARY: Glossary = { terms: [], ignored: 0 };
 
 /** What a client is told when its context holds more terms than are used (never an error that ends anything). */
-export function ignoredTermsNotice(ignored: number): string {
-  return (
-    `context: ${ignored} term${ignored === 1 ? "" : "s"} past the first ${MAX_GLOSSARY_TERMS} ` +
-    `${ignored === 1 ? "is" : "are"} not used for recognition and translation`
-  );
+export function ignoredTermsNotice(ignored: number): { readonly code: string; readonly message: string } {
+  return {
+    code: "context_terms_ignored",
+    message:
+      `context: ${ignored} term${ignored === 1 ? "" : "s"} past the first ${MAX_GLOSSARY_TERMS} ` +
+      `${ignored === 1 ? "is" : "are"} not used for recognition and translation`,
+  };
 }
 
 const EXPLICIT = /^(.+?)\s*=>\s*(.*)$/u;

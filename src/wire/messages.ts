@@ -67,10 +67,24 @@ export const errorMessage = z.object({
   timestamp,
 });
 
+/** Something a client may want to know that ends nothing (never an `error`: see docs/realtime-api.md). */
+const notice = {
+  code: z.string().describe('Machine-readable, e.g. "context_terms_ignored"'),
+  message: z.string().describe("For a person to read"),
+};
+
 export const metadataAckMessage = z.object({
   type: z.literal("metadata_ack"),
   applied: z.record(z.string(), z.literal(true)),
+  notices: z
+    .array(z.object(notice))
+    .optional()
+    .describe("What the change applied with a caveat (e.g. context terms past the bound); absent when none"),
 });
+
+export const noticeMessage = z
+  .object({ type: z.literal("notice"), ...notice, timestamp })
+  .describe("Beyond the spec: informs and ends nothing (a spec client ignores the unknown type)");
 
 export const speakAckMessage = z.object({ type: z.literal("speak_ack"), correlation_id: z.string() });
 
@@ -115,6 +129,7 @@ export const serverMessage = z.union([
   translatedTranscriptMessage,
   errorMessage,
   metadataAckMessage,
+  noticeMessage,
   speakAckMessage,
   speechEndMessage,
   joinedMessage,

@@ -68,13 +68,36 @@ describe.skipIf(SPEECH_MISSING)("context on PocketSphinx and Apertium", () => {
     const socket = await openSession(server.baseUrl, { targetLanguage: "es", audioOutputEnabled: "false" });
     const many = Array.from({ length: MAX_GLOSSARY_TERMS + 3 }, (_, i) => `Name${i}x`).join(", ");
     socket.send({ type: "update_metadata", metadata: { context: `Germany => Deutschland\n${many}` } });
-    await socket.waitFor((m) => m.type === "metadata_ack");
-    expect(socket.messages.find((m) => m.type === "error")?.error).toMatch(
-      /context: 4 terms past the first/u,
-    );
+    const ack = await socket.waitFor((m) => m.type === "metadata_ack");
+    expect(ack).toMatchObject({
+      applied: { context: true },
+      notices: [
+        { code: "context_terms_ignored", message: expect.stringMatching(/context: 4 terms past the first/u) },
+      ],
+    });
     const translated = await translationOf(socket);
     socket.close();
     expect(translated).toMatch(/Deutschland/u);
+    expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
+  });
+
+  it("a 200-term context runs a whole session with a notice and no error frame", async () => {
+    const terms = Array.from({ length: 200 }, (_, i) => `N${i}`).join(", ");
+    const socket = await openSession(server.baseUrl, {
+      targetLanguage: "es",
+      audioOutputEnabled: "false",
+      context: `Italy, France\n${terms}`,
+    });
+    const translated = await translationOf(socket);
+    socket.close();
+    expect(translated).toMatch(/Italy/u);
+    expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
+    // Right after ready, where an error would have meant the session was refused.
+    expect(socket.messages[1]).toMatchObject({
+      type: "notice",
+      code: "context_terms_ignored",
+      message: expect.stringMatching(/context: 152 terms past the first 50/u),
+    });
   });
 
   it("PocketSphinx hears names it lacks once the context names them, and Apertium keeps them", async () => {

@@ -67,9 +67,10 @@ describe("terms from a context", () => {
     const glossary = glossaryFromContext([...many, "TermA0", "terma0"].join(", "));
     expect(glossary.terms).toHaveLength(MAX_GLOSSARY_TERMS);
     expect(glossary.ignored).toBe(20);
-    expect(ignoredTermsNotice(20)).toBe(
-      `context: 20 terms past the first ${MAX_GLOSSARY_TERMS} are not used for recognition and translation`,
-    );
+    expect(ignoredTermsNotice(20)).toEqual({
+      code: "context_terms_ignored",
+      message: `context: 20 terms past the first ${MAX_GLOSSARY_TERMS} are not used for recognition and translation`,
+    });
     expect(glossaryFromContext("").terms).toEqual([]);
     expect(glossaryFromContext(" , ; ").terms).toEqual([]);
   });

@@ -31,6 +31,8 @@ export type {
   ErrorMessage,
   JoinedMessage,
   MetadataAckMessage,
+  Notice,
+  NoticeMessage,
   OriginalTranscriptMessage,
   ParticipantMessage,
   ReadyMessage,

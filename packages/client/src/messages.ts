@@ -66,9 +66,25 @@ export interface ErrorMessage {
   timestamp: number;
 }
 
+/** Something a client may want to know that ends nothing. */
+export interface Notice {
+  /** Machine-readable, e.g. "context_terms_ignored". */
+  code: string;
+  /** For a person to read. */
+  message: string;
+}
+
 export interface MetadataAckMessage {
   type: "metadata_ack";
   applied: Record<string, true>;
+  /** What the change applied with a caveat (e.g. context terms past the bound); absent when none. */
+  notices?: Notice[];
+}
+
+/** Beyond the spec: informs and ends nothing (a spec client ignores the unknown type). */
+export interface NoticeMessage extends Notice {
+  type: "notice";
+  timestamp: number;
 }
 
 export interface SpeakAckMessage {
@@ -115,6 +131,7 @@ export type ServerMessage =
   | TranslatedTranscriptMessage
   | ErrorMessage
   | MetadataAckMessage
+  | NoticeMessage
   | SpeakAckMessage
   | SpeechEndMessage
   | JoinedMessage

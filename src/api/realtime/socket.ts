@@ -227,8 +227,13 @@ function acknowledge(
   refused: string[],
   mode: string,
   live: string[],
+  notices: { code: string; message: string }[] = [],
 ): void {
-  wire.send({ type: "metadata_ack", applied: Object.fromEntries(applied.map((key) => [key, true])) });
+  wire.send({
+    type: "metadata_ack",
+    applied: Object.fromEntries(applied.map((key) => [key, true])),
+    ...(notices.length > 0 ? { notices } : {}),
+  });
   if (refused.length > 0) {
     wire.error(
       `not applied: ${refused.join(", ")}; a running ${mode} session can change only ${live.join(", ")} ` +
@@ -272,7 +277,13 @@ class SpeechSession implements ModeHandler {
       ...(deps.observer ? { observer: deps.observer.pipeline } : {}),
       account,
     });
-    if (this.pipeline.ignoredTerms > 0) wire.error(ignoredTermsNotice(this.pipeline.ignoredTerms));
+    // A notice, never an `error`: right after `ready`, an error means the session was refused.
+    if (this.pipeline.ignoredTerms > 0)
+      wire.send({
+        type: "notice",
+        ...ignoredTermsNotice(this.pipeline.ignoredTerms),
+        timestamp: Date.now() / 1000,
+      });
     void this.forwardEvents();
   }
 
@@ -288,6 +299,7 @@ class SpeechSession implements ModeHandler {
       if (typeof metadata === "string") return this.wire.error(metadata);
       const applied: string[] = [];
       const refused: string[] = [];
+      const notices: { code: string; message: string }[] = [];
       for (const [key, value] of Object.entries(metadata)) {
         if (key !== "context") {
           refused.push(key);
@@ -302,10 +314,10 @@ class SpeechSession implements ModeHandler {
           continue;
         }
         const ignored = this.pipeline.setContext(value as string);
-        if (ignored > 0) this.wire.error(ignoredTermsNotice(ignored));
+        if (ignored > 0) notices.push(ignoredTermsNotice(ignored));
         applied.push(key);
       }
-      acknowledge(this.wire, applied, refused, "speech", ["context"]);
+      acknowledge(this.wire, applied, refused, "speech", ["context"], notices);
     } else if (type === "speak") {
       this.wire.error("speak is only accepted in mode=tts sessions");
     }
