@@ -48,7 +48,9 @@ export async function createHttpServer(
     reply.header("x-request-id", request.id);
   });
   limitHeaderBytes(http, config.http.maxHeaderBytes);
-  await registerSecurityHeaders(http, browserOriginsOf(config.publicBaseUrl, config.storage));
+  const { backend } = config.rooms;
+  const livekitUrl = backend.kind === "livekit" ? backend.url : undefined;
+  await registerSecurityHeaders(http, browserOriginsOf(config.publicBaseUrl, config.storage, livekitUrl));
   registerErrorHandling(http);
   // Route schemas are zod schemas: requests are validated (and defaults applied) before a handler runs.
   http.setValidatorCompiler(validatorCompiler);

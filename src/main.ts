@@ -64,7 +64,7 @@ function banner(config: Config, tier: RecognitionTier, clone: VoiceCloneMode): s
   const host = local ? "localhost" : config.host.includes(":") ? `[${config.host}]` : config.host;
   const origin = config.publicBaseUrl ?? `http://${host}:${config.port}`;
   return (
-    `relay ${SERVICE_VERSION} is listening on ${origin} (playground: ${origin}/, API reference: ${origin}/docs)\n` +
+    `relay ${SERVICE_VERSION} is listening on ${origin} (playground: ${origin}/, translated meetings: ${origin}/meeting, API reference: ${origin}/docs)\n` +
     `${tier.summary}${tier.upgrade ? ` — ${tier.upgrade}` : ""}\n` +
     `${CLONE_VOICES[clone]}\n`
   );

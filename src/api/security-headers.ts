@@ -7,8 +7,9 @@ import type { FastifyInstance } from "fastify";
  * scripts, styles, fonts and images only from the service itself, run no inline script, embed no
  * plugin, and cannot be framed (`frame-ancestors 'none'`, and X-Frame-Options: DENY for older
  * browsers). They connect (fetch, WebSocket) and play media from the service and from
- * `browserOrigins`: where `ws_url`s point (PUBLIC_BASE_URL) and where upload and result URLs point
- * (the S3 endpoint). Beyond helmet's defaults: no Strict-Transport-Security and no
+ * `browserOrigins`: where `ws_url`s point (PUBLIC_BASE_URL), where upload and result URLs point
+ * (the S3 endpoint) and where the meeting page joins rooms on LiveKit (LIVEKIT_URL). Beyond
+ * helmet's defaults: no Strict-Transport-Security and no
  * upgrade-insecure-requests, since TLS is the proxy's and a plain-HTTP install on a LAN must work;
  * Cross-Origin-Resource-Policy `cross-origin`, since results and the API are for clients anywhere.
  */
@@ -35,7 +36,9 @@ export async function registerSecurityHeaders(
 
 /**
  * The origins besides the service's own that its pages reach: PUBLIC_BASE_URL (over http(s) and
- * ws(s)) and the object store's public endpoint (any S3 host on AWS, whose URLs name the bucket).
+ * ws(s)), the object store's public endpoint (any S3 host on AWS, whose URLs name the bucket) and,
+ * with rooms on LiveKit, the LiveKit server the meeting page joins (LIVEKIT_URL, over ws(s) and
+ * http(s): livekit-client also asks it over HTTP why a connection failed).
  */
 export function browserOriginsOf(
   publicBaseUrl: string | undefined,
@@ -46,6 +49,7 @@ export function browserOriginsOf(
         readonly publicEndpoint?: string | undefined;
         readonly endpoint?: string | undefined;
       },
+  livekitUrl?: string,
 ): string[] {
   const origins: string[] = [];
   if (publicBaseUrl) {
@@ -55,6 +59,10 @@ export function browserOriginsOf(
   if (store.kind === "s3") {
     const endpoint = store.publicEndpoint ?? store.endpoint;
     origins.push(endpoint ? new URL(endpoint).origin : "https://*.amazonaws.com");
+  }
+  if (livekitUrl) {
+    const { origin } = new URL(livekitUrl.replace(/^ws/u, "http"));
+    origins.push(origin, origin.replace(/^http/u, "ws"));
   }
   return [...new Set(origins)];
 }

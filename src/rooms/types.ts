@@ -78,11 +78,7 @@ export interface RoomBackend {
    * A client's credentials for a room that exists (no call to a room service); `language`: the
    * language the participant speaks and hears, carried by the token.
    */
-  clientAccess(
-    roomName: string,
-    client: RoomMember,
-    publicBaseUrl: string,
-  ): Promise<RoomAccess>;
+  clientAccess(roomName: string, client: RoomMember, publicBaseUrl: string): Promise<RoomAccess>;
   /** Joins the room as its translator; `speaks: false` (default true): it publishes transcripts only. */
   joinAsTranslator(roomName: string, options?: { readonly speaks: boolean }): Promise<RoomConnection>;
   /** Removes the room and disconnects everyone still in it. */

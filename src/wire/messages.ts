@@ -28,7 +28,9 @@ const transcriptFields = {
   language: z
     .string()
     .optional()
-    .describe("Rooms: the language of `text` (original: heard; translated: the translation's, its listeners')"),
+    .describe(
+      "Rooms: the language of `text` (original: heard; translated: the translation's, its listeners')",
+    ),
 };
 
 export const originalTranscriptMessage = z.object({

@@ -11,7 +11,7 @@ import {
 } from "../../src/rooms/livekit/backend.js";
 import type { AudioFrame, Room } from "@livekit/rtc-node";
 import { connectLiveKitRoom, LiveKitConnection, type Rtc } from "../../src/rooms/livekit/connection.js";
-import type { RoomBackend, RoomEvent } from "../../src/rooms/types.js";
+import type { RoomBackend, RoomEvent, RoomLanguages, SpeechOutput } from "../../src/rooms/types.js";
 import { freePort } from "../support/ports.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 
@@ -24,6 +24,10 @@ import { PROJECT_ROOT } from "../support/run-script.js";
 const API_KEY = "APItestkey";
 const API_SECRET = "test-secret-with-enough-entropy-0123456789";
 const verifier = new TokenVerifier(API_KEY, API_SECRET);
+/** A spec room (en → es): its target's speech is the track `translated-audio`. */
+const ROOM: RoomLanguages = { languages: ["en", "es"], pair: { source: "en", target: "es", twoWay: false } };
+const SPANISH: SpeechOutput = { language: "es", track: "translated-audio", listeners: [] };
+const GERMAN: SpeechOutput = { language: "de", track: "translated-audio-de", listeners: [] };
 
 interface Recorded {
   readonly method: string;
@@ -149,11 +153,15 @@ beforeEach(() => {
 describe("createRoom and clientAccess", () => {
   it("creates the room through the Twirp room service with its limits and a roomCreate token", async () => {
     expect(backend.kind).toBe("livekit");
-    await backend.createRoom("api-room1");
-    const access = await backend.clientAccess("api-room1", "client-1", "http://ignored.example");
+    await backend.createRoom("api-room1", ROOM);
+    const access = await backend.clientAccess(
+      "api-room1",
+      { identity: "client-1" },
+      "http://ignored.example",
+    );
     expect(access.url).toBe(fake.url);
     // Further participants' access needs no room-service call.
-    await backend.clientAccess("api-room1", "client-1b", "http://ignored.example");
+    await backend.clientAccess("api-room1", { identity: "client-1b" }, "http://ignored.example");
 
     const [call, ...more] = fake.twirpCalls("CreateRoom");
     expect(more).toHaveLength(0);
@@ -171,7 +179,7 @@ describe("createRoom and clientAccess", () => {
   });
 
   it("gives the client a token for exactly this room that LiveKit's verifier accepts", async () => {
-    const { token } = await backend.clientAccess("api-room2", "client-2", "");
+    const { token } = await backend.clientAccess("api-room2", { identity: "client-2" }, "");
     const claims: ClaimGrants = await verifier.verify(token);
     expect(claims.iss).toBe(API_KEY);
     expect(claims.sub).toBe("client-2");
@@ -193,11 +201,19 @@ describe("createRoom and clientAccess", () => {
     ).rejects.toThrow();
   });
 
+  it("carries a participant's language in the token, as the attribute every client sees", async () => {
+    const { token } = await backend.clientAccess("api-room2", { identity: "client-es", language: "es" }, "");
+    const claims = await verifier.verify(token);
+    expect(claims.attributes).toEqual({ language: "es" });
+  });
+
   it("turns the token lifetime and departure options into the token's exp and the room's timeout", async () => {
     const shortLived = createLiveKitBackend(options(fake.url, { tokenTtlSec: 60, departureTimeoutSec: 5 }));
     try {
-      await shortLived.createRoom("api-room3");
-      const claims = await verifier.verify((await shortLived.clientAccess("api-room3", "c", "")).token);
+      await shortLived.createRoom("api-room3", ROOM);
+      const claims = await verifier.verify(
+        (await shortLived.clientAccess("api-room3", { identity: "c" }, "")).token,
+      );
       expect(claims.exp! - claims.nbf!).toBe(60);
       expect(JSON.parse(fake.twirpCalls("CreateRoom")[0]!.body)).toMatchObject({ departureTimeout: 5 });
     } finally {
@@ -207,7 +223,7 @@ describe("createRoom and clientAccess", () => {
 
   it("says what the room service answered when it refuses", async () => {
     fake.failWith = { status: 401, code: "unauthenticated", msg: "invalid API key" };
-    const creating = backend.createRoom("api-refused");
+    const creating = backend.createRoom("api-refused", ROOM);
     await expect(creating).rejects.toThrow(
       /could not create room "api-refused".*401 unauthenticated.*invalid API key/,
     );
@@ -216,7 +232,7 @@ describe("createRoom and clientAccess", () => {
   it("fails fast and clearly when nothing listens at the LiveKit URL", async () => {
     const dead = createLiveKitBackend(options(`ws://127.0.0.1:${await freePort()}`));
     try {
-      const { ms, error } = await timed(dead.createRoom("api-dead"));
+      const { ms, error } = await timed(dead.createRoom("api-dead", ROOM));
       expect(error?.message).toMatch(
         /room service at http:\/\/127\.0\.0\.1:\d+ could not create room "api-dead"/,
       );
@@ -229,7 +245,7 @@ describe("createRoom and clientAccess", () => {
 
 describe("deleteRoom", () => {
   it("deletes through the room service with a roomCreate token, and ignores a room already gone", async () => {
-    await backend.createRoom("api-gone");
+    await backend.createRoom("api-gone", ROOM);
     await backend.deleteRoom("api-gone");
     const [call] = fake.twirpCalls("DeleteRoom");
     expect(JSON.parse(call!.body)).toEqual({ room: "api-gone" });
@@ -384,7 +400,7 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
       person("old-translator", { attributes: { role: "translator" } }),
       person("bob"),
     ]);
-    expect(connection.participants).toEqual(["alice", "bob"]);
+    expect(connection.participants).toEqual([{ identity: "alice" }, { identity: "bob" }]);
     await connection.leave();
   });
 
@@ -479,7 +495,7 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
   it("publishes one translated-audio track and speaks float audio as PCM16, in order and in real time", async () => {
     const room = new StandInRoom();
     const connection = join(room);
-    await connection.publishAudio(Float32Array.of(0, 1, -1, 0.5, -0.5, 2, -2, Number.NaN));
+    await connection.publishAudio(Float32Array.of(0, 1, -1, 0.5, -0.5, 2, -2, Number.NaN), SPANISH);
     // The track name Pinch's clients look for (with the identity translation-agent).
     expect(room.published).toEqual([{ name: "translated-audio", source: rtc.TrackSource.SOURCE_MICROPHONE }]);
     expect(captured).toEqual([Int16Array.of(0, 32767, -32768, 16384, -16384, 32767, -32768, 0)]);
@@ -489,7 +505,7 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     captured.length = 0;
     const started = Date.now();
     const seconds = [0.1, 0.2, 0.3].map((level) => new Float32Array(24_000).fill(level));
-    await Promise.all(seconds.map((samples) => connection.publishAudio(samples)));
+    await Promise.all(seconds.map((samples) => connection.publishAudio(samples, SPANISH)));
     const elapsed = Date.now() - started;
     expect(room.published).toHaveLength(1);
     expect(captured).toHaveLength(30);
@@ -502,6 +518,55 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     await connection.leave();
   });
 
+  it("publishes a track per language, each paced on its own: one held back does not hold the other", async () => {
+    const room = new StandInRoom();
+    const connection = join(room);
+    // 3 s of Spanish queued first: the native source plays it out in real time.
+    const spanish = connection.publishAudio(new Float32Array(24_000 * 3).fill(0.1), SPANISH);
+    await vi.waitFor(() => expect(room.published).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    await connection.publishAudio(new Float32Array(2_400).fill(0.2), GERMAN);
+    await spanish;
+    // German went out while Spanish was still queued (else it would follow all 30 Spanish frames).
+    const germanAt = captured.findIndex((frame) => frame[0] === Math.round(0.2 * 32767));
+    expect(germanAt).toBeGreaterThanOrEqual(0);
+    expect(captured.slice(germanAt + 1).some((frame) => frame[0] === Math.round(0.1 * 32767))).toBe(true);
+    expect(room.published.map((track) => track.name)).toEqual(["translated-audio", "translated-audio-de"]);
+    await connection.leave();
+  });
+
+  it("sends a transcript to its listeners only when they are named, to everyone otherwise", async () => {
+    const room = new StandInRoom();
+    const connection = join(room);
+    await connection.publishData({ type: "speech_end" }, ["bea", "ben"]);
+    await connection.publishData({ type: "speech_end" });
+    await connection.publishData({ type: "speech_end" }, []);
+    expect(room.data.map((data) => data.options)).toEqual([
+      { reliable: true, topic: "transcript", destination_identities: ["bea", "ben"] },
+      { reliable: true, topic: "transcript" },
+    ]);
+    await connection.leave();
+  });
+
+  it("reads each participant's language from their language attribute", async () => {
+    const room = new StandInRoom();
+    const connection = join(room, [person("ana", { attributes: { language: "en" } }), person("pinch")]);
+    expect(connection.participants).toEqual([{ identity: "ana", language: "en" }, { identity: "pinch" }]);
+    const events = connection.events[Symbol.asyncIterator]();
+    room.emit(rtc.RoomEvent.ParticipantConnected, person("ben", { attributes: { language: "es" } }));
+    // Announced on its track's subscription (events can race): with its language too.
+    subscribe(
+      room,
+      person("cleo", { attributes: { language: "de" } }),
+      "TR_cleo",
+      rtc.TrackSource.SOURCE_MICROPHONE,
+    );
+    expect(await take(events, 2)).toEqual([
+      { type: "participant_joined", identity: "ben", language: "es" },
+      { type: "participant_joined", identity: "cleo", language: "de" },
+    ]);
+    await connection.leave();
+  });
+
   it("ends its events when the room disconnects, and then drops what is published", async () => {
     const room = new StandInRoom();
     const connection = join(room, [person("alice")]);
@@ -510,7 +575,7 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     expect(await events.next()).toEqual({ value: undefined, done: true });
     await connection.closed;
     await connection.publishData({ type: "speech_end" });
-    await connection.publishAudio(new Float32Array(2_400));
+    await connection.publishAudio(new Float32Array(2_400), SPANISH);
     expect(room.data).toHaveLength(0);
     expect(room.published).toHaveLength(0);
     await connection.leave();
@@ -521,7 +586,7 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     const room = new StandInRoom();
     const connection = join(room);
     const events = connection.events[Symbol.asyncIterator]();
-    const speaking = connection.publishAudio(new Float32Array(24_000 * 5));
+    const speaking = connection.publishAudio(new Float32Array(24_000 * 5), SPANISH);
     // Speaking: the output track is published and the audio is being queued.
     await vi.waitFor(() => expect(room.published).toHaveLength(1), { timeout: 10_000, interval: 20 });
     const started = Date.now();
@@ -608,8 +673,8 @@ describe("close", () => {
   it("refuses new rooms and joins once closed", async () => {
     const closing = createLiveKitBackend(options(fake.url));
     await closing.close();
-    await expect(closing.createRoom("api-late")).rejects.toThrow(/closed/);
-    await expect(closing.clientAccess("api-late", "c", "")).rejects.toThrow(/closed/);
+    await expect(closing.createRoom("api-late", ROOM)).rejects.toThrow(/closed/);
+    await expect(closing.clientAccess("api-late", { identity: "c" }, "")).rejects.toThrow(/closed/);
     await expect(closing.joinAsTranslator("api-late")).rejects.toThrow(/closed/);
     expect(fake.requests).toHaveLength(0);
   });

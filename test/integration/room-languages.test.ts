@@ -100,14 +100,19 @@ function withTrailingSilence(pcm: Int16Array, seconds = 1.5): Int16Array {
   return padded;
 }
 
+/** A translated transcript as a room sends it (src/wire/messages.ts). */
+type Translation = ServerMessage & {
+  readonly is_final: boolean;
+  readonly translated_text: string;
+  readonly participant: string;
+  readonly language: string;
+};
 const translations = (socket: RealtimeSocket) =>
-  socket.messages.filter(
-    (m): m is Extract<ServerMessage, { type: "translated_transcript" }> => m.type === "translated_transcript",
-  );
+  socket.messages.filter((m): m is Translation => m.type === "translated_transcript");
 const finalOriginals = (socket: RealtimeSocket) =>
   socket.messages.filter((m) => m.type === "original_transcript" && m.is_final);
 const identityOf = (socket: RealtimeSocket) =>
-  (socket.messages.find((m) => m.type === "joined") as { identity: string }).identity;
+  (socket.messages.find((m) => m.type === "joined") as unknown as { identity: string }).identity;
 
 /** Streams one utterance of `speaker` and waits until every listener has its final translation and speech. */
 async function speak(speaker: RealtimeSocket, pcm: Int16Array, listeners: RealtimeSocket[]): Promise<void> {

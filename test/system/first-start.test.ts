@@ -61,7 +61,7 @@ describe("npm start on a fresh clone", () => {
     const origin = `http://localhost:${port}`;
     expect(lines[bannerAt]).toMatch(
       new RegExp(
-        `^relay \\S+ is listening on ${origin} \\(playground: ${origin}/, API reference: ${origin}/docs\\)$`,
+        `^relay \\S+ is listening on ${origin} \\(playground: ${origin}/, translated meetings: ${origin}/meeting, API reference: ${origin}/docs\\)$`,
       ),
     );
     expect(lines[bannerAt + 1]).toBe(`${TIER} — ${UPGRADE}`);

@@ -52,7 +52,7 @@ const audioOutput = (name: string) => z.boolean({ error: `${name} must be true o
 const twoWay = (name: string) => z.boolean({ error: `${name} must be true or false` }).optional();
 const roomLanguages = z
   .array(z.string({ error: "languages must be language codes such as en-US" }), {
-    error: "languages must be an array of language codes such as [\"en-US\", \"es-ES\"]",
+    error: 'languages must be an array of language codes such as ["en-US", "es-ES"]',
   })
   .min(2, { error: "languages needs 2 to 4 language codes" })
   .max(MAX_ROOM_LANGUAGES, { error: `languages has at most ${MAX_ROOM_LANGUAGES} codes` })
@@ -71,7 +71,10 @@ export function languageOf(
   const parsed = parseLanguageTag(value);
   return parsed.ok
     ? { ok: true, language: parsed.language }
-    : { ok: false, message: `${name} "${value}" is not a language code; use the form xx-XX, e.g. ${example}` };
+    : {
+        ok: false,
+        message: `${name} "${value}" is not a language code; use the form xx-XX, e.g. ${example}`,
+      };
 }
 const camelCase = (field: Field) => `${field}, spelled as Pinch's clients send it (${field} wins)`;
 

@@ -26,7 +26,6 @@ export interface RoomRouteOptions {
   readonly rateLimit: AccountRateLimit;
 }
 
-
 /** Pipecat's end of a session: the room's name as `session_id`. */
 const endRequest = z.object(
   {
@@ -190,7 +189,8 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
             `language "${asked}" is not one of the room's: ${room.languages.join(", ")}`,
           );
         }
-        if (room) checkServable(registry, room, [language], true, new Map([[language, `language "${asked}"`]]));
+        if (room)
+          checkServable(registry, room, [language], true, new Map([[language, `language "${asked}"`]]));
       } else if (room && !room.pair) language = room.languages[0];
       let access;
       try {

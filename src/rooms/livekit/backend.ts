@@ -1,6 +1,12 @@
 import { RoomServiceClient, TwirpError } from "livekit-server-sdk";
 import { mintRoomToken, type RoomTokenKeys } from "../tokens.js";
-import { TRANSLATOR_IDENTITY, type RoomAccess, type RoomBackend, type RoomConnection } from "../types.js";
+import {
+  TRANSLATOR_IDENTITY,
+  type RoomAccess,
+  type RoomBackend,
+  type RoomConnection,
+  type RoomMember,
+} from "../types.js";
 import { connectLiveKitRoom, releaseLiveKitRuntime, type LiveKitRoomConnection } from "./connection.js";
 
 /**
@@ -99,18 +105,19 @@ export function createLiveKitBackend(options: LiveKitOptions): RoomBackend {
       }
     },
 
-    async clientAccess(roomName: string, clientIdentity: string): Promise<RoomAccess> {
+    async clientAccess(roomName: string, client: RoomMember): Promise<RoomAccess> {
       ensureOpen();
       const token = await mintRoomToken(keys, {
         roomName,
-        identity: clientIdentity,
+        identity: client.identity,
+        ...(client.language === undefined ? {} : { language: client.language }),
         role: "client",
         ttlSec: options.tokenTtlSec,
       });
       return { url: options.url, token };
     },
 
-    // Whether it speaks needs no saying: its track is published with its first speech.
+    // Whether it speaks needs no saying: each language's track is published with its first speech.
     async joinAsTranslator(roomName: string): Promise<RoomConnection> {
       ensureOpen();
       const token = await mintRoomToken(keys, {

@@ -10,7 +10,7 @@ import type {
   Room,
 } from "@livekit/rtc-node";
 import { Channel } from "../../core/channel.js";
-import { TRANSLATION_TRACK_NAME, type RoomConnection, type RoomEvent } from "../types.js";
+import type { RoomConnection, RoomEvent, RoomMember, SpeechOutput } from "../types.js";
 
 /**
  * The translator's presence in a LiveKit room, through @livekit/rtc-node (LiveKit's Rust SDK behind
@@ -162,6 +162,12 @@ interface Output {
   readonly track: LocalAudioTrack;
 }
 
+/** One published track of translated speech (one per language) and the frames queued for it. */
+interface Track {
+  output: Promise<Output> | undefined;
+  queue: Promise<unknown>;
+}
+
 /**
  * A joined rtc-node `Room` seen as a `RoomConnection`. Exported for tests, which drive it with a
  * stand-in room; everything else gets one from `connectLiveKitRoom`. `onEnded` runs once, after
@@ -170,14 +176,14 @@ interface Output {
 export class LiveKitConnection implements LiveKitRoomConnection {
   private readonly channel = new Channel<RoomEvent>();
   readonly events: AsyncIterable<RoomEvent> = this.channel;
-  participants: readonly string[] = [];
+  participants: readonly RoomMember[] = [];
   readonly closed: Promise<void>;
 
   /** Remote people (not agents) in the room, as announced to the translator. */
   private readonly present = new Set<string>();
   private readonly listening = new Map<string, Listening>();
-  private output: Promise<Output> | undefined;
-  private audioQueue: Promise<unknown> = Promise.resolve();
+  /** The translator's tracks by name: each language's speech is queued and paced on its own. */
+  private readonly tracks = new Map<string, Track>();
   private snapshotTaken = false;
   private isClosed = false;
   private leaving: Promise<void> | undefined;
@@ -214,10 +220,13 @@ export class LiveKitConnection implements LiveKitRoomConnection {
   private snapshot(): void {
     if (this.snapshotTaken) return;
     this.snapshotTaken = true;
+    const members: RoomMember[] = [];
     for (const participant of this.room.remoteParticipants.values()) {
-      if (!this.isAgent(participant)) this.present.add(participant.identity);
+      if (this.isAgent(participant)) continue;
+      this.present.add(participant.identity);
+      members.push(memberOf(participant));
     }
-    this.participants = [...this.present];
+    this.participants = members;
   }
 
   /** Called once joined (the snapshot is normally taken already, inside `connect`). */
@@ -236,7 +245,7 @@ export class LiveKitConnection implements LiveKitRoomConnection {
   private joined(participant: RemoteParticipant): void {
     if (this.isClosed || this.isAgent(participant) || this.present.has(participant.identity)) return;
     this.present.add(participant.identity);
-    this.channel.push({ type: "participant_joined", identity: participant.identity });
+    this.channel.push({ type: "participant_joined", ...memberOf(participant) });
   }
 
   private left(identity: string): void {
@@ -306,45 +315,49 @@ export class LiveKitConnection implements LiveKitRoomConnection {
 
   // --- Publishing ---
 
-  private publishOutput(): Promise<Output> {
-    this.output ??= (async () => {
+  private publishOutput(track: Track, name: string): Promise<Output> {
+    track.output ??= (async () => {
       const source = new this.rtc.AudioSource(OUTPUT_SAMPLE_RATE, 1);
-      const track = this.rtc.LocalAudioTrack.createAudioTrack(TRANSLATION_TRACK_NAME, source);
+      const local = this.rtc.LocalAudioTrack.createAudioTrack(name, source);
       try {
         const options = new this.rtc.TrackPublishOptions({ source: this.rtc.TrackSource.SOURCE_MICROPHONE });
-        await this.room.localParticipant!.publishTrack(track, options);
-        return { source, track };
+        await this.room.localParticipant!.publishTrack(local, options);
+        return { source, track: local };
       } catch (error) {
-        this.output = undefined;
-        await track.close(true).catch(() => undefined);
+        track.output = undefined;
+        await local.close(true).catch(() => undefined);
         throw error;
       }
     })();
-    return this.output;
+    return track.output;
   }
 
   /**
-   * Speaks `samples` (float32, 24 kHz mono) on the "translated-audio" track, after everything passed
-   * before. Resolves once the native source has queued the audio (its queue holds about 1 s, so
-   * this paces a fast producer to real time). After the connection closed it drops the audio.
+   * Speaks `samples` (float32, 24 kHz mono) on the track `output.track` (published with its first
+   * speech), after everything passed before for that track; tracks do not wait for each other.
+   * Resolves once the native source has queued the audio (its queue holds about 1 s, so this paces
+   * a fast producer to real time). After the connection closed it drops the audio.
    */
-  publishAudio(samples: Float32Array): Promise<void> {
-    const run = this.audioQueue.then(() => this.speak(samples));
-    this.audioQueue = run.catch(() => undefined);
+  publishAudio(samples: Float32Array, output: SpeechOutput): Promise<void> {
+    let track = this.tracks.get(output.track);
+    if (!track) this.tracks.set(output.track, (track = { output: undefined, queue: Promise.resolve() }));
+    const current = track;
+    const run = current.queue.then(() => this.speak(samples, current, output.track));
+    current.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async speak(samples: Float32Array): Promise<void> {
+  private async speak(samples: Float32Array, track: Track, name: string): Promise<void> {
     try {
-      await this.capture(samples);
+      await this.capture(samples, track, name);
     } catch (error) {
       if (!this.isClosed) throw error;
     }
   }
 
-  private async capture(samples: Float32Array): Promise<void> {
+  private async capture(samples: Float32Array, track: Track, name: string): Promise<void> {
     if (this.isClosed || samples.length === 0) return;
-    const { source } = await this.publishOutput();
+    const { source } = await this.publishOutput(track, name);
     for (let offset = 0; offset < samples.length && !this.isClosed; offset += OUTPUT_FRAME_SAMPLES) {
       const chunk = samples.subarray(offset, offset + OUTPUT_FRAME_SAMPLES);
       // A fresh buffer per frame: rtc-node hands the native side its ArrayBuffer from offset 0.
@@ -358,13 +371,20 @@ export class LiveKitConnection implements LiveKitRoomConnection {
     }
   }
 
-  /** Sends one transcript event to every participant as a reliable data message (topic "transcript"). */
-  async publishData(message: ServerMessage): Promise<void> {
-    if (this.isClosed) return;
+  /**
+   * Sends one transcript event as a reliable data message (topic "transcript") to `listeners`, or
+   * to every participant.
+   */
+  async publishData(message: ServerMessage, listeners?: readonly string[]): Promise<void> {
+    if (this.isClosed || listeners?.length === 0) return;
     const payload = new TextEncoder().encode(JSON.stringify(message));
     try {
       await Promise.race([
-        this.room.localParticipant!.publishData(payload, { reliable: true, topic: TRANSCRIPT_TOPIC }),
+        this.room.localParticipant!.publishData(payload, {
+          reliable: true,
+          topic: TRANSCRIPT_TOPIC,
+          ...(listeners ? { destination_identities: [...listeners] } : {}),
+        }),
         this.closed,
       ]);
     } catch (error) {
@@ -385,9 +405,14 @@ export class LiveKitConnection implements LiveKitRoomConnection {
   }
 
   private async releaseOutput(): Promise<void> {
-    const output = await this.output?.catch(() => undefined);
-    this.output = undefined;
-    await output?.track.close(true).catch(() => undefined);
+    const tracks = [...this.tracks.values()];
+    this.tracks.clear();
+    await Promise.all(
+      tracks.map(async (track) => {
+        const output = await track.output?.catch(() => undefined);
+        await output?.track.close(true).catch(() => undefined);
+      }),
+    );
   }
 
   /** The server ended the connection (room deleted, kicked, network lost for good). */
@@ -411,4 +436,10 @@ export class LiveKitConnection implements LiveKitRoomConnection {
     }
     await this.leaving;
   }
+}
+
+/** A participant as the translator knows them: the language their token declared (attribute `language`). */
+function memberOf(participant: Participant): RoomMember {
+  const language = participant.attributes["language"];
+  return { identity: participant.identity, ...(language ? { language } : {}) };
 }

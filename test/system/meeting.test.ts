@@ -1,0 +1,408 @@
+/**
+ * The translated-meeting page (/meeting) end to end: one headless Chromium per person (the fake
+ * microphone is a browser process's), each looping a clip of speech in its language followed by a
+ * pause, against the real service on the embedded room server, opened at localhost with no
+ * PUBLIC_BASE_URL as a new user runs it. The creator's page makes the meeting with the API key
+ * typed in, hands out share links and joins; the others open their link. English is real speech
+ * through PocketSphinx and Apertium; Spanish and German are heard by the protocol-faithful
+ * OpenAI-compatible stand-in (no Spanish or German recognizer runs offline here), which also
+ * translates from and into German, tagging its answer with the language asked for; eSpeak NG
+ * speaks every language. What each page shows is what the server sent it: the page filters
+ * nothing, so these tests see the server's routing.
+ */
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import type { Duplex } from "node:stream";
+import { gunzipSync } from "node:zlib";
+// livekit-client's wire protocol (a dependency of livekit-client and livekit-server-sdk), to read its join request.
+import { JoinRequest, WrappedJoinRequest, WrappedJoinRequest_Compression } from "@livekit/protocol";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { chromiumMissing, launchWithMicrophone, microphoneClip } from "../support/chromium.js";
+import { PROJECT_ROOT } from "../support/run-script.js";
+import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
+import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { sharedMissing, sharedPath } from "../support/shared.js";
+import { inviteLink } from "../../src/playground/meeting-logic.js";
+
+type Language = "en" | "es" | "de";
+
+const problem =
+  chromiumMissing() ??
+  (sharedMissing("data/speech/librivox-pocketsphinx") || sharedMissing("data/speech/fleurs-dev")
+    ? "../shared speech is missing"
+    : undefined);
+if (problem) console.warn(`meeting page not tested: ${problem}`);
+
+/** Generous: a verdict waits for speech to loop, be recognized, translated and spoken on 2 busy cores. */
+const WAIT = { timeout: 90_000, interval: 250 };
+
+let remote: OpenAiTestServer;
+let server: TestServer;
+let dir: string;
+let origin: string;
+const browsers = {} as Record<Language, Browser>;
+/** Every page a test opened (closed after it), with what it requested and any console error. */
+let pages: Page[] = [];
+const requested: string[] = [];
+const consoleErrors: string[] = [];
+
+beforeAll(async () => {
+  if (problem) return;
+  remote = await startOpenAiServer();
+  remote.reply = (text, body) => {
+    const [system] = body["messages"] as { content: string }[];
+    return `[${/into (.*)\.$/mu.exec(system!.content.split("\n")[0]!)?.[1]}] ${text.trim()}`;
+  };
+  dir = await mkdtemp(path.join(tmpdir(), "relay-meeting-"));
+  const engines = path.join(dir, "engines.json");
+  await writeFile(
+    engines,
+    JSON.stringify({
+      asr: [{ engine: "pocketsphinx" }, standInEntry(remote, "whisper-large", ["en", "es", "de"])],
+      mt: [{ engine: "apertium" }, standInEntry(remote, "llm", ["en", "es", "de"])],
+      tts: [{ engine: "espeak-ng" }],
+    }),
+  );
+  const [english, spanish, german] = await Promise.all([
+    microphoneClip(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"), dir),
+    // The stand-in hears any audio as "speech of N ms": a few seconds of each is enough.
+    microphoneClip(sharedPath("data/speech/fleurs-dev/fleurs-es-005.wav"), dir, { seconds: 2.5 }),
+    microphoneClip(sharedPath("data/speech/fleurs-dev/fleurs-de-005.wav"), dir, { seconds: 2.5 }),
+  ]);
+  [server, browsers.en, browsers.es, browsers.de] = await Promise.all([
+    startServer({ PUBLIC_BASE_URL: "", ENGINES_FILE: engines, RATE_LIMIT_PER_MINUTE: "1000" }),
+    launchWithMicrophone(english),
+    launchWithMicrophone(spanish),
+    launchWithMicrophone(german),
+  ]);
+  // As a new user opens it: localhost, which every URL the page reaches must follow (its CSP).
+  origin = server.baseUrl.replace("127.0.0.1", "localhost");
+}, 120_000);
+afterEach(async () => {
+  await Promise.all(pages.map((page) => page.close()));
+  pages = [];
+});
+afterAll(async () => {
+  await Promise.all(Object.values(browsers).map((browser) => browser?.close()));
+  await server?.close();
+  await remote?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+async function openPage(language: Language, url: string): Promise<Page> {
+  const page = await browsers[language].newPage({ viewport: { width: 1000, height: 900 } });
+  pages.push(page);
+  page.on("request", (request) => requested.push(request.url()));
+  page.on("websocket", (socket) => requested.push(socket.url()));
+  page.on("console", (message) => {
+    if (message.type() === "error") consoleErrors.push(`${language}: ${message.text()}`);
+  });
+  page.on("pageerror", (error) => consoleErrors.push(`${language}: ${error.message}`));
+  page.on("response", (response) => {
+    if (response.status() >= 400) consoleErrors.push(`${language}: ${response.status()} ${response.url()}`);
+  });
+  await page.goto(url);
+  return page;
+}
+
+/**
+ * The creator's page (the first language's browser) makes a meeting and joins it; each other
+ * language's browser opens its share link and joins. Returns the pages in `languages`' order.
+ */
+async function meeting(languages: Language[]): Promise<Page[]> {
+  const creator = await openPage(languages[0]!, `${origin}/meeting`);
+  await creator.fill("#api-key", API_KEY);
+  await creator.waitForSelector("#language-1 option[value=es]", { state: "attached" });
+  for (const [index, language] of [...languages, "", "", ""].slice(0, 4).entries())
+    await creator.selectOption(`#language-${index}`, language);
+  await creator.selectOption("#voice", "female");
+  await creator.click("#create-meeting");
+  const links = creator.locator("#links .share-link");
+  await expect.poll(() => links.count(), WAIT).toBe(languages.length - 1);
+  const invitations = await links.evaluateAll((anchors) =>
+    anchors.map((a) => ({
+      language: (a as unknown as Anchor).dataset.language,
+      href: (a as unknown as Anchor).href,
+    })),
+  );
+  expect(invitations.map((link) => link.language)).toEqual(languages.slice(1));
+  for (const { href, language } of invitations) {
+    // The join token and the language in the fragment; never the API key.
+    expect(href).toMatch(
+      new RegExp(`^${origin}/meeting#room=api-[0-9a-f]+&token=[^&]+&language=${language}$`, "u"),
+    );
+    expect(href).not.toContain(API_KEY);
+  }
+  const others = await Promise.all(
+    invitations.map(({ href, language }) => openPage(language as Language, href)),
+  );
+  const all = [creator, ...others];
+  for (const page of all) await page.click("#join");
+  for (const page of all) await page.locator("body[data-state=joined]").waitFor({ timeout: 30_000 });
+  return all;
+}
+
+/** What the tests read of the page's elements (the test's TypeScript has no DOM types). */
+interface Element {
+  readonly dataset: Record<string, string | undefined>;
+  readonly textContent: string | null;
+}
+interface Anchor extends Element {
+  readonly href: string;
+}
+
+const identityOf = (page: Page) => page.getAttribute("body", "data-identity") as Promise<string>;
+
+interface Caption {
+  kind: string;
+  participant: string;
+  language: string;
+  final: boolean;
+  text: string;
+}
+
+const captionsOf = (page: Page): Promise<Caption[]> =>
+  page.locator("#captions .caption").evaluateAll((lines) =>
+    lines.map((line) => {
+      const { kind, participant, language, final } = (line as unknown as Element).dataset;
+      return { kind, participant, language, final: final === "true", text: line.textContent } as never;
+    }),
+  );
+
+/** The original captions of `participant`'s speech (interim and final). */
+const originalsOf = async (page: Page, participant: string) =>
+  (await captionsOf(page)).filter((c) => c.participant === participant && c.kind === "original");
+
+const audioSamples = async (page: Page) => Number(await page.getAttribute("body", "data-audio-samples"));
+
+const finalsFrom = async (page: Page, participant: string, kind: "original" | "translated") =>
+  (await captionsOf(page)).filter((c) => c.participant === participant && c.kind === kind && c.final).length;
+
+/**
+ * Each page, once it has heard every other participant (their original captions, labelled with
+ * them, and their translation), shows translations into its own language only, none of its own
+ * speech, and has played translated speech.
+ */
+async function expectEachHearsTheOthersInTheirLanguage(pages: Page[], languages: Language[]): Promise<void> {
+  const identities = await Promise.all(pages.map(identityOf));
+  await Promise.all(
+    pages.map(async (page, i) => {
+      for (const [j, other] of identities.entries()) {
+        if (j === i) continue;
+        await expect.poll(() => finalsFrom(page, other, "translated"), WAIT).toBeGreaterThan(0);
+        await expect.poll(() => finalsFrom(page, other, "original"), WAIT).toBeGreaterThan(0);
+      }
+      await expect.poll(() => audioSamples(page), WAIT).toBeGreaterThan(0);
+    }),
+  );
+  for (const [i, page] of pages.entries()) {
+    const captions = await captionsOf(page);
+    const translated = captions.filter((c) => c.kind === "translated");
+    const where = `${languages[i]}'s page`;
+    // Into this page's language only, never of its own speech.
+    expect(
+      translated.filter((c) => c.language !== languages[i]),
+      where,
+    ).toEqual([]);
+    expect(
+      translated.filter((c) => c.participant === identities[i]),
+      where,
+    ).toEqual([]);
+    expect(
+      translated.every((c) => identities.includes(c.participant)),
+      where,
+    ).toBe(true);
+    // Originals are labelled with their speaker, in the speaker's language.
+    for (const [j, other] of identities.entries()) {
+      const originals = captions.filter((c) => c.kind === "original" && c.participant === other && c.final);
+      expect(
+        originals.every((c) => c.language === languages[j]),
+        where,
+      ).toBe(true);
+    }
+    // The participants' list: everyone, this page as "You".
+    const listed = await page
+      .locator("#participants li")
+      .evaluateAll((items) =>
+        items.map((item) => [(item as unknown as Element).dataset.identity, item.textContent]),
+      );
+    expect(listed.map(([identity]) => identity).sort(), where).toEqual([...identities].sort());
+    expect(listed.find(([identity]) => identity === identities[i])?.[1], where).toBe("You");
+  }
+}
+
+/** `auto_subscribe` of a LiveKit signalling request: a query parameter (protocol v0) or in `join_request` (v1). */
+function autoSubscribeOf(query: URLSearchParams): boolean | undefined {
+  const plain = query.get("auto_subscribe");
+  if (plain !== null) return plain === "1";
+  const wrapped = WrappedJoinRequest.fromBinary(Buffer.from(query.get("join_request")!, "base64url"));
+  const bytes =
+    wrapped.compression === WrappedJoinRequest_Compression.GZIP
+      ? gunzipSync(wrapped.joinRequest)
+      : wrapped.joinRequest;
+  return JoinRequest.fromBinary(bytes).connectionSettings?.autoSubscribe;
+}
+
+describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
+  it("two people, English and Spanish: each hears the other in their own language, never themselves", async () => {
+    const pages = await meeting(["en", "es"]);
+    await expectEachHearsTheOthersInTheirLanguage(pages, ["en", "es"]);
+    const [en, es] = pages as [Page, Page];
+    // English through Apertium: Alice's words reach Bruno in Spanish.
+    const toBruno = (await captionsOf(es)).filter((c) => c.kind === "translated" && c.final);
+    expect(toBruno.map((c) => c.text).join(" ")).toMatch(/frente|adelante|diez|metros/iu);
+    // Who is speaking: each page sees the other speak.
+    const bruno = await identityOf(es);
+    await expect
+      .poll(async () => (await en.getAttribute("#speaking", "data-identities"))?.split(" "), WAIT)
+      .toContain(bruno);
+    expect(await en.textContent("#participants")).toMatch(/Participant [0-9a-f]{4} \(es\)/u);
+  }, 240_000);
+
+  it("three people, English, Spanish and German: each sees the others in their own language only", async () => {
+    const pages = await meeting(["en", "es", "de"]);
+    await expectEachHearsTheOthersInTheirLanguage(pages, ["en", "es", "de"]);
+    // German is the stand-in's: tagged with the language it was asked for.
+    const toClara = (await captionsOf(pages[2]!)).filter((c) => c.kind === "translated" && c.final);
+    expect(toClara.every((c) => /\[German\]/u.test(c.text))).toBe(true);
+    // Into docs/ with RELAY_UPDATE_SCREENSHOTS=1 (how docs/meeting.png is made), else a temporary directory.
+    await pages[1]!.screenshot({
+      path: path.join(
+        process.env.RELAY_UPDATE_SCREENSHOTS ? path.join(PROJECT_ROOT, "docs") : dir,
+        "meeting.png",
+      ),
+    });
+  }, 300_000);
+
+  it("mute, leave, a closed page, and the end of the meeting for every page", async () => {
+    const [alice, bruno, clara] = (await meeting(["en", "es", "de"])) as [Page, Page, Page];
+    const [b, c] = await Promise.all([identityOf(bruno), identityOf(clara)]);
+    // Alice hears both before anything changes.
+    await expect.poll(() => finalsFrom(alice, b, "original"), WAIT).toBeGreaterThan(0);
+    await expect.poll(() => finalsFrom(alice, c, "original"), WAIT).toBeGreaterThan(0);
+
+    // Muted, Bruno is heard no more: Clara goes on speaking (two more of her utterances, a whole
+    // loop of Bruno's clip) while Bruno's captions on Alice's page stay as they were.
+    await bruno.click("#mute");
+    expect(await bruno.getAttribute("#mute", "aria-pressed")).toBe("true");
+    const claraAfter = async (n: number) => {
+      const from = await finalsFrom(alice, c, "original");
+      await expect.poll(() => finalsFrom(alice, c, "original"), WAIT).toBeGreaterThanOrEqual(from + n);
+    };
+    // An utterance of Bruno's under way when he muted has ended by now (silence followed it).
+    await claraAfter(1);
+    await expect.poll(async () => (await originalsOf(alice, b)).some((x) => !x.final), WAIT).toBe(false);
+    const brunoWhileMuted = (await originalsOf(alice, b)).length;
+    await claraAfter(2);
+    expect((await originalsOf(alice, b)).length).toBe(brunoWhileMuted);
+    // Unmuted, he is heard again.
+    const brunoMuted = await finalsFrom(alice, b, "original");
+    await bruno.click("#mute");
+    await expect.poll(() => finalsFrom(alice, b, "original"), WAIT).toBeGreaterThan(brunoMuted);
+
+    const listed = (page: Page) =>
+      page
+        .locator("#participants li")
+        .evaluateAll((items) => items.map((i) => (i as unknown as Element).dataset.identity));
+    // Clara leaves: the others see her go.
+    await clara.click("#leave");
+    await clara.locator("body[data-state=left]").waitFor();
+    expect(await clara.textContent("#status")).toBe("You left the meeting.");
+    await expect.poll(() => listed(alice), WAIT).not.toContain(c);
+    await expect.poll(() => listed(bruno), WAIT).not.toContain(c);
+    // Bruno closes his tab: freed too.
+    await bruno.close();
+    await expect.poll(() => listed(alice), WAIT).toEqual([await identityOf(alice)]);
+    // Clara comes back with her link.
+    await clara.click("#join");
+    await clara.locator("body[data-state=joined]").waitFor({ timeout: 30_000 });
+    await expect.poll(() => listed(alice), WAIT).toContain(c);
+
+    // The creator ends the meeting: every page in it says so.
+    await alice.click("#end");
+    for (const page of [alice, clara]) {
+      await page.locator("body[data-state=ended]").waitFor({ timeout: 30_000 });
+      expect(await page.textContent("#status")).toBe("The meeting has ended.");
+      expect(await page.isDisabled("#join")).toBe(true);
+    }
+  }, 300_000);
+
+  it("says why a link does not let the page in", async () => {
+    const errorsBefore = consoleErrors.length;
+    const forged = inviteLink(origin, { room: "api-00000000000000000000", token: "forged", language: "es" });
+    const page = await openPage("es", forged);
+    await page.click("#join");
+    await page.locator("body[data-state=failed]").waitFor({ timeout: 30_000 });
+    expect(await page.textContent("#status")).toMatch(/^Could not join: .+\. Ask for a new link\.$/u);
+    expect(await page.isEnabled("#join")).toBe(true);
+    consoleErrors.length = errorsBefore; // the refused handshake's own errors
+  });
+
+  it("joins LiveKit through livekit-client when the link names a LiveKit server (the CSP allows LIVEKIT_URL)", async () => {
+    // No LiveKit server runs here: a stand-in refuses every connection, and records how it was asked.
+    const asked: string[] = [];
+    const livekit = createServer((request, response) => {
+      asked.push(`GET ${request.url}`);
+      response.writeHead(401, { "access-control-allow-origin": "*", "content-type": "text/plain" });
+      response.end("invalid token");
+    });
+    livekit.on("upgrade", (request: IncomingMessage, socket: Duplex) => {
+      asked.push(`UPGRADE ${request.url}`);
+      socket.end("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n");
+    });
+    await new Promise<void>((resolve) => livekit.listen(0, "127.0.0.1", resolve));
+    const [requestedBefore, errorsBefore] = [requested.length, consoleErrors.length];
+    const livekitUrl = `ws://localhost:${(livekit.address() as AddressInfo).port}`;
+    const withLiveKit = await startServer(
+      {
+        PUBLIC_BASE_URL: "",
+        LIVEKIT_URL: livekitUrl,
+        LIVEKIT_API_KEY: "devkey",
+        LIVEKIT_API_SECRET: "secret-of-the-livekit-server-000",
+      },
+      { registry: server.registry },
+    );
+    try {
+      const page = await openPage(
+        "es",
+        inviteLink(withLiveKit.baseUrl.replace("127.0.0.1", "localhost"), {
+          room: "api-00000000000000000000",
+          token: "the-join-token",
+          language: "es",
+          livekit: livekitUrl,
+        }),
+      );
+      await page.click("#join");
+      await page.locator("body[data-state=failed]").waitFor({ timeout: 30_000 });
+      expect(await page.textContent("#status")).toMatch(/^Could not join: /u);
+      // livekit-client asked LiveKit's signalling endpoint, with the link's token, subscribing to
+      // nothing by itself (the page picks its language's track).
+      const signalling = asked.filter((line) => line.startsWith("UPGRADE /rtc"));
+      expect(signalling.length, asked.join("\n")).toBeGreaterThan(0);
+      for (const line of signalling) {
+        const query = new URL(line.slice("UPGRADE ".length), livekitUrl).searchParams;
+        expect(query.get("access_token")).toBe("the-join-token");
+        expect(autoSubscribeOf(query)).toBe(false);
+      }
+    } finally {
+      // Another origin, and the refused connection's own errors: not the embedded meeting's.
+      requested.length = requestedBefore;
+      consoleErrors.length = errorsBefore;
+      await withLiveKit.close();
+      await new Promise((resolve) => livekit.close(resolve));
+    }
+  });
+
+  it("never puts the API key in a URL, reaches only the page's origin, and breaks no rule of the CSP", () => {
+    expect(requested.length).toBeGreaterThan(5);
+    expect(requested.filter((url) => url.includes(API_KEY))).toEqual([]);
+    const host = new URL(origin).host;
+    expect(requested.filter((url) => /^(https?|wss?):/u.test(url) && new URL(url).host !== host)).toEqual([]);
+    expect(requested.some((url) => url.startsWith(`${origin.replace(/^http/u, "ws")}/rooms/`))).toBe(true);
+    expect(consoleErrors).toEqual([]);
+  });
+});
