@@ -60,27 +60,36 @@ async function post(path, body) {
   return answer;
 }
 
-/** The languages a meeting can use here: recognized and spoken by the configured engines. */
+/**
+ * The languages a meeting can use here: spoken by the configured engines (voice output) and either
+ * recognized, or reached by translation from a recognized language: those are listen-only (their
+ * participants hear the others and are not heard), as the server decides too.
+ */
 async function loadLanguages() {
   const report = await fetch("/v1/languages").then((response) => response.json());
   const recognized = new Set(report.recognition.map((entry) => entry.language));
-  const spoken = new Set(
-    (report.voice_output ?? report.translation.map((t) => ({ language: t.to }))).map((v) => v.language),
+  const voiced = new Set(report.voice_output.map((entry) => entry.language));
+  const reached = new Set(
+    report.translation.filter((pair) => recognized.has(pair.from)).map((pair) => pair.to),
   );
-  const usable = [...recognized].filter((code) => spoken.has(code));
-  const options = usable.map((code) => [code, nameOf(code)]).sort(([, a], [, b]) => a.localeCompare(b));
+  const usable = [...voiced].filter((code) => recognized.has(code) || reached.has(code));
+  const label = (code) => (recognized.has(code) ? nameOf(code) : `${nameOf(code)} (listens only)`);
+  const options = usable.map((code) => [code, label(code)]).sort(([, a], [, b]) => a.localeCompare(b));
   const preferred = [navigator.language.split("-")[0], "en", "es", "de", "fr"].filter((code) =>
     usable.includes(code),
   );
-  const defaults = [...new Set([...preferred, ...usable])];
-  // Every language of a meeting must be recognized: say why there are too few, and how to get more.
+  // A recognized language first, so the creator can speak.
+  const defaults = [
+    ...new Set([...preferred.filter((code) => recognized.has(code)), ...preferred, ...usable]),
+  ];
   const tier = report.recognition_tier;
-  if (usable.length < 2)
+  if (usable.length < 2 || !usable.some((code) => recognized.has(code)))
     setStatus(
-      `A meeting needs two languages this server recognizes and speaks; it has ${usable.map(nameOf).join(", ") || "none"}.` +
+      `A meeting needs two languages this server speaks, one of them recognized; it has ${usable.map(nameOf).join(", ") || "none"}.` +
         (tier?.upgrade ? ` ${tier.summary} — ${tier.upgrade}` : ""),
       true,
     );
+  else if (tier?.upgrade) setStatus(`${tier.summary}: the other languages listen only — ${tier.upgrade}`);
   document.querySelectorAll("#languages select").forEach((select, index) => {
     const none = index === 0 ? [] : [["", "—"]];
     const selected = index < 2 ? (defaults[index] ?? "") : "";
@@ -170,6 +179,11 @@ $("create-meeting").addEventListener("click", async () => {
   });
   if (linkError)
     setStatus(`The meeting is ready, but a link could not be made: ${describe(linkError)}`, true);
+  else if (access.listen_only?.length)
+    setStatus(
+      `The meeting is ready. ${access.listen_only.map(nameOf).join(", ")}: these participants hear the ` +
+        "others but are not heard (no recognizer for their language here).",
+    );
   else setStatus("The meeting is ready: send the links, then join.");
 });
 

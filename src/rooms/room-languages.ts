@@ -75,7 +75,9 @@ export function roomBounds(
  * What a room needs of the engines when its participants speak `spoken` (an undeclared spec-room
  * participant speaks the pair's source, or either side when two-way): each spoken language
  * recognized and translated into every other language of the room, and (`speaks`) every language
- * heard spoken. The rooms API checks these at creation and for each participant's language.
+ * heard spoken. A room language nobody can be recognized in is listen-only (`listenOnly`): its
+ * participants hear the others, and are told they are not heard. The rooms API checks these at
+ * creation and for each participant's language.
  */
 export function roomRequirements(
   room: RoomLanguages,
@@ -100,4 +102,18 @@ export function roomRequirements(
     );
   }
   return requirements;
+}
+
+/**
+ * The languages of a room created with `languages` that participants can speak in (`recognizes`);
+ * the rest are listen-only. With none recognized, the first is taken as spoken, so the check
+ * reports that it cannot be recognized.
+ */
+export function spokenLanguages(
+  room: RoomLanguages,
+  recognizes: (language: LanguageCode) => boolean,
+): { readonly spoken: LanguageCode[]; readonly listenOnly: LanguageCode[] } {
+  const spoken = room.languages.filter(recognizes);
+  if (spoken.length === 0) return { spoken: [room.languages[0]!], listenOnly: room.languages.slice(1) };
+  return { spoken, listenOnly: room.languages.filter((language) => !spoken.includes(language)) };
 }

@@ -58,6 +58,7 @@ export interface CreatedRoom extends RoomAccess {
 interface OpenRoom {
   readonly accountId: string;
   readonly room: RoomLanguages;
+  readonly speaks: boolean;
   /** Participants given access, by identity: bounded by `roomBounds` (each costs a pipeline). */
   readonly granted: Set<string>;
   readonly translator: RoomTranslator;
@@ -175,6 +176,7 @@ export class Rooms {
       const room: OpenRoom = {
         accountId: request.accountId,
         room: request.room,
+        speaks: request.voice !== undefined,
         granted: new Set([identity]),
         translator,
         live,
@@ -199,10 +201,16 @@ export class Rooms {
     }
   }
 
-  /** The languages of an open room this account created (hosted by this process); undefined: none. */
-  languagesOf(roomName: string, accountId: string): RoomLanguages | undefined {
+  /**
+   * An open room this account created (hosted by this process): its languages, and whether its
+   * translator speaks; undefined: none.
+   */
+  openRoom(
+    roomName: string,
+    accountId: string,
+  ): { readonly languages: RoomLanguages; readonly speaks: boolean } | undefined {
     const room = this.open.get(roomName);
-    return room?.accountId === accountId ? room.room : undefined;
+    return room?.accountId === accountId ? { languages: room.room, speaks: room.speaks } : undefined;
   }
 
   /**

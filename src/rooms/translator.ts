@@ -46,6 +46,8 @@ export class RoomTranslator {
   /** Pipelines of participants who left, still finishing what they had said. */
   private readonly departing = new Set<TranslationPipeline>();
   private readonly present = new Map<string, RoomMember>();
+  /** Participants whose speech cannot be translated (their language is not recognized): they listen. */
+  private readonly unheard = new Set<string>();
   /**
    * Per language, clips of translated speech in the order they start, each a channel of a
    * pipeline's frames. A language's clips are published one after another so speakers never
@@ -117,10 +119,23 @@ export class RoomTranslator {
 
   private speakerPipeline(identity: string): TranslationPipeline | undefined {
     let pipeline = this.speakers.get(identity);
-    if (pipeline) return pipeline;
+    if (pipeline || this.unheard.has(identity)) return pipeline;
     const { registry, room, voice, context, account } = this.options;
     const speaker = this.present.get(identity) ?? { identity };
     const { source, target, twoWay } = pairOf(speaker, room);
+    if (speaker.language !== undefined && !registry.recognizer(speaker.language)) {
+      // A language the room may listen in but no engine recognizes: said once, to them alone.
+      this.unheard.add(identity);
+      void this.publish(
+        errorFrame(
+          `speech in ${speaker.language} is not recognized by the configured engines: the others do not ` +
+            `hear you translated; you hear them in ${speaker.language}`,
+          { participant: identity },
+        ),
+        [identity],
+      );
+      return undefined;
+    }
     try {
       pipeline = createLivePipeline(registry, {
         sourceLanguage: speaker.language ?? source,
@@ -140,6 +155,7 @@ export class RoomTranslator {
         account,
       });
     } catch (error) {
+      this.unheard.add(identity);
       this.options.log.error({ err: error, participant: identity }, "room translator could not start");
       return undefined;
     }

@@ -77,6 +77,8 @@ interface Access {
   token: string;
   room_name: string;
   language?: string;
+  languages?: string[];
+  listen_only?: string[];
 }
 
 /** A room in `languages`: the creator speaks the first, one more participant per further language. */
@@ -291,6 +293,33 @@ describe.skipIf(MISSING)("a room in several languages (embedded)", () => {
       pinch.close();
       listener.close();
       await post("/api/beta1/session/end", { session_id: access.room_name });
+    }
+  });
+});
+
+describe.skipIf(MISSING)("a language no engine recognizes", () => {
+  it("is listen-only: its participant hears the others and is told, once, that they are not heard", async () => {
+    // French: translated into (Apertium through Spanish) and spoken, but recognized by no engine here.
+    const [en, fr] = await meeting(["en", "fr"]);
+    expect(en).toMatchObject({ languages: ["en", "fr"], listen_only: ["fr"] });
+    const alice = await joinRoom(en!);
+    const marie = await joinRoom(fr!);
+    try {
+      await marie.stream(withTrailingSilence(spanish), { chunkMs: 20, speed: 4 });
+      await marie.stream(withTrailingSilence(spanish), { chunkMs: 20, speed: 4 });
+      const told = await marie.waitFor((m) => m.type === "error");
+      expect(told.error).toMatch(/speech in fr is not recognized/u);
+      await speak(alice, english, [marie]);
+      expect(translations(marie).every((m) => m.language === "fr")).toBe(true);
+      expect(marie.audioFrames.length).toBeGreaterThan(0);
+      // Said once, to Marie alone; Alice hears nothing of Marie's speech.
+      expect(marie.messages.filter((m) => m.type === "error")).toHaveLength(1);
+      expect(alice.messages.filter((m) => m.type === "error")).toEqual([]);
+      expect(translations(alice)).toEqual([]);
+    } finally {
+      alice.close();
+      marie.close();
+      await post("/api/beta1/session/end", { session_id: en!.room_name });
     }
   });
 });

@@ -5,6 +5,7 @@ import {
   listenersOf,
   MAX_ROOM_LANES,
   roomBounds,
+  spokenLanguages,
   trackOf,
 } from "../../src/rooms/room-languages.js";
 import type { RoomLanguages, RoomMember } from "../../src/rooms/types.js";
@@ -84,5 +85,17 @@ describe("room languages", () => {
     expect(twoWay.listen).toBe("auto");
     expect(twoWay.fanOut!("es")).toEqual(["en"]);
     expect(twoWay.fanOut!("en")).toEqual(["es"]);
+  });
+
+  it("makes a language no engine recognizes listen-only, keeping the first when none is", () => {
+    const english = (language: string) => language === "en";
+    expect(spokenLanguages({ languages: ["es", "en", "fr"] }, english)).toEqual({
+      spoken: ["en"],
+      listenOnly: ["es", "fr"],
+    });
+    expect(spokenLanguages({ languages: ["es", "fr"] }, english)).toEqual({
+      spoken: ["es"],
+      listenOnly: ["fr"],
+    });
   });
 });

@@ -6,7 +6,7 @@ import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import { recognitionAdvice, recognitionTier, unservable } from "../../engines/routing/languages.js";
 import { EmptyRoomsLimitError, RoomCapacityError, RoomFullError, type Rooms } from "../../rooms/rooms.js";
-import { roomRequirements } from "../../rooms/room-languages.js";
+import { roomRequirements, spokenLanguages } from "../../rooms/room-languages.js";
 import type { RoomLanguages } from "../../rooms/types.js";
 import { AccountSessionsLimitError } from "../../sessions/capacity.js";
 import { accountOf, authenticated } from "../authenticate.js";
@@ -61,9 +61,14 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
     async (request) => {
       const account = accountOf(request);
       const body = request.body;
-      // Every language of a room created with `languages` may be spoken; a spec room's pair by the
-      // undeclared participants, and the creator's own language when they gave one.
-      const spoken = body.room.pair ? [undefined, body.language] : body.room.languages;
+      // A room created with `languages` is spoken in every language the engines recognize (the
+      // rest are listen-only); a spec room's pair by the undeclared participants, and the
+      // creator's own language when they gave one and it is recognized.
+      const recognizes = (language: LanguageCode) => registry.recognizer(language) !== undefined;
+      const creator = body.language !== undefined && recognizes(body.language) ? [body.language] : [];
+      const { spoken, listenOnly } = body.room.pair
+        ? { spoken: [undefined, ...creator], listenOnly: [] }
+        : spokenLanguages(body.room, recognizes);
       checkServable(registry, body.room, spoken, body.voice !== undefined, body.named);
       await options.rateLimit(request, account);
       try {
@@ -85,6 +90,7 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
           // Spec rooms answer exactly as before; rooms created with languages say theirs.
           ...(room.language === undefined ? {} : { language: room.language }),
           ...(body.room.pair ? {} : { languages: [...body.room.languages] }),
+          ...(listenOnly.length > 0 ? { listen_only: listenOnly } : {}),
         };
       } catch (error) {
         if (error instanceof EmptyRoomsLimitError) {
@@ -177,21 +183,24 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
       let language: LanguageCode | undefined;
       // A room hosted by another process of the fleet is granted without its languages: its host
       // checks a declared language when the participant joins.
-      const room = rooms.languagesOf(roomName, account.id);
+      const room = rooms.openRoom(roomName, account.id);
       if (asked !== undefined) {
         const read = languageOf("language", asked, "es-ES");
         if (!read.ok) throw new ApiError(400, "invalid_language", read.message);
         language = read.language;
-        if (room && !room.languages.includes(language)) {
+        if (room && !room.languages.languages.includes(language)) {
           throw new ApiError(
             400,
             "invalid_language",
-            `language "${asked}" is not one of the room's: ${room.languages.join(", ")}`,
+            `language "${asked}" is not one of the room's: ${room.languages.languages.join(", ")}`,
           );
         }
-        if (room)
-          checkServable(registry, room, [language], true, new Map([[language, `language "${asked}"`]]));
-      } else if (room && !room.pair) language = room.languages[0];
+        // A language no engine recognizes is listen-only: what it hears was checked with the room.
+        if (room && registry.recognizer(language)) {
+          const named = new Map([[language, `language "${asked}"`]]);
+          checkServable(registry, room.languages, [language], room.speaks, named);
+        }
+      } else if (room && !room.languages.pair) language = room.languages.languages[0];
       let access;
       try {
         access = await rooms.grantParticipantAccess(
@@ -211,7 +220,7 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
         room_name: roomName,
         identity: access.identity,
         ...(access.language === undefined ? {} : { language: access.language }),
-        ...(room && !room.pair ? { languages: [...room.languages] } : {}),
+        ...(room && !room.languages.pair ? { languages: [...room.languages.languages] } : {}),
       };
     },
   );
@@ -226,6 +235,13 @@ const roomAccess = z.object({
     .optional()
     .describe("Beyond the spec: the language this participant speaks and hears, when they have one"),
   languages: z.array(z.string()).optional().describe("Beyond the spec: the room's languages"),
+  listen_only: z
+    .array(z.string())
+    .optional()
+    .describe(
+      "Beyond the spec: the room's languages no configured engine recognizes: their participants hear " +
+        "the others translated, and are not heard",
+    ),
   voice_clone: z
     .enum(["tone-color", "library", "off"])
     .optional()
