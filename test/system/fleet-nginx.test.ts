@@ -199,6 +199,39 @@ describe.skipIf(problem !== undefined)("three processes behind nginx", () => {
     second.close();
   });
 
+  it("serves the meeting page, and a meeting in two languages, through nginx", async () => {
+    const page = await fetch(new URL("/meeting", fleet.url));
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/meeting\.js/u);
+    expect((await fetch(new URL("/playground/meeting.js", fleet.url))).status).toBe(200);
+    const post = async (pathname: string, body: unknown) => {
+      const response = await fetch(new URL(pathname, fleet.url), {
+        method: "POST",
+        headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(response.status).toBe(200);
+      return (await response.json()) as { url: string; token: string; room_name: string };
+    };
+    // Spanish is listen-only on the embedded tier: English speech reaches the Spanish listener.
+    const created = await post("/api/beta1/session", { languages: ["en", "es"], voice_type: "female" });
+    const english = await joinRoom(created);
+    const spanish = await joinRoom(
+      await post(`/api/beta1/session/${created.room_name}/participants`, { language: "es" }),
+    );
+    await english.stream(speech, { speed: 4 });
+    english.sendAudio(new Int16Array(16_000));
+    await spanish.waitFor(
+      (m) => m.type === "translated_transcript" && m.is_final === true && /metros/iu.test(String(m.text)),
+    );
+    await spanish.settle(1000);
+    expect(spanish.audioFrames.length).toBeGreaterThan(0);
+    expect(english.messages.filter((m) => m.type === "translated_transcript")).toEqual([]);
+    expect(english.audioFrames).toEqual([]);
+    english.close();
+    spanish.close();
+  });
+
   it("survives kill -9 of a process mid-job and mid-session: the job is taken over and charged once, other sessions carry on", async () => {
     // A translating session on every process, and a dubbing job: the process whose worker takes
     // the job is killed as soon as it has.
