@@ -26,7 +26,9 @@ export function roomSocketUrl(origin: string, room: string, token: string): stri
 export function translatorTrackFor(
   trackNames: Iterable<string>,
   language: string | undefined,
+  trackLanguages?: Readonly<Record<string, string>>,
 ): string | undefined;
+export function trackLanguagesOf(attributes?: Readonly<Record<string, string>>): Record<string, string>;
 export function languageName(code: string, locales?: readonly string[]): string;
 export function participantLabel(
   identity: string,

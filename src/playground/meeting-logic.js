@@ -64,20 +64,32 @@ export function roomSocketUrl(origin, room, token) {
 
 /**
  * Which of the translator's audio tracks a listener of `language` subscribes to (LiveKit): the
- * track of their language, `translated-audio-<language>`; `translated-audio` (a spec room's
+ * track the translator's attributes say carries that language (`track:<name>`: language, in
+ * `trackLanguages`); else by name, `translated-audio-<language>`; `translated-audio` (a spec room's
  * target) only when the translator publishes no language-named track at all; otherwise none yet
  * (the translator publishes a language's track once someone hears it).
  */
-export function translatorTrackFor(trackNames, language) {
+export function translatorTrackFor(trackNames, language, trackLanguages = {}) {
   const names = [...trackNames];
-  const wanted = language ? `${SPEC_TRACK}-${String(language).toLowerCase()}` : undefined;
+  const wanted = language ? String(language).toLowerCase() : undefined;
   if (wanted) {
-    const own = names.find((name) => name.toLowerCase() === wanted);
+    const declared = names.find((name) => String(trackLanguages[name] ?? "").toLowerCase() === wanted);
+    if (declared) return declared;
+    const own = names.find((name) => name.toLowerCase() === `${SPEC_TRACK}-${wanted}`);
     if (own) return own;
   }
   const languageNamed = names.some((name) => name.startsWith(`${SPEC_TRACK}-`));
   if (!languageNamed && names.includes(SPEC_TRACK)) return SPEC_TRACK;
   return undefined;
+}
+
+/** The languages of the translator's tracks, from its attributes (`track:<name>`: language). */
+export function trackLanguagesOf(attributes = {}) {
+  return Object.fromEntries(
+    Object.entries(attributes)
+      .filter(([key]) => key.startsWith("track:"))
+      .map(([key, value]) => [key.slice("track:".length), value]),
+  );
 }
 
 /** "English (en)" in the reader's language, or the code when the runtime does not know it. */

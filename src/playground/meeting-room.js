@@ -14,6 +14,7 @@ import {
   livekitCloseMessage,
   roomSocketUrl,
   toPcm16Le,
+  trackLanguagesOf,
   translatorTrackFor,
 } from "/playground/meeting-logic.js";
 
@@ -174,6 +175,7 @@ async function joinLiveKit(access, events) {
     const chosen = translatorTrackFor(
       tracks.map((publication) => publication.trackName),
       access.language,
+      trackLanguagesOf(translator?.attributes),
     );
     for (const publication of tracks) publication.setSubscribed(publication.trackName === chosen);
     document.body.dataset.audioTrack = chosen ?? "";
@@ -182,6 +184,7 @@ async function joinLiveKit(access, events) {
   room
     .on(lk.RoomEvent.TrackPublished, subscribe)
     .on(lk.RoomEvent.TrackUnpublished, subscribe)
+    .on(lk.RoomEvent.ParticipantAttributesChanged, subscribe)
     .on(lk.RoomEvent.TrackSubscribed, (track) => {
       if (track.kind !== lk.Track.Kind.Audio) return;
       const element = track.attach();

@@ -40,7 +40,8 @@ export async function mintRoomToken(
     canPublish: true,
     canSubscribe: true,
     canPublishData: true,
-    canUpdateOwnMetadata: grant.role === "client",
+    // The translator names each track's language in its own attributes (`track:<name>`).
+    canUpdateOwnMetadata: true,
     ...(grant.role === "translator" ? { agent: true } : {}),
   });
   if (grant.role === "translator") token.kind = "agent";

@@ -2,6 +2,7 @@ import { spawn } from "node:child_process";
 import { EventEmitter } from "node:events";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { createServer as createTcpServer, type Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { TokenVerifier, type ClaimGrants } from "livekit-server-sdk";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import {
@@ -9,7 +10,7 @@ import {
   roomServiceUrl,
   type LiveKitOptions,
 } from "../../src/rooms/livekit/backend.js";
-import type { AudioFrame, Room } from "@livekit/rtc-node";
+import type { AudioFrame, AudioSource, LocalAudioTrack, Room } from "@livekit/rtc-node";
 import { connectLiveKitRoom, LiveKitConnection, type Rtc } from "../../src/rooms/livekit/connection.js";
 import type { RoomBackend, RoomEvent, RoomLanguages, SpeechOutput } from "../../src/rooms/types.js";
 import { freePort } from "../support/ports.js";
@@ -121,6 +122,17 @@ function options(url: string, overrides: Partial<LiveKitOptions> = {}): LiveKitO
 function bearer(recorded: Recorded): string {
   expect(recorded.authorization).toMatch(/^Bearer \S+$/);
   return recorded.authorization!.slice("Bearer ".length);
+}
+
+/** Whether `promise` settles within `ms` (a test that would otherwise hang fails fast instead). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  return Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    sleep(ms).then(() => false),
+  ]);
 }
 
 async function timed<T>(promise: Promise<T>): Promise<{ ms: number; error: Error | undefined }> {
@@ -274,6 +286,20 @@ describe("deleteRoom", () => {
 describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
   let rtc: Rtc;
   const captured: Int16Array[] = [];
+  /** The frames each of the translator's tracks received, by track name. */
+  const capturedOn = new Map<string, Int16Array[]>();
+  /** Tracks whose source takes no frame until the gate opens (a stalled track). */
+  const gates = new Map<string, Promise<void>>();
+
+  /** Stalls the source of `track`; returns what lets it go on. */
+  function hold(track: string): () => void {
+    let release!: () => void;
+    gates.set(track, new Promise<void>((resolve) => (release = resolve)));
+    return () => {
+      gates.delete(track);
+      release();
+    };
+  }
 
   /** One AudioStream opened on a remote track. */
   interface StandInStream {
@@ -304,8 +330,12 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     readonly remoteParticipants = new Map<string, StandInParticipant>();
     readonly published: { name: string | undefined; source: number | undefined }[] = [];
     readonly data: { payload: string; options: unknown }[] = [];
+    readonly attributeUpdates: Record<string, string>[] = [];
     disconnects = 0;
     readonly localParticipant = {
+      setAttributes: async (attributes: Record<string, string>) => {
+        this.attributeUpdates.push(attributes);
+      },
       publishTrack: async (track: { name?: string }, options: { source?: number }) => {
         this.published.push({ name: track.name, source: options.source });
         return { sid: "TR_translation" };
@@ -379,17 +409,35 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
         });
       }
     }
+    const trackOfSource = new WeakMap<AudioSource, string>();
+    class NamingLocalAudioTrack extends real.LocalAudioTrack {
+      static override createAudioTrack(name: string, source: AudioSource): LocalAudioTrack {
+        trackOfSource.set(source, name);
+        return super.createAudioTrack(name, source);
+      }
+    }
     class RecordingAudioSource extends real.AudioSource {
       override async captureFrame(audio: AudioFrame): Promise<void> {
-        captured.push(Int16Array.from(audio.data));
+        const track = trackOfSource.get(this) ?? "";
+        await gates.get(track);
+        const pcm = Int16Array.from(audio.data);
+        captured.push(pcm);
+        capturedOn.set(track, [...(capturedOn.get(track) ?? []), pcm]);
         return super.captureFrame(audio);
       }
     }
-    rtc = { ...real, AudioStream: StandInAudioStream, AudioSource: RecordingAudioSource } as unknown as Rtc;
+    rtc = {
+      ...real,
+      AudioStream: StandInAudioStream,
+      AudioSource: RecordingAudioSource,
+      LocalAudioTrack: NamingLocalAudioTrack,
+    } as unknown as Rtc;
   });
 
   beforeEach(() => {
     captured.length = 0;
+    capturedOn.clear();
+    gates.clear();
   });
 
   it("lists the people present at join, not agents or other translators", async () => {
@@ -518,19 +566,55 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     await connection.leave();
   });
 
-  it("publishes a track per language, each paced on its own: one held back does not hold the other", async () => {
+  it("publishes a track per output, named from it, each in order: one stalled does not hold back the other", async () => {
     const room = new StandInRoom();
     const connection = join(room);
-    // 3 s of Spanish queued first: the native source plays it out in real time.
-    const spanish = connection.publishAudio(new Float32Array(24_000 * 3).fill(0.1), SPANISH);
-    await vi.waitFor(() => expect(room.published).toHaveLength(1), { timeout: 10_000, interval: 20 });
-    await connection.publishAudio(new Float32Array(2_400).fill(0.2), GERMAN);
+    const level = (value: number) => Math.round(value * 32767);
+    // German's source takes nothing until released; Spanish must go out meanwhile.
+    const releaseGerman = hold("translated-audio-de");
+    const german = [0.5, 0.6].map((value) =>
+      connection.publishAudio(new Float32Array(4_800).fill(value), GERMAN),
+    );
+    const spanish = Promise.all(
+      [0.1, 0.2, 0.3].map((value) => connection.publishAudio(new Float32Array(4_800).fill(value), SPANISH)),
+    );
+    const spanishWentOut = await settlesWithin(spanish, 3_000);
+    releaseGerman();
+    expect(spanishWentOut).toBe(true);
     await spanish;
-    // German went out while Spanish was still queued (else it would follow all 30 Spanish frames).
-    const germanAt = captured.findIndex((frame) => frame[0] === Math.round(0.2 * 32767));
-    expect(germanAt).toBeGreaterThanOrEqual(0);
-    expect(captured.slice(germanAt + 1).some((frame) => frame[0] === Math.round(0.1 * 32767))).toBe(true);
+    await Promise.all(german);
+
+    expect(room.published.map((track) => track.name).sort()).toEqual([
+      "translated-audio",
+      "translated-audio-de",
+    ]);
+    // Each track's 100 ms frames in the order they were passed (two frames per clip).
+    expect(capturedOn.get("translated-audio")!.map((frame) => frame[0])).toEqual(
+      [0.1, 0.1, 0.2, 0.2, 0.3, 0.3].map(level),
+    );
+    expect(capturedOn.get("translated-audio-de")!.map((frame) => frame[0])).toEqual(
+      [0.5, 0.5, 0.6, 0.6].map(level),
+    );
+    // Each track's language, for clients: the attribute track:<name>, once per track.
+    expect(Object.assign({}, ...room.attributeUpdates)).toEqual({
+      "track:translated-audio": "es",
+      "track:translated-audio-de": "de",
+    });
+    expect(room.attributeUpdates).toHaveLength(2);
+    await connection.leave();
+  });
+
+  it("speaks whether LiveKit refuses the track's language attribute or never answers", async () => {
+    const room = new StandInRoom();
+    const connection = join(room);
+    room.localParticipant.setAttributes = () => new Promise<void>(() => undefined);
+    expect(await settlesWithin(connection.publishAudio(new Float32Array(2_400), SPANISH), 3_000)).toBe(true);
+    room.localParticipant.setAttributes = () =>
+      Promise.reject(new Error("does not have permission to update own metadata"));
+    await connection.publishAudio(new Float32Array(2_400), GERMAN);
     expect(room.published.map((track) => track.name)).toEqual(["translated-audio", "translated-audio-de"]);
+    expect(capturedOn.get("translated-audio")).toHaveLength(1);
+    expect(capturedOn.get("translated-audio-de")).toHaveLength(1);
     await connection.leave();
   });
 

@@ -7,6 +7,7 @@ import { dubMedia } from "../../src/dubbing/index.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { wordEdits } from "../../src/engines/kit/models/check-metrics.js";
+import { recordingsOf } from "../support/recordings.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
 /**
@@ -125,7 +126,7 @@ function expectSameUtterances(heard: readonly Utterance[], full: readonly Uttera
   });
 }
 
-const CLIPS = [
+const ALL_CLIPS = [
   "goforward.wav",
   "sense_and_sensibility_01_austen_64kb-0870.wav",
   "sense_and_sensibility_01_austen_64kb-0880.wav",
@@ -133,6 +134,11 @@ const CLIPS = [
   "sense_and_sensibility_01_austen_64kb-0920.wav",
   "sense_and_sensibility_01_austen_64kb-0930.wav",
 ].map((name) => `${LIBRIVOX}/${name}`);
+/**
+ * By default a short command and a long reading (the one with most utterances); RELAY_TEST_FULL=1
+ * replays all six (test/support/recordings.ts).
+ */
+const CLIPS = recordingsOf(ALL_CLIPS, [ALL_CLIPS[0]!, ALL_CLIPS[2]!]);
 
 describe.skipIf(SPEECH_MISSING)("quiet (-50 dBFS peak) and loud (clipped) microphones", () => {
   it.each(CLIPS)(
@@ -164,7 +170,7 @@ describe.skipIf(SPEECH_MISSING)("quiet (-50 dBFS peak) and loud (clipped) microp
 
   // Dubbing levels the whole speech track before its VAD and recognizer (src/dubbing/media/speech-audio.ts).
   it("dubbing: a quiet recording is segmented and recognized as the full-level one", async () => {
-    const clips = [CLIPS[0]!, CLIPS[1]!];
+    const clips = [ALL_CLIPS[0]!, ALL_CLIPS[1]!];
     const recordings = await Promise.all(clips.map((clip) => readWavAsPcm16(sharedPath(clip))));
     const reference = clips.flatMap((clip) => references.get(clip)!);
     /** A second of silence, then each recording followed by a second of silence. */

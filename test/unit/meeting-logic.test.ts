@@ -17,6 +17,7 @@ import {
   participantOf,
   roomSocketUrl,
   toPcm16Le,
+  trackLanguagesOf,
   translatorTrackFor,
 } from "../../src/playground/meeting-logic.js";
 
@@ -96,6 +97,18 @@ describe("LiveKit", () => {
     // A two-way spec room's target (translated-audio) is another language once a -<lang> track exists.
     expect(translatorTrackFor(["translated-audio", "translated-audio-en"], "es")).toBeUndefined();
     expect(translatorTrackFor(["translated-audio", "translated-audio-en"], "en")).toBe("translated-audio-en");
+  });
+
+  it("follows the translator's track:<name> attributes first (a spec room's target is translated-audio)", () => {
+    const languages = trackLanguagesOf({
+      role: "translator",
+      "track:translated-audio": "es",
+      "track:translated-audio-en": "en",
+    });
+    expect(languages).toEqual({ "translated-audio": "es", "translated-audio-en": "en" });
+    const tracks = ["translated-audio", "translated-audio-en"];
+    expect(translatorTrackFor(tracks, "es", languages)).toBe("translated-audio");
+    expect(translatorTrackFor(tracks, "en", languages)).toBe("translated-audio-en");
   });
 
   it("takes translated-audio only in a room with no language-named track (a spec room)", () => {

@@ -315,13 +315,18 @@ export class LiveKitConnection implements LiveKitRoomConnection {
 
   // --- Publishing ---
 
-  private publishOutput(track: Track, name: string): Promise<Output> {
+  private publishOutput(track: Track, output: SpeechOutput): Promise<Output> {
     track.output ??= (async () => {
       const source = new this.rtc.AudioSource(OUTPUT_SAMPLE_RATE, 1);
-      const local = this.rtc.LocalAudioTrack.createAudioTrack(name, source);
+      const local = this.rtc.LocalAudioTrack.createAudioTrack(output.track, source);
+      const participant = this.room.localParticipant!;
+      // rtc-node gives a track no field for its language: the attribute `track:<name>` names it for
+      // clients. Sent before the track, best effort (LiveKit needs the canUpdateOwnMetadata grant
+      // for it), never holding speech back.
+      participant.setAttributes({ [`track:${output.track}`]: output.language }).catch(() => undefined);
       try {
         const options = new this.rtc.TrackPublishOptions({ source: this.rtc.TrackSource.SOURCE_MICROPHONE });
-        await this.room.localParticipant!.publishTrack(local, options);
+        await participant.publishTrack(local, options);
         return { source, track: local };
       } catch (error) {
         track.output = undefined;
@@ -342,22 +347,22 @@ export class LiveKitConnection implements LiveKitRoomConnection {
     let track = this.tracks.get(output.track);
     if (!track) this.tracks.set(output.track, (track = { output: undefined, queue: Promise.resolve() }));
     const current = track;
-    const run = current.queue.then(() => this.speak(samples, current, output.track));
+    const run = current.queue.then(() => this.speak(samples, current, output));
     current.queue = run.catch(() => undefined);
     return run;
   }
 
-  private async speak(samples: Float32Array, track: Track, name: string): Promise<void> {
+  private async speak(samples: Float32Array, track: Track, output: SpeechOutput): Promise<void> {
     try {
-      await this.capture(samples, track, name);
+      await this.capture(samples, track, output);
     } catch (error) {
       if (!this.isClosed) throw error;
     }
   }
 
-  private async capture(samples: Float32Array, track: Track, name: string): Promise<void> {
+  private async capture(samples: Float32Array, track: Track, output: SpeechOutput): Promise<void> {
     if (this.isClosed || samples.length === 0) return;
-    const { source } = await this.publishOutput(track, name);
+    const { source } = await this.publishOutput(track, output);
     for (let offset = 0; offset < samples.length && !this.isClosed; offset += OUTPUT_FRAME_SAMPLES) {
       const chunk = samples.subarray(offset, offset + OUTPUT_FRAME_SAMPLES);
       // A fresh buffer per frame: rtc-node hands the native side its ArrayBuffer from offset 0.
