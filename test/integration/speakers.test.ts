@@ -24,13 +24,18 @@ const SPEECH_MISSING =
   sharedMissing("data/speech/ljspeech/wavs") || sharedMissing("data/speech/librivox-pocketsphinx");
 let server: TestServer;
 let conversation: Conversation;
+let twoTurns: Conversation;
 
 beforeAll(async () => {
   server = await startServer();
   if (SPEECH_MISSING) return;
-  // A woman and a man, two turns each (each speaks again after the other: the label must be kept);
-  // three with RELAY_TEST_FULL=1.
-  conversation = await buildConversation("lj", "librivox", { seed: 1, maxTurns: FULL_RECORDINGS ? 3 : 2 });
+  // A woman and a man, three turns each (the voice test needs a last turn after the voices lock);
+  // the labelling tests take two turns each (each speaks again after the other, and one replies
+  // after a 0.2 s pause), unless RELAY_TEST_FULL=1.
+  conversation = await buildConversation("lj", "librivox", { seed: 1, maxTurns: 3 });
+  twoTurns = FULL_RECORDINGS
+    ? conversation
+    : await buildConversation("lj", "librivox", { seed: 1, maxTurns: 2 });
 }, 120_000);
 afterAll(async () => {
   await server?.close();
@@ -43,7 +48,10 @@ const transcripts = (socket: RealtimeSocket) => socket.messages.filter((m) => m.
 const finals = (socket: RealtimeSocket, type: string) =>
   socket.messages.filter((m) => m.type === type && m.is_final === true);
 
-/** The person speaking most of a transcript's span, from the conversation's truth. */
+/**
+ * The person speaking most of a transcript's span, from the conversation's truth (the two-turn
+ * conversation's turns are the three-turn one's first four).
+ */
 const personOf = (message: ServerMessage): string | undefined =>
   speakerOf(conversation, (message.start_ms as number) * 16, (message.end_ms as number) * 16);
 
@@ -56,7 +64,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
       finalizeMode: "sentence",
       audioOutputEnabled: "false",
     });
-    await playToLastTranslation(socket, conversation.pcm);
+    await playToLastTranslation(socket, twoTurns.pcm);
     socket.close();
 
     const all = transcripts(socket);
@@ -105,14 +113,14 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
       finalizeMode: "stable",
       audioOutputEnabled: "false",
     });
-    await playToLastTranslation(socket, conversation.pcm);
+    await playToLastTranslation(socket, twoTurns.pcm);
     socket.close();
 
     // Finals by segment, in the order they were sent.
     const segments = new Map<string, ServerMessage[]>();
     for (const m of [...finals(socket, "original_transcript"), ...finals(socket, "translated_transcript")])
       segments.set(m.correlation_id as string, [...(segments.get(m.correlation_id as string) ?? []), m]);
-    expect(segments.size).toBeGreaterThan(conversation.turns.length);
+    expect(segments.size).toBeGreaterThan(twoTurns.turns.length);
     const show = (lines: ServerMessage[]) =>
       lines.map((m) => `${m.type} ${m.start_ms}-${m.end_ms} [${m.speaker}] ${m.text}`).join("\n");
     for (const lines of segments.values())
@@ -138,7 +146,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
     }
     // The conversation has a reply without a pause (shorter than the 500 ms of silence that ends an
     // utterance): one utterance, split where the voice changed into two segments, each labelled.
-    const { turns } = conversation;
+    const { turns } = twoTurns;
     const reply = turns.findIndex(
       (turn, i) => i > 0 && turn.startSample - turns[i - 1]!.endSample < 500 * 16,
     );
@@ -162,7 +170,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels", () => {
       audioOutputEnabled: "false",
       finalizeMode: "sentence",
     });
-    await playToLastTranslation(socket, conversation.pcm.subarray(0, conversation.turns[1]!.endSample));
+    await playToLastTranslation(socket, twoTurns.pcm.subarray(0, twoTurns.turns[1]!.endSample));
     await socket.settle(1000);
     socket.close();
     for (const message of transcripts(socket)) {
