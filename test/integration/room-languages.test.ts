@@ -5,13 +5,14 @@
  * German recognizer runs offline here), which also translates into and out of German; eSpeak NG
  * speaks every language.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import type { RealtimeSocket, ServerMessage } from "../../src/cli/recording-socket.js";
-import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
+import { multilingualEngines } from "../support/multilingual-engines.js";
+import type { OpenAiTestServer } from "../support/openai-server.js";
 import { joinRoom } from "../support/room-client.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
@@ -20,29 +21,16 @@ const MISSING = sharedMissing("data/speech/librivox-pocketsphinx") ?? sharedMiss
 let remote: OpenAiTestServer;
 let server: TestServer;
 let dir: string;
+let enginesFile: string;
 let english: Int16Array;
 let spanish: Int16Array;
 
 beforeAll(async () => {
   if (MISSING) return;
-  remote = await startOpenAiServer();
-  // The stand-in translator tags its answer with the language asked for, so a test sees which it was.
-  remote.reply = (text, body) => {
-    const [system] = body["messages"] as { content: string }[];
-    return `[${/into (.*)\.$/mu.exec(system!.content.split("\n")[0]!)?.[1]}] ${text.trim()}`;
-  };
   dir = await mkdtemp(path.join(tmpdir(), "room-languages-"));
-  const engines = path.join(dir, "engines.json");
-  await writeFile(
-    engines,
-    JSON.stringify({
-      asr: [{ engine: "pocketsphinx" }, standInEntry(remote, "whisper-large", ["en", "es", "de"])],
-      mt: [{ engine: "apertium" }, standInEntry(remote, "llm", ["en", "es", "de"])],
-      tts: [{ engine: "espeak-ng" }],
-    }),
-  );
+  ({ remote, enginesFile } = await multilingualEngines(dir));
   server = await startServer({
-    ENGINES_FILE: engines,
+    ENGINES_FILE: enginesFile,
     ROOM_MAX_PARTICIPANTS: "4",
     RATE_LIMIT_PER_MINUTE: "1000",
   });

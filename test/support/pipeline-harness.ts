@@ -1,3 +1,4 @@
+import type { AsrEngine, AsrStream } from "../../src/core/contracts.js";
 import {
   TranslationPipeline,
   type PipelineEvent,
@@ -27,6 +28,27 @@ export function pipelineWith(
     ...options,
   });
 }
+
+/** A recognizer double that hears "hello" in any audio. */
+export const helloAsr: AsrEngine = {
+  info: { id: "hello-double", version: "test" },
+  capabilities: {
+    languages: ["en"],
+    sampleRate: 16_000,
+    partialResults: true,
+    wordTimings: false,
+    punctuation: true,
+  },
+  async createStream(): Promise<AsrStream> {
+    return {
+      write: async () => {},
+      partial: async () => ({ text: "hello", words: [] }),
+      finish: async () => ({ text: "hello", words: [] }),
+      abort: () => {},
+    };
+  },
+  close: async () => {},
+};
 
 /** A speech double: one frame whose level tells how long the text was. */
 export async function* toneFor(text: string): AsyncGenerator<Float32Array> {

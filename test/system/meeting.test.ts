@@ -10,7 +10,7 @@
  * speaks every language. What each page shows is what the server sent it: the page filters
  * nothing, so these tests see the server's routing.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -23,7 +23,8 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { chromiumMissing, launchWithMicrophone, microphoneClip } from "../support/chromium.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
-import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
+import { multilingualEngines } from "../support/multilingual-engines.js";
+import type { OpenAiTestServer } from "../support/openai-server.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { inviteLink } from "../../src/playground/meeting-logic.js";
@@ -52,21 +53,10 @@ const consoleErrors: string[] = [];
 
 beforeAll(async () => {
   if (problem) return;
-  remote = await startOpenAiServer();
-  remote.reply = (text, body) => {
-    const [system] = body["messages"] as { content: string }[];
-    return `[${/into (.*)\.$/mu.exec(system!.content.split("\n")[0]!)?.[1]}] ${text.trim()}`;
-  };
   dir = await mkdtemp(path.join(tmpdir(), "relay-meeting-"));
-  const engines = path.join(dir, "engines.json");
-  await writeFile(
-    engines,
-    JSON.stringify({
-      asr: [{ engine: "pocketsphinx" }, standInEntry(remote, "whisper-large", ["en", "es", "de"])],
-      mt: [{ engine: "apertium" }, standInEntry(remote, "llm", ["en", "es", "de"])],
-      tts: [{ engine: "espeak-ng" }],
-    }),
-  );
+  const engines = await multilingualEngines(dir);
+  remote = engines.remote;
+  const enginesFile = engines.enginesFile;
   const [english, spanish, german] = await Promise.all([
     microphoneClip(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"), dir),
     // The stand-in hears any audio as "speech of N ms": a few seconds of each is enough.
@@ -74,7 +64,7 @@ beforeAll(async () => {
     microphoneClip(sharedPath("data/speech/fleurs-dev/fleurs-de-005.wav"), dir, { seconds: 2.5 }),
   ]);
   [server, browsers.en, browsers.es, browsers.de] = await Promise.all([
-    startServer({ PUBLIC_BASE_URL: "", ENGINES_FILE: engines, RATE_LIMIT_PER_MINUTE: "1000" }),
+    startServer({ PUBLIC_BASE_URL: "", ENGINES_FILE: enginesFile, RATE_LIMIT_PER_MINUTE: "1000" }),
     launchWithMicrophone(english),
     launchWithMicrophone(spanish),
     launchWithMicrophone(german),

@@ -7,20 +7,19 @@
  * otherwise into a temporary directory, so a test run leaves the checkout as it was. The API key
  * never appears in a URL.
  */
-import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumMissing, launchWithMicrophone } from "../support/chromium.js";
 import { makeTestVideo } from "../support/media.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const problem = !existsSync(CHROMIUM)
-  ? `no Chromium at ${CHROMIUM} (npm run setup installs Debian's chromium)`
+const problem = chromiumMissing()
+  ? chromiumMissing()
   : sharedMissing("data/speech")
     ? "../shared speech is missing"
     : undefined;
@@ -40,19 +39,7 @@ beforeAll(async () => {
   // hands out must follow that origin, or the page's CSP refuses them).
   server = await startServer({ DUBBING_WORKERS: "1", PUBLIC_BASE_URL: "" });
   dir = await mkdtemp(path.join(tmpdir(), "relay-playground-"));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--use-fake-ui-for-media-stream",
-      "--use-fake-device-for-media-stream",
-      `--use-file-for-fake-audio-capture=${sharedPath("data/speech/librivox-pocketsphinx/goforward.wav")}`,
-      "--autoplay-policy=no-user-gesture-required",
-    ],
-  });
+  browser = await launchWithMicrophone(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
   page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
   page.on("request", (request) => urls.push(request.url()));
   await page.goto(server.baseUrl.replace("127.0.0.1", "localhost"));

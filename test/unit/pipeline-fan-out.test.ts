@@ -1,33 +1,12 @@
 import { describe, expect, it } from "vitest";
-import type { AsrEngine, AsrStream, LanguageCode } from "../../src/core/contracts.js";
+import type { LanguageCode } from "../../src/core/contracts.js";
 import type { PipelineEvent, TargetedCall } from "../../src/pipeline/translation-pipeline.js";
-import { collect, finals, pipelineWith, silence, speech } from "../support/pipeline-harness.js";
+import { collect, finals, helloAsr, pipelineWith, silence, speech } from "../support/pipeline-harness.js";
 
 /**
  * Rooms in several languages: the pipeline's fan-out (`fanOut`), one lane per target language,
  * with engine doubles (see pipeline-stages.test.ts for the single lane).
  */
-
-/** Hears "hello" in any audio. */
-const helloAsr: AsrEngine = {
-  info: { id: "hello-double", version: "test" },
-  capabilities: {
-    languages: ["en"],
-    sampleRate: 16_000,
-    partialResults: true,
-    wordTimings: false,
-    punctuation: true,
-  },
-  async createStream(): Promise<AsrStream> {
-    return {
-      write: async () => {},
-      partial: async () => ({ text: "hello", words: [] }),
-      finish: async () => ({ text: "hello", words: [] }),
-      abort: () => {},
-    };
-  },
-  close: async () => {},
-};
 
 const translateInto = async ({ text, to }: TargetedCall) => `${text} (${to})`;
 

@@ -1,10 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type {
-  AsrEngine,
-  AsrStream,
-  RecognitionOptions,
-  RecognitionStream,
-} from "../../src/core/contracts.js";
+import type { AsrEngine, RecognitionOptions, RecognitionStream } from "../../src/core/contracts.js";
 import type { SpeechFrame } from "../../src/pipeline/frames.js";
 import { DEFAULT_SEGMENTER_OPTIONS } from "../../src/pipeline/segmenter.js";
 import { AudioIntake } from "../../src/pipeline/stages/audio-intake.js";
@@ -14,36 +9,13 @@ import {
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
 import { energyVad } from "../support/vad-double.js";
-import { collect, pipelineWith as harnessPipeline, speech } from "../support/pipeline-harness.js";
+import { collect, helloAsr, pipelineWith as harnessPipeline, speech } from "../support/pipeline-harness.js";
 
 /**
  * The pipeline's stages end to end with engine doubles (as in translation-pipeline.test.ts):
  * speech streaming into synthesis, control frames (flush, cancel) crossing the links, and a
  * recognizer that pushes its own results.
  */
-
-const capabilities = {
-  languages: ["en"],
-  sampleRate: 16_000,
-  partialResults: true,
-  wordTimings: false,
-  punctuation: true,
-};
-
-/** Hears "hello" in any audio. */
-const helloAsr: AsrEngine = {
-  info: { id: "hello-double", version: "test" },
-  capabilities,
-  async createStream(): Promise<AsrStream> {
-    return {
-      write: async () => {},
-      partial: async () => ({ text: "hello", words: [] }),
-      finish: async () => ({ text: "hello", words: [] }),
-      abort: () => {},
-    };
-  },
-  close: async () => {},
-};
 
 const pipelineWith = (overrides: Partial<PipelineOptions>): TranslationPipeline =>
   harnessPipeline({ asr: helloAsr, translate: async ({ text }) => text, ...overrides });
