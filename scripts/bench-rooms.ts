@@ -24,7 +24,7 @@ import { readWavAsPcm16 } from "../src/audio/wav.js";
 import type { RealtimeSocket } from "../src/cli/recording-socket.js";
 import { joinRoom } from "../test/support/room-client.js";
 import { startServiceProcess } from "../test/support/service-process.js";
-import { SHARED, percentile, sleep } from "./realtime-load.js";
+import { SHARED, percentile, sleep, speechSpan } from "./realtime-load.js";
 
 const API_KEY = "bench-key";
 /** Real time holds while end of speech → first translated audio stays at p90 ≤ this (and nothing is dropped). */
@@ -79,15 +79,7 @@ interface Speech {
 
 async function loadSpeech(name: string): Promise<Speech> {
   const pcm = await readWavAsPcm16(path.join(SHARED, "data/speech", name));
-  const frame = 320;
-  const levels: number[] = [];
-  for (let i = 0; i + frame <= pcm.length; i += frame) {
-    let sum = 0;
-    for (let j = i; j < i + frame; j++) sum += pcm[j]! * pcm[j]!;
-    levels.push(Math.sqrt(sum / frame));
-  }
-  const threshold = Math.max(...levels) * 0.1;
-  const speechEnd = Math.min(pcm.length, (levels.findLastIndex((level) => level > threshold) + 1) * frame);
+  const speechEnd = speechSpan(pcm).end;
   const padded = new Int16Array(speechEnd + SILENCE_AFTER_S * 16_000);
   padded.set(pcm.subarray(0, speechEnd));
   return { name, pcm: padded, speechEnd };

@@ -29,9 +29,11 @@ export interface Clip {
   readonly onset: number;
 }
 
-/** Loads a clip and trims trailing silence so that `finalize`, not the VAD, ends the segment. */
-export async function loadClip(name: string): Promise<Clip> {
-  const pcm = await readWavAsPcm16(path.join(SHARED, "data/speech", name));
+/**
+ * Where a recording's speech is, in samples: from its first to the end of its last 20 ms frame louder
+ * than 10 % of its loudest.
+ */
+export function speechSpan(pcm: Int16Array): { readonly start: number; readonly end: number } {
   const frame = 320;
   const levels: number[] = [];
   for (let i = 0; i + frame <= pcm.length; i += frame) {
@@ -42,8 +44,15 @@ export async function loadClip(name: string): Promise<Clip> {
   const threshold = Math.max(...levels) * 0.1;
   const first = levels.findIndex((level) => level > threshold);
   const last = levels.findLastIndex((level) => level > threshold);
-  const end = Math.min(pcm.length, (last + 1) * frame + 1600); // keep 100 ms after the last loud frame
-  return { name, pcm: pcm.subarray(0, end), onset: first * frame };
+  return { start: first * frame, end: Math.min(pcm.length, (last + 1) * frame) };
+}
+
+/** Loads a clip and trims trailing silence so that `finalize`, not the VAD, ends the segment. */
+export async function loadClip(name: string): Promise<Clip> {
+  const pcm = await readWavAsPcm16(path.join(SHARED, "data/speech", name));
+  const { start, end } = speechSpan(pcm);
+  // Keep 100 ms after the last loud frame.
+  return { name, pcm: pcm.subarray(0, Math.min(pcm.length, end + 1600)), onset: start };
 }
 
 export function sleep(ms: number): Promise<void> {
