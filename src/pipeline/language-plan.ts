@@ -59,9 +59,6 @@ export interface RoomSpeaker {
  */
 export function roomSpeakerPlan(speaker: RoomSpeaker): LanguagePlan {
   const { language, sourceLanguage: source, targetLanguage: target } = speaker;
-  const directions = speaker.languages
-    .filter((to) => to !== language)
-    .map((to) => ({ to, labels: {} as LanguageLabels }));
   if (language === undefined) {
     const pair = languagePlan({ sourceLanguage: source, targetLanguage: target, twoWay: speaker.twoWay });
     return {
@@ -74,7 +71,9 @@ export function roomSpeakerPlan(speaker: RoomSpeaker): LanguagePlan {
   }
   return {
     listen: language,
-    directions,
+    directions: speaker.languages
+      .filter((to) => to !== language)
+      .map((to) => ({ to, labels: {} as LanguageLabels })),
     targetFor: () => undefined,
     fanOut: (heard) => [...speaker.listening()].filter((to) => to !== heard),
   };

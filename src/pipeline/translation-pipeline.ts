@@ -19,7 +19,7 @@ import { EventOutput } from "./stages/output.js";
 import { SegmentBuilder } from "./stages/segment-builder.js";
 import { SpeakerSplit } from "./stages/speaker-split.js";
 import { SynthesisStage } from "./stages/synthesis.js";
-import { TranslationStage } from "./stages/translation.js";
+import { TranslationStage, UNIDENTIFIED_LANGUAGE } from "./stages/translation.js";
 import { UtteranceRecognition } from "./stages/utterance-recognition.js";
 
 export type {
@@ -346,12 +346,10 @@ async function fanOut(
     for await (const job of jobs) {
       if (signal.aborted) continue;
       if (job.language === undefined) {
-        if (job.kind === "final")
-          reportError("the language of this utterance could not be identified", job.segment.id);
+        if (job.kind === "final") reportError(UNIDENTIFIED_LANGUAGE, job.segment.id);
         continue;
       }
       for (const to of targetsFor(job.language)) {
-        if (to === job.language) continue;
         let lane = lanes.get(to);
         if (!lane) {
           const input = new BoundedQueue<TranslationJob>(TRANSLATION_QUEUE_JOBS);

@@ -1,4 +1,5 @@
 import type { LanguageCode } from "../core/contracts.js";
+import { parseLanguageTag } from "../core/language-tags.js";
 import type { Requirement } from "../engines/routing/languages.js";
 import { languagePlan, requirementsOf } from "../pipeline/language-plan.js";
 import { TRANSLATION_TRACK_NAME, type RoomLanguages, type RoomMember } from "./types.js";
@@ -16,6 +17,20 @@ import { TRANSLATION_TRACK_NAME, type RoomLanguages, type RoomMember } from "./t
 /** The language a participant hears. */
 export function listeningLanguage(member: RoomMember, room: RoomLanguages): LanguageCode {
   return member.language ?? room.pair?.target ?? room.languages[0]!;
+}
+
+/**
+ * A participant's language as a request or a join URL named it: one of the room's `languages`, or
+ * the message saying why not.
+ */
+export function roomLanguageOf(
+  asked: string,
+  languages: readonly LanguageCode[],
+): { readonly ok: true; readonly language: LanguageCode } | { readonly ok: false; readonly message: string } {
+  const parsed = parseLanguageTag(asked);
+  if (parsed.ok && languages.includes(parsed.language)) return { ok: true, language: parsed.language };
+  const problem = parsed.ok ? "is not one of the room's" : "is not a language code; use one of the room's";
+  return { ok: false, message: `language "${asked}" ${problem}: ${languages.join(", ")}` };
 }
 
 /** Who hears a translation into `language` of `speaker`'s speech. */
@@ -61,14 +76,13 @@ export const MAX_ROOM_LANGUAGES = 4;
  */
 export const MAX_ROOM_LANES = 16;
 
-/** What one room admits: participants (each a speaker), and the lanes they may hold at most. */
-export function roomBounds(
-  room: RoomLanguages,
-  maxParticipants: number,
-): { readonly participants: number; readonly lanes: number } {
+/**
+ * The participants one room admits: `maxParticipants`, fewer when each speaker's lanes (one per
+ * other language) would take the room past `MAX_ROOM_LANES`.
+ */
+export function roomParticipantBound(room: RoomLanguages, maxParticipants: number): number {
   const lanesPerSpeaker = Math.max(1, room.languages.length - 1);
-  const participants = Math.max(1, Math.min(maxParticipants, Math.floor(MAX_ROOM_LANES / lanesPerSpeaker)));
-  return { participants, lanes: participants * lanesPerSpeaker };
+  return Math.max(1, Math.min(maxParticipants, Math.floor(MAX_ROOM_LANES / lanesPerSpeaker)));
 }
 
 /**

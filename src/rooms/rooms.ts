@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { FastifyBaseLogger } from "fastify";
 import type { EngineRegistry } from "../engines/routing/registry.js";
 import type { LanguageCode, Voice } from "../core/contracts.js";
-import { roomBounds } from "./room-languages.js";
+import { roomParticipantBound } from "./room-languages.js";
 import type { RoomDirectory } from "../fleet/room-directory.js";
 import { AccountSessionsLimitError, type LiveSession, type SessionCapacity } from "../sessions/capacity.js";
 import { RoomTranslator } from "./translator.js";
@@ -27,7 +27,7 @@ export interface RoomsOptions {
   readonly emptyPerAccount: number;
   /** A room is closed this long after its last participant left, unless someone (re)joins. */
   readonly departureTimeoutMs: number;
-  /** Participants one room admits (ROOM_MAX_PARTICIPANTS), before `roomBounds` lowers it for many languages. */
+  /** Participants one room admits (ROOM_MAX_PARTICIPANTS), before `roomParticipantBound` lowers it for many languages. */
   readonly maxParticipants: number;
   /** In a fleet: where each room is hosted, so any process can grant access to it or end it. */
   readonly fleet?: {
@@ -59,7 +59,7 @@ interface OpenRoom {
   readonly accountId: string;
   readonly room: RoomLanguages;
   readonly speaks: boolean;
-  /** Participants given access, by identity: bounded by `roomBounds` (each costs a pipeline). */
+  /** Participants given access, by identity: bounded by `roomParticipantBound` (each costs a pipeline). */
   readonly granted: Set<string>;
   readonly translator: RoomTranslator;
   readonly live: LiveSession;
@@ -216,7 +216,7 @@ export class Rooms {
   /**
    * Another participant's access to a room the account created; undefined when there is no such
    * room. `language`: the language they speak and hear (the caller checked it is the room's).
-   * Throws `RoomFullError` once the room has given out its share of access (`roomBounds`).
+   * Throws `RoomFullError` once the room has given out its share of access (`roomParticipantBound`).
    */
   async grantParticipantAccess(
     roomName: string,
@@ -229,7 +229,7 @@ export class Rooms {
     const owner = room?.accountId ?? (await this.options.fleet?.directory.lookup(roomName))?.accountId;
     if (owner !== accountId) return undefined;
     if (room) {
-      const { participants } = roomBounds(room.room, this.options.maxParticipants);
+      const participants = roomParticipantBound(room.room, this.options.maxParticipants);
       if (room.granted.size >= participants) {
         throw new RoomFullError(
           `room ${roomName} has given access to ${room.granted.size} participants, the most a room ` +

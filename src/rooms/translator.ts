@@ -65,7 +65,12 @@ export class RoomTranslator {
     if (options.voice === "clone")
       for (const from of languages)
         for (const to of languages)
-          if (from !== to && (!pair || pair.twoWay || (from === pair.source && to === pair.target)))
+          // Only the directions someone can be heard in (a listen-only language speaks to no one).
+          if (
+            from !== to &&
+            options.registry.recognizer(from) &&
+            (!pair || pair.twoWay || (from === pair.source && to === pair.target))
+          )
             prepareVoiceCloning(options.registry, from, to);
   }
 

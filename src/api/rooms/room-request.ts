@@ -1,7 +1,7 @@
 import { z } from "zod";
 import type { LanguageCode, Voice } from "../../core/contracts.js";
 import { parseLanguageTag } from "../../core/language-tags.js";
-import { MAX_ROOM_LANGUAGES } from "../../rooms/room-languages.js";
+import { MAX_ROOM_LANGUAGES, roomLanguageOf } from "../../rooms/room-languages.js";
 import type { RoomLanguages } from "../../rooms/types.js";
 import { DEFAULT_VOICE_TYPES, voiceOf } from "../../voices/voice-defaults.js";
 import { voiceById } from "../../voices/library.js";
@@ -190,14 +190,8 @@ export const sessionRequest = z
     }
     let language: LanguageCode | undefined = body.languages === undefined ? undefined : room.languages[0];
     if (body.language !== undefined) {
-      const read = languageOf("language", body.language, "es-ES");
+      const read = roomLanguageOf(body.language, room.languages);
       if (!read.ok) return refuse("language", read.message);
-      if (!room.languages.includes(read.language)) {
-        return refuse(
-          "language",
-          `language "${body.language}" is not one of the room's: ${room.languages.join(", ")}`,
-        );
-      }
       language = read.language;
     }
 

@@ -6,7 +6,7 @@ import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import { recognitionAdvice, recognitionTier, unservable } from "../../engines/routing/languages.js";
 import { EmptyRoomsLimitError, RoomCapacityError, RoomFullError, type Rooms } from "../../rooms/rooms.js";
-import { roomRequirements, spokenLanguages } from "../../rooms/room-languages.js";
+import { roomLanguageOf, roomRequirements, spokenLanguages } from "../../rooms/room-languages.js";
 import type { RoomLanguages } from "../../rooms/types.js";
 import { AccountSessionsLimitError } from "../../sessions/capacity.js";
 import { accountOf, authenticated } from "../authenticate.js";
@@ -185,16 +185,11 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
       // checks a declared language when the participant joins.
       const room = rooms.openRoom(roomName, account.id);
       if (asked !== undefined) {
-        const read = languageOf("language", asked, "es-ES");
+        const read = room
+          ? roomLanguageOf(asked, room.languages.languages)
+          : languageOf("language", asked, "es-ES");
         if (!read.ok) throw new ApiError(400, "invalid_language", read.message);
         language = read.language;
-        if (room && !room.languages.languages.includes(language)) {
-          throw new ApiError(
-            400,
-            "invalid_language",
-            `language "${asked}" is not one of the room's: ${room.languages.languages.join(", ")}`,
-          );
-        }
         // A language no engine recognizes is listen-only: what it hears was checked with the room.
         if (room && registry.recognizer(language)) {
           const named = new Map([[language, `language "${asked}"`]]);

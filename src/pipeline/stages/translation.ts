@@ -17,6 +17,9 @@ import type {
 import type { BoundedQueue } from "../../core/queue.js";
 import { spanInSegment } from "./casing.js";
 
+/** What a final whose language was not identified ("auto", two-way) is reported with. */
+export const UNIDENTIFIED_LANGUAGE = "the language of this utterance could not be identified";
+
 /** Interim translations from a stream are sent at most this often. */
 const STREAMED_INTERIM_INTERVAL_MS = 100;
 
@@ -90,7 +93,7 @@ export class TranslationStage {
     let translatedSpan: string | undefined;
     if (job.language === undefined) {
       if (job.kind === "interim") return;
-      reportError("the language of this utterance could not be identified", segment.id);
+      reportError(UNIDENTIFIED_LANGUAGE, segment.id);
     } else {
       const calling = job.sourceText !== "" && to !== undefined;
       const startedAt = performance.now();

@@ -6,7 +6,6 @@ import { Channel } from "../../core/channel.js";
 import { errorBody } from "../../wire/error-body.js";
 import { Pcm16Input, SocketWire } from "../../wire/socket-wire.js";
 import type { LanguageCode } from "../../core/contracts.js";
-import { parseLanguageTag } from "../../core/language-tags.js";
 import { mintRoomToken, verifyRoomToken, type RoomTokenKeys } from "../tokens.js";
 import {
   TRANSLATOR_IDENTITY,
@@ -17,7 +16,7 @@ import {
   type RoomLanguages,
   type RoomMember,
 } from "../types.js";
-import { listeningLanguage, trackOf } from "../room-languages.js";
+import { listeningLanguage, roomLanguageOf, trackOf } from "../room-languages.js";
 
 /**
  * The embedded room server: media rooms inside this process, so rooms work with no other service.
@@ -188,13 +187,9 @@ export class EmbeddedRoomServer implements RoomBackend {
           const asked = (request.query as Record<string, unknown>).language ?? verified.language;
           let language: LanguageCode | undefined;
           if (asked !== undefined) {
-            const parsed = typeof asked === "string" ? parseLanguageTag(asked) : undefined;
-            const languages = room.languages.languages;
-            if (!parsed?.ok || !languages.includes(parsed.language)) {
-              const message = `language "${String(asked)}" is not one of this room's: ${languages.join(", ")}`;
-              return reply.code(400).send(errorBody("invalid_language", message));
-            }
-            language = parsed.language;
+            const read = roomLanguageOf(String(asked), room.languages.languages);
+            if (!read.ok) return reply.code(400).send(errorBody("invalid_language", read.message));
+            language = read.language;
           }
           request.roomParticipant = {
             roomName,
