@@ -26,12 +26,20 @@ export default defineConfig({
     sequence: { sequencer: LongestFirst },
     projects: [
       // A fresh process per unit file (cheap files; some replace timers and spies).
-      { extends: true, test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["test/unit/**/*.test.ts", "packages/livekit-agents/test/unit/**/*.test.ts"],
+        },
+      },
       {
         extends: true,
         test: {
           name: "integration",
-          include: ["test/integration/**/*.test.ts"],
+          // The LiveKit Agents plugin's tests live beside it: they resolve @livekit/agents and the
+          // @livekit/rtc-node it needs (0.13, not the service's 1.x) from the package's own node_modules.
+          include: ["test/integration/**/*.test.ts", "packages/livekit-agents/test/integration/**/*.test.ts"],
           // Files run one after another in each fork and share its module graph, so the engines
           // load once per fork (test/support/app.ts shares the registry), not once per file.
           isolate: false,

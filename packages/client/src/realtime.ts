@@ -139,6 +139,12 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
   dropped = 0;
   /** Called with each frame of translated speech (float32 mono, 24 kHz). */
   onAudio: ((samples: Float32Array<ArrayBuffer>) => void) | undefined;
+  /**
+   * Called with each message as it arrives, in order with `onAudio` (the iterator is read later, so
+   * it cannot tell which audio came before a message, e.g. a `speech_end`). Messages are queued for
+   * the iterator as well.
+   */
+  onMessage: ((message: ServerMessage) => void) | undefined;
   readonly closed: Promise<CloseInfo>;
 
   private constructor(
@@ -293,7 +299,9 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
       this.onAudio?.(samples);
       return;
     }
-    this.queue.push(JSON.parse(data) as ServerMessage);
+    const message = JSON.parse(data) as ServerMessage;
+    this.onMessage?.(message);
+    this.queue.push(message);
     if (this.queue.length > this.maxBuffered) {
       const interim = this.queue.findIndex((m) => "is_final" in m && m.is_final === false);
       this.queue.splice(interim >= 0 ? interim : 0, 1);
