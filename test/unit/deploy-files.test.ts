@@ -5,7 +5,7 @@
  * docker-compose, installed by .ci/run) and by reading it; the systemd unit by reading it.
  */
 import { execFile } from "node:child_process";
-import { copyFile, mkdtemp, readFile, rm } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -116,8 +116,14 @@ describe("npm files", () => {
     // refuses one that disagrees with package.json. Resolving into a copy shows both at once.
     const dir = await mkdtemp(path.join(tmpdir(), "relay-lock-"));
     try {
-      for (const file of ["package.json", "package-lock.json"])
+      // The workspaces' manifests too: their own dependencies (the LiveKit Agents plugin's) are in the lock.
+      const workspaces = (await readdir(path.join(PROJECT_ROOT, "packages"))).map((name) =>
+        path.join("packages", name, "package.json"),
+      );
+      for (const file of ["package.json", "package-lock.json", ...workspaces]) {
+        await mkdir(path.dirname(path.join(dir, file)), { recursive: true });
         await copyFile(path.join(PROJECT_ROOT, file), path.join(dir, file));
+      }
       await run("npm", ["install", "--package-lock-only", "--ignore-scripts", "--no-audit", "--no-fund"], {
         cwd: dir,
         env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: "skip" },
