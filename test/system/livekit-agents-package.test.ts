@@ -79,7 +79,21 @@ async function pack(packageDir: string, name: string): Promise<void> {
 beforeAll(async () => {
   server = await startServer();
   dir = await mkdtemp(path.join(tmpdir(), "relay-agents-package-"));
-  await pack(CLIENT_DIR, "client");
+  // The SDK as the workspace built it (npm run build, before the tests): sdk-package.test.ts tests
+  // its own packing; here it is only what the plugin depends on.
+  const { stdout } = await run("npm", [
+    "pack",
+    "--json",
+    "--ignore-scripts",
+    "--pack-destination",
+    dir,
+    CLIENT_DIR,
+  ]);
+  const [client] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
+  tarballs["client"] = {
+    path: path.join(dir, client!.filename),
+    files: client!.files.map((f) => f.path).sort(),
+  };
   await pack(PLUGIN_DIR, "plugin");
 }, 180_000);
 afterAll(async () => {
