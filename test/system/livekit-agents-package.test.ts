@@ -5,37 +5,26 @@
  * an agent's own, and the README's examples and examples/livekit-agent type-checked there with tsc
  * (strict) and the runnable one run with node against the service on real speech.
  */
-import { execFile } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  installedPackages,
+  packFromSources,
+  packInstalled,
+  publishDryRun,
+  run,
+  TSC,
+  type Packed,
+} from "../support/npm-package.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
-const execFileAsync = promisify(execFile);
-
-async function run(
-  command: string,
-  args: string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
-): Promise<{ stdout: string; stderr: string }> {
-  try {
-    return await execFileAsync(command, args, { ...options, maxBuffer: 16 * 1024 * 1024 });
-  } catch (error) {
-    const { stdout = "", stderr = "" } = error as { stdout?: string; stderr?: string };
-    throw new Error(`${path.basename(command)} ${args.join(" ")} failed:\n${stdout}${stderr}`, {
-      cause: error,
-    });
-  }
-}
-
 const PLUGIN_DIR = path.join(PROJECT_ROOT, "packages", "livekit-agents");
 const CLIENT_DIR = path.join(PROJECT_ROOT, "packages", "client");
-const TSC = path.join(PROJECT_ROOT, "node_modules", "typescript", "bin", "tsc");
 const SPEECH = "data/speech/librivox-pocketsphinx/goforward.wav";
 
 /** Where a package the plugin's workspace resolves lives (its folder, whatever its exports allow). */
@@ -54,47 +43,17 @@ function codeUnder(readme: string, heading: string): string {
 
 let server: TestServer;
 let dir: string;
-const tarballs: Record<string, { path: string; files: string[] }> = {};
-
-/** Builds a package into a copy of it and packs that (the checkout's dist is left alone). */
-async function pack(packageDir: string, name: string): Promise<void> {
-  const copy = path.join(dir, name);
-  await mkdir(copy);
-  await run(process.execPath, [
-    TSC,
-    "-p",
-    path.join(packageDir, "tsconfig.json"),
-    "--outDir",
-    `${copy}/dist`,
-  ]);
-  for (const file of ["package.json", "README.md", "LICENSE"])
-    await copyFile(path.join(packageDir, file), path.join(copy, file));
-  const { stdout } = await run("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", dir], {
-    cwd: copy,
-  });
-  const [made] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
-  tarballs[name] = { path: path.join(dir, made!.filename), files: made!.files.map((f) => f.path).sort() };
-}
+/** The plugin built from its sources and packed; the SDK as the workspace built it. */
+let plugin: Packed;
+let clientTarball: string;
 
 beforeAll(async () => {
   server = await startServer();
   dir = await mkdtemp(path.join(tmpdir(), "relay-agents-package-"));
   // The SDK as the workspace built it (npm run build, before the tests): sdk-package.test.ts tests
   // its own packing; here it is only what the plugin depends on.
-  const { stdout } = await run("npm", [
-    "pack",
-    "--json",
-    "--ignore-scripts",
-    "--pack-destination",
-    dir,
-    CLIENT_DIR,
-  ]);
-  const [client] = JSON.parse(stdout) as { filename: string; files: { path: string }[] }[];
-  tarballs["client"] = {
-    path: path.join(dir, client!.filename),
-    files: client!.files.map((f) => f.path).sort(),
-  };
-  await pack(PLUGIN_DIR, "plugin");
+  clientTarball = await packInstalled(CLIENT_DIR, dir);
+  plugin = await packFromSources(PLUGIN_DIR, dir, "plugin");
 }, 180_000);
 afterAll(async () => {
   await server?.close();
@@ -103,7 +62,7 @@ afterAll(async () => {
 
 describe("the LiveKit Agents plugin package", () => {
   it("is ready to publish: README, licence, declarations and code, public, agents as a peer, no warning from npm", async () => {
-    const { files } = tarballs["plugin"]!;
+    const { files } = plugin;
     expect(files.filter((file) => !file.startsWith("dist/"))).toEqual([
       "LICENSE",
       "README.md",
@@ -118,13 +77,7 @@ describe("the LiveKit Agents plugin package", () => {
     };
     expect(Object.keys(manifest.dependencies)).toEqual(["@relay-translate/client"]);
     expect(Object.keys(manifest.peerDependencies).sort()).toEqual(["@livekit/agents", "@livekit/rtc-node"]);
-    const { stdout, stderr } = await run("npm", ["publish", "--dry-run", "--ignore-scripts"], {
-      cwd: path.join(dir, "plugin"),
-    });
-    const output = `${stdout}${stderr}`;
-    const warnings = output
-      .split("\n")
-      .filter((line) => /^npm warn/iu.test(line) && !/requires you to be logged in/u.test(line));
+    const { output, warnings } = await publishDryRun(plugin.copy);
     expect(warnings).toEqual([]);
     expect(output).toMatch(/with tag latest and public access \(dry-run\)/u);
     expect(output).toContain("+ @relay-translate/livekit-agents@0.1.0");
@@ -139,12 +92,7 @@ describe("the LiveKit Agents plugin package", () => {
         path.join(app, "package.json"),
         JSON.stringify({ name: "agent", private: true, type: "module" }),
       );
-      const { stdout: wsPacked } = await run(
-        "npm",
-        ["pack", "--json", "--pack-destination", dir, path.join(PROJECT_ROOT, "node_modules", "ws")],
-        { cwd: dir },
-      );
-      const wsTarball = path.join(dir, (JSON.parse(wsPacked) as { filename: string }[])[0]!.filename);
+      const wsTarball = await packInstalled(path.join(PROJECT_ROOT, "node_modules", "ws"), dir);
       // The package alone: no registry, and its peers not installed (the agent has its own).
       const started = performance.now();
       await run(
@@ -152,8 +100,8 @@ describe("the LiveKit Agents plugin package", () => {
         [
           "install",
           wsTarball,
-          tarballs["client"]!.path,
-          tarballs["plugin"]!.path,
+          clientTarball,
+          plugin.tarball,
           "--offline",
           "--legacy-peer-deps",
           "--no-audit",
@@ -162,14 +110,7 @@ describe("the LiveKit Agents plugin package", () => {
         { cwd: app },
       );
       const installSeconds = (performance.now() - started) / 1000;
-      const lock = JSON.parse(
-        await readFile(path.join(app, "node_modules", ".package-lock.json"), "utf8"),
-      ) as {
-        packages: Record<string, unknown>;
-      };
-      const installed = Object.keys(lock.packages)
-        .map((key) => key.replace(/^.*node_modules\//u, ""))
-        .sort();
+      const installed = await installedPackages(app);
       expect(installed).toEqual(["@relay-translate/client", "@relay-translate/livekit-agents", "ws"]);
       console.info(`LiveKit Agents plugin: installed alone in ${installSeconds.toFixed(1)} s`);
 

@@ -5,36 +5,25 @@
  * Node ESM, and an example compiled there with tsc (strict, no skipLibCheck: the package's
  * declarations must be clean for Node and for browsers) and run with node against the service.
  */
-import { execFile } from "node:child_process";
-import { copyFile, mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  installedPackages,
+  packFromSources,
+  packInstalled,
+  publishDryRun,
+  run,
+  TSC,
+  type Packed,
+} from "../support/npm-package.js";
 import { freePort } from "../support/ports.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
-const execFileAsync = promisify(execFile);
-
-/** Runs a command; a failure says what it printed (tsc reports on stdout). */
-async function run(
-  command: string,
-  args: string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
-): Promise<{ stdout: string; stderr: string }> {
-  try {
-    return await execFileAsync(command, args, options);
-  } catch (error) {
-    const { stdout = "", stderr = "" } = error as { stdout?: string; stderr?: string };
-    throw new Error(`${path.basename(command)} ${args.join(" ")} failed:\n${stdout}${stderr}`, {
-      cause: error,
-    });
-  }
-}
 const PACKAGE_DIR = path.join(PROJECT_ROOT, "packages", "client");
-// The workspace's compiler and Node types: the app installs nothing but the SDK.
-const TSC = path.join(PROJECT_ROOT, "node_modules", "typescript", "bin", "tsc");
+// The workspace's Node types: the app installs nothing but the SDK.
 const TYPE_ROOTS = [path.join(PROJECT_ROOT, "node_modules", "@types")];
 
 /** Every export, a refused session and an unreachable service, from plain JavaScript. */
@@ -102,37 +91,12 @@ const compilerOptions = {
 let server: TestServer;
 let dir: string;
 /** The package as `npm pack` made it, built from the sources (the checkout's dist is left alone). */
-let packed: { copy: string; tarball: string; files: string[]; size: number };
-
-/** Builds the package into a copy of it and packs that. */
-async function pack(): Promise<typeof packed> {
-  const copy = path.join(dir, "package");
-  await mkdir(copy);
-  await run(process.execPath, [
-    TSC,
-    "-p",
-    path.join(PACKAGE_DIR, "tsconfig.json"),
-    "--outDir",
-    `${copy}/dist`,
-  ]);
-  for (const file of ["package.json", "README.md", "LICENSE"])
-    await copyFile(path.join(PACKAGE_DIR, file), path.join(copy, file));
-  const { stdout } = await run("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", dir], {
-    cwd: copy,
-  });
-  const [made] = JSON.parse(stdout) as { filename: string; size: number; files: { path: string }[] }[];
-  return {
-    copy,
-    tarball: path.join(dir, made!.filename),
-    files: made!.files.map((file) => file.path).sort(),
-    size: made!.size,
-  };
-}
+let packed: Packed;
 
 beforeAll(async () => {
   server = await startServer();
   dir = await mkdtemp(path.join(tmpdir(), "relay-sdk-package-"));
-  packed = await pack();
+  packed = await packFromSources(PACKAGE_DIR, dir, "package");
 }, 120_000);
 afterAll(async () => {
   await server?.close();
@@ -149,14 +113,7 @@ describe("the SDK package", () => {
     expect(packed.files).toEqual(expect.arrayContaining(["dist/index.js", "dist/index.d.ts"]));
     expect(await readFile(path.join(packed.copy, "LICENSE"), "utf8")).toMatch(/^\s*Apache License/u);
 
-    const { stdout, stderr } = await run("npm", ["publish", "--dry-run", "--ignore-scripts"], {
-      cwd: packed.copy,
-    });
-    const output = `${stdout}${stderr}`;
-    // Logging in is the publisher's business, not the package's.
-    const warnings = output
-      .split("\n")
-      .filter((line) => /^npm warn/iu.test(line) && !/requires you to be logged in/u.test(line));
+    const { output, warnings } = await publishDryRun(packed.copy);
     expect(warnings).toEqual([]);
     // A scoped package is private unless it says otherwise (and a private publish fails).
     expect(output).toMatch(/with tag latest and public access \(dry-run\)/u);
@@ -171,23 +128,13 @@ describe("the SDK package", () => {
       JSON.stringify({ name: "sdk-app", private: true, type: "module" }),
     );
     // ws from the workspace, as a tarball: with --offline npm may ask no registry for anything.
-    const { stdout: wsPacked } = await run(
-      "npm",
-      ["pack", "--json", "--pack-destination", dir, path.join(PROJECT_ROOT, "node_modules", "ws")],
-      { cwd: dir },
-    );
-    const wsTarball = path.join(dir, (JSON.parse(wsPacked) as { filename: string }[])[0]!.filename);
+    const wsTarball = await packInstalled(path.join(PROJECT_ROOT, "node_modules", "ws"), dir);
     const started = performance.now();
     await run("npm", ["install", wsTarball, packed.tarball, "--offline", "--no-audit", "--no-fund"], {
       cwd: app,
     });
     const installSeconds = (performance.now() - started) / 1000;
-    const lock = JSON.parse(await readFile(path.join(app, "node_modules", ".package-lock.json"), "utf8")) as {
-      packages: Record<string, unknown>;
-    };
-    const installed = Object.keys(lock.packages)
-      .map((key) => key.replace(/^.*node_modules\//u, ""))
-      .sort();
+    const installed = await installedPackages(app);
     expect(installed).toEqual(["@relay-translate/client", "ws"]);
     const { stdout: du } = await run("du", ["-sk", path.join(app, "node_modules")]);
     console.info(
