@@ -286,7 +286,10 @@ export class SpeechStream extends stt.SpeechStream {
       await reading;
       this.#session = undefined;
     }
-    if (inputDone || this.abortSignal.aborted || this.closed) return;
+    if (inputDone || this.abortSignal.aborted || this.closed) {
+      this.#onClose(this); // the STT no longer updates its context
+      return;
+    }
     const { code, reason } = await session.closed;
     throw droppedError(this.label, this.#connection.baseUrl, code, reason);
   }
