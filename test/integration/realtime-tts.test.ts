@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MAX_PENDING_SPEAKS } from "../../src/api/realtime/socket.js";
+import { MAX_WAITING_SPEAKS } from "@relay-translate/client";
 import { startServer, type TestServer } from "../support/server.js";
 import { joinFrames, openTtsSession, speakLine } from "../support/tts-session.js";
 
@@ -82,7 +82,7 @@ describe("mode=tts", () => {
     socket.close();
   });
 
-  it(`refuses speak requests beyond ${MAX_PENDING_SPEAKS} waiting, each by name; the socket stays open and later speaks work`, async () => {
+  it(`refuses speak requests beyond ${MAX_WAITING_SPEAKS} waiting, each by name; the socket stays open and later speaks work`, async () => {
     const socket = await openTts({ targetLanguage: "es" });
     const lines = 400;
     for (let i = 0; i < lines; i++)
@@ -98,11 +98,11 @@ describe("mode=tts", () => {
     expect(refused.length).toBeGreaterThan(0);
     expect(new Set([...accepted, ...refused]).size).toBe(lines);
     // the first ones are always accepted: the bound counts speaks waiting, not speaks sent
-    expect(accepted.slice(0, MAX_PENDING_SPEAKS)).toEqual(
-      Array.from({ length: MAX_PENDING_SPEAKS }, (_, i) => `line-${i}`),
+    expect(accepted.slice(0, MAX_WAITING_SPEAKS)).toEqual(
+      Array.from({ length: MAX_WAITING_SPEAKS }, (_, i) => `line-${i}`),
     );
     for (const error of socket.messages.filter((m) => m.type === "error"))
-      expect(error.error).toMatch(new RegExp(`${MAX_PENDING_SPEAKS} speak requests are already waiting`));
+      expect(error.error).toMatch(new RegExp(`${MAX_WAITING_SPEAKS} speak requests are already waiting`));
     await expect
       .poll(() => socket.messages.filter((m) => m.type === "speech_end").length, { timeout: 60_000 })
       .toBe(accepted.length);

@@ -26,6 +26,7 @@ export {
   type UploadBody,
   type UploadGrant,
 } from "./dubbing.js";
+export { MAX_SPEAK_CHARACTERS, MAX_WAITING_SPEAKS } from "./messages.js";
 export type {
   ClientMessage,
   ErrorMessage,

@@ -1,11 +1,7 @@
 import { APIError } from "@livekit/agents";
 import type { AudioFrame } from "@livekit/rtc-node";
-import type { RealtimeSession } from "@relay-translate/client";
+import { MAX_SPEAK_CHARACTERS, MAX_WAITING_SPEAKS, type RealtimeSession } from "@relay-translate/client";
 import { SpeechFramer } from "./audio.js";
-
-/** relay's bounds on `speak` (src/api/realtime/socket.ts): characters per line, lines waiting. */
-export const MAX_LINE_CHARS = 5000;
-export const MAX_WAITING_LINES = 64;
 
 interface Line<Tag> {
   readonly id: string;
@@ -93,7 +89,7 @@ export class LineSpeaker<Tag = undefined> {
     const spoken: Promise<void>[] = [];
     const parts = partsOf(text);
     for (const [index, part] of parts.entries()) {
-      while (this.session.isOpen && this.waiting.length + (this.speaking ? 1 : 0) >= MAX_WAITING_LINES)
+      while (this.session.isOpen && this.waiting.length + (this.speaking ? 1 : 0) >= MAX_WAITING_SPEAKS)
         await new Promise<void>((resolve) => this.room.push(resolve));
       const id = `line-${++this.count}`;
       spoken.push(
@@ -109,12 +105,12 @@ export class LineSpeaker<Tag = undefined> {
   }
 }
 
-/** A line as relay takes it: at most MAX_LINE_CHARS characters, cut at whitespace. */
+/** A line as relay takes it: at most MAX_SPEAK_CHARACTERS characters, cut at whitespace. */
 function partsOf(text: string): string[] {
   const parts: string[] = [];
   let rest = text.trim();
-  while ([...rest].length > MAX_LINE_CHARS) {
-    const head = [...rest].slice(0, MAX_LINE_CHARS).join("");
+  while ([...rest].length > MAX_SPEAK_CHARACTERS) {
+    const head = [...rest].slice(0, MAX_SPEAK_CHARACTERS).join("");
     const cut = head.lastIndexOf(" ") > 0 ? head.lastIndexOf(" ") : head.length;
     parts.push(head.slice(0, cut));
     rest = rest.slice(cut).trim();

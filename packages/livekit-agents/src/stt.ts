@@ -1,7 +1,6 @@
 import {
   type APIConnectOptions,
   type AudioBuffer,
-  log,
   mergeFrames,
   normalizeLanguage,
   stt,
@@ -16,7 +15,7 @@ import {
   type RelayConnection,
   type RelayOptions,
 } from "./connection.js";
-import { finishSession } from "./session-end.js";
+import { finishSession, followTranscripts } from "./speech-session.js";
 import { TranscriptEvents } from "./transcripts.js";
 
 export interface STTOptions extends RelayOptions {
@@ -138,22 +137,14 @@ export class STT extends stt.STT {
       this.#settings.finalizeMode,
       () => samples.length / INPUT_SAMPLE_RATE,
     );
-    const state = { open: false, heardAny: false, lastMessageAt: performance.now() };
     const finals: stt.SpeechData[] = [];
-    const reading = (async () => {
-      for await (const message of session) {
-        state.lastMessageAt = performance.now();
-        if (message.type !== "original_transcript") continue;
-        state.heardAny = true;
-        for (const event of events.eventsOf(message))
-          if (event.type === stt.SpeechEventType.FINAL_TRANSCRIPT) finals.push(event.alternatives![0]);
-        state.open = events.open;
-      }
-    })();
+    const { state, done } = followTranscripts(session, events, 0, (event) => {
+      if (event.type === stt.SpeechEventType.FINAL_TRANSCRIPT) finals.push(event.alternatives![0]);
+    });
     // 20 ms frames, as a microphone would send them.
     for (let i = 0; i < samples.length; i += 320) session.sendAudio(samples.subarray(i, i + 320));
     await finishSession(session, state);
-    await reading;
+    await done;
     abortSignal?.removeEventListener("abort", abort);
     const [first] = finals;
     return {
@@ -239,23 +230,9 @@ export class SpeechStream extends stt.SpeechStream {
     this.#session = session;
     let samplesSent = 0;
     const events = new TranscriptEvents(this.#stt.finalizeMode, () => samplesSent / INPUT_SAMPLE_RATE);
-    const state = { open: false, heardAny: false, lastMessageAt: performance.now() };
-    const offset = this.startTimeOffset;
-    const reading = (async () => {
-      for await (const message of session) {
-        state.lastMessageAt = performance.now();
-        if (message.type === "original_transcript") {
-          state.heardAny = true;
-          for (const event of events.eventsOf(message, offset)) this.#emit(event);
-          state.open = events.open;
-        } else if (message.type === "error") {
-          // A session that goes on: relay's message is worth seeing, not worth ending the stream for.
-          log().warn({ correlationId: message.correlation_id }, `relay: ${message.error}`);
-        } else if (message.type === "notice") {
-          log().info({ code: message.code }, `relay: ${message.message}`);
-        }
-      }
-    })();
+    const { state, done } = followTranscripts(session, events, this.startTimeOffset, (event) => {
+      if (!this.queue.closed) this.queue.put(event);
+    });
     const closed = session.closed.then(() => undefined);
     const aborted = new Promise<undefined>((resolve) =>
       this.abortSignal.addEventListener("abort", () => resolve(undefined), { once: true }),
@@ -283,7 +260,7 @@ export class SpeechStream extends stt.SpeechStream {
       }
     } finally {
       session.close(1000);
-      await reading;
+      await done;
       this.#session = undefined;
     }
     if (inputDone || this.abortSignal.aborted || this.closed) {
@@ -292,9 +269,5 @@ export class SpeechStream extends stt.SpeechStream {
     }
     const { code, reason } = await session.closed;
     throw droppedError(this.label, this.#connection.baseUrl, code, reason);
-  }
-
-  #emit(event: stt.SpeechEvent): void {
-    if (!this.queue.closed) this.queue.put(event);
   }
 }

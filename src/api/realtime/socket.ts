@@ -1,3 +1,6 @@
+// The protocol's bounds on `speak` live in the SDK, so clients keep to the same numbers. The
+// waiting bound means a client flooding speaks cannot grow the process without bound.
+import { MAX_SPEAK_CHARACTERS, MAX_WAITING_SPEAKS } from "@relay-translate/client";
 import type { FastifyBaseLogger } from "fastify";
 import { ignoredTermsNotice } from "../../core/glossary.js";
 import type { RawData, WebSocket } from "ws";
@@ -51,14 +54,6 @@ export interface SessionObserver {
   closed(code: number, by: "server" | "client"): void;
   readonly pipeline: PipelineObserver;
 }
-
-/** Largest text a `speak` may carry. */
-const MAX_SPEAK_CHARS = 5000;
-/**
- * `speak` requests a tts session may have waiting or being rendered; more are refused with an
- * `error` frame, so a client flooding speaks cannot grow the process without bound.
- */
-export const MAX_PENDING_SPEAKS = 64;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -448,13 +443,13 @@ class TextToSpeechSession implements ModeHandler {
     if (typeof text !== "string" || text.trim() === "")
       return refuse('speak needs "text": a non-empty string');
     const length = characterCount(text);
-    if (length > MAX_SPEAK_CHARS) {
-      return refuse(`speak text is ${length} characters long; the limit is ${MAX_SPEAK_CHARS}`);
+    if (length > MAX_SPEAK_CHARACTERS) {
+      return refuse(`speak text is ${length} characters long; the limit is ${MAX_SPEAK_CHARACTERS}`);
     }
     // Checked before the voice or language is applied: a refused speak changes nothing.
-    if (this.pending >= MAX_PENDING_SPEAKS) {
+    if (this.pending >= MAX_WAITING_SPEAKS) {
       return refuse(
-        `${MAX_PENDING_SPEAKS} speak requests are already waiting; send more after their speech_end`,
+        `${MAX_WAITING_SPEAKS} speak requests are already waiting; send more after their speech_end`,
       );
     }
     const problem = this.applySticky(voiceId, language);
