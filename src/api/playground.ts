@@ -26,7 +26,7 @@ const PLAYGROUND_FILES: Record<string, string> = {
   "meeting.css": "text/css; charset=utf-8",
 };
 /** The SDK modules the browser imports (the Node-only test client is not among them). */
-const SDK_FILES = ["index.js", "realtime.js", "dubbing.js", "errors.js"];
+const SDK_FILES = ["index.js", "realtime.js", "dubbing.js", "errors.js", "messages.js"];
 
 const here = (relative: string) => fileURLToPath(new URL(relative, import.meta.url));
 const playgroundDir = here("../playground/");
