@@ -4,17 +4,25 @@ import { LongestFirst } from "./test/support/sequencer.js";
 /**
  * Three tiers (docs/testing.md): unit (pure logic and engine doubles), integration (the real
  * service in the test process over real HTTP/WebSocket with real engines) and system (the service,
- * CLI and SDK as users run them: built processes, a fleet behind nginx, a browser). All run in one
- * pool of forks, longest files first, so the cores stay busy until the end.
+ * CLI and SDK as users run them: built processes, a fleet behind nginx, a browser), in two vitest
+ * projects: `unit`, and `service` for the other two. All run in one pool of forks, longest files
+ * first, so the cores stay busy until the end.
  */
 export default defineConfig({
   test: {
     // Native engines (koffi, onnxruntime) are safest in child processes rather than worker threads.
     pool: "forks",
+    // Forks are reused from file to file: vitest reads this from the root config only (a project's
+    // `isolate` alone still gives every file a new fork). Where forks are reused, vitest runs one
+    // project at a time, ending the forks between projects: hence two projects, not one per tier.
+    poolOptions: { forks: { isolate: false } },
     // Three forks on two cores: many tests wait on real-time audio, sockets and child processes, so a
     // third keeps the cores busy; a fourth gains nothing measurable once lint and typecheck run
     // beside (docs/benchmarks.md, "npm test").
     maxWorkers: 3,
+    // All three from the start, and kept: a fork idle above the minimum is ended at once (tinypool's
+    // idle timeout is 0), throwing away the service it loaded.
+    minWorkers: 3,
     // Generous: on a loaded 2-core VM (docs/benchmarks.md, "npm test") real-time streaming tests run
     // at a fraction of their quiet speed; a timeout is for a hung test, not a slow machine.
     testTimeout: 180_000,
@@ -25,27 +33,31 @@ export default defineConfig({
     setupFiles: process.env.TEST_CPU_REPORT ? ["test/support/cpu-probe.ts"] : [],
     sequence: { sequencer: LongestFirst },
     projects: [
-      // A fresh process per unit file (cheap files; some replace timers and spies).
+      // Fresh modules for every unit file (some replace timers and spies), in the same forks.
       {
         extends: true,
         test: {
           name: "unit",
           include: ["test/unit/**/*.test.ts", "packages/livekit-agents/test/unit/**/*.test.ts"],
+          poolOptions: { forks: { isolate: true } },
         },
       },
+      // Integration and system files run one after another in each fork and share its modules: the
+      // service and its engines load once per fork (test/support/app.ts shares the registry), not
+      // once per file. Collecting these files costs 27 CPU-s so, 134 with a fork per file.
       {
         extends: true,
         test: {
-          name: "integration",
-          // The LiveKit Agents plugin's tests live beside it: they resolve @livekit/agents and the
-          // @livekit/rtc-node it needs (0.13, not the service's 1.x) from the package's own node_modules.
-          include: ["test/integration/**/*.test.ts", "packages/livekit-agents/test/integration/**/*.test.ts"],
-          // Files run one after another in each fork and share its module graph, so the engines
-          // load once per fork (test/support/app.ts shares the registry), not once per file.
-          isolate: false,
+          name: "service",
+          include: [
+            "test/integration/**/*.test.ts",
+            "test/system/**/*.test.ts",
+            // The LiveKit Agents plugin's tests live beside it: they resolve @livekit/agents and the
+            // @livekit/rtc-node it needs (0.13, not the service's 1.x) from the package's own node_modules.
+            "packages/livekit-agents/test/integration/**/*.test.ts",
+          ],
         },
       },
-      { extends: true, test: { name: "system", include: ["test/system/**/*.test.ts"], isolate: false } },
     ],
   },
 });
