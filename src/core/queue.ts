@@ -20,6 +20,8 @@ export class BoundedQueue<T> implements AsyncIterable<T> {
   private head = 0;
   private used = 0;
   private closed = false;
+  /** The consumer took an item and has not come back for the next: it is working on it. */
+  private holding = false;
   private wakeConsumer: (() => void) | undefined;
   private readonly roomWaiters: (() => void)[] = [];
 
@@ -35,6 +37,11 @@ export class BoundedQueue<T> implements AsyncIterable<T> {
 
   get length(): number {
     return this.items.length - this.head;
+  }
+
+  /** Nothing is queued and the consumer is waiting for more (not working on an item it took). */
+  get idle(): boolean {
+    return this.length === 0 && !this.holding;
   }
 
   /** Queues the item if it fits; false when it does not (or the queue is closed). */
@@ -88,6 +95,7 @@ export class BoundedQueue<T> implements AsyncIterable<T> {
   }
 
   private async next(): Promise<IteratorResult<T>> {
+    this.holding = false;
     while (this.length === 0 && !this.closed)
       await new Promise<void>((resolve) => (this.wakeConsumer = resolve));
     if (this.length === 0) return { value: undefined, done: true };
@@ -102,6 +110,7 @@ export class BoundedQueue<T> implements AsyncIterable<T> {
     }
     this.used -= this.sizeOf(item);
     this.makeRoom();
+    this.holding = true;
     return { value: item, done: false };
   }
 

@@ -136,6 +136,8 @@ export class TranslationPipeline {
   /** Fired by `close()`: cancels the translation and synthesis calls still running. */
   private readonly cancellation = new AbortController();
   private readonly stages: Promise<void>;
+  /** The queues after the intake (every lane's, as lanes start): see `working`. */
+  private readonly links: { readonly idle: boolean }[] = [];
   private readonly voices: VoiceChooser | undefined;
 
   constructor(options: PipelineOptions) {
@@ -182,6 +184,7 @@ export class TranslationPipeline {
       },
     });
     const translations = new BoundedQueue<TranslationJob>(TRANSLATION_QUEUE_JOBS);
+    this.links.push(translations);
     const tracker = options.speakers && new SpeakerTracker(options.speakers, signal);
     const speakers = new SpeakerSplit(tracker, options.voices);
     const segments = new SegmentBuilder(
@@ -225,6 +228,8 @@ export class TranslationPipeline {
       targetFor: (language: LanguageCode) => LanguageCode | undefined,
     ): Promise<unknown> => {
       const speech = options.speak ? new BoundedQueue<LineFrame>(SPEECH_QUEUE_FRAMES) : undefined;
+      if (input !== translations) this.links.push(input);
+      if (speech) this.links.push(speech);
       const translation = new TranslationStage(
         {
           targetFor,
@@ -303,6 +308,14 @@ export class TranslationPipeline {
   /** Session position of the audio received so far, in ms. */
   get receivedMs(): number {
     return Math.floor(this.intake.receivedSamples / SAMPLES_PER_MS);
+  }
+
+  /**
+   * Some stage has work in hand: audio not yet recognized, a flush due, a job or line queued or
+   * being translated or spoken. False once everything received has been carried to the output.
+   */
+  get working(): boolean {
+    return this.intake.working || this.links.some((queue) => !queue.idle);
   }
 
   /**

@@ -6,6 +6,8 @@ import { injectApp, type InjectedApp } from "../support/app.js";
 import { createRoomSession } from "../support/room-client.js";
 import { API_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
 import { openSession } from "../support/session-socket.js";
+import { readWavAsPcm16 } from "../../src/audio/wav.js";
+import { sharedMissing, sharedPath } from "../support/shared.js";
 
 /**
  * Limits that hold for every client: one careless or hostile client cannot hurt the others.
@@ -437,6 +439,41 @@ describe("idle and overlong sessions", () => {
     expect(socket.audioFrames.length).toBeGreaterThan(0);
   });
 
+  // A client that sends a recording faster than real time and then waits: the server is behind it
+  // by many idle periods, and the session stays open until the last result is out (a loaded server
+  // is 60 s behind the same way).
+  it.skipIf(sharedMissing("data/speech/misc/jfk.wav"))(
+    "keeps a session open while the server still works on its audio, and closes it an idle period after the last result",
+    async () => {
+      const jfk = await readWavAsPcm16(sharedPath("data/speech/misc/jfk.wav"));
+      const marker = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
+      const pause = new Int16Array(16_000);
+      const recording = concat([jfk, jfk, pause, marker, pause]); // 26 s: within the 30 s backlog
+      const socket = await open();
+      await socket.stream(recording, { chunkMs: 100, speed: Infinity });
+      expect(await socket.closed(240_000)).toBe(4408);
+      const { messages } = socket;
+      expect(messages.at(-1)).toMatchObject({
+        type: "error",
+        error: expect.stringMatching(/no audio and no message/u),
+      });
+      expect(messages.filter((m) => m.type === "error")).toHaveLength(1);
+      // The marker, the recording's last utterance, was heard and translated before the close.
+      const marked = messages.find(
+        (m) => m.type === "original_transcript" && m.is_final === true && /forward/u.test(m.text as string),
+      );
+      expect(marked, JSON.stringify(messages.filter((m) => m.is_final))).toBeDefined();
+      expect(
+        messages.some(
+          (m) =>
+            m.type === "translated_transcript" &&
+            m.is_final === true &&
+            m.correlation_id === marked!.correlation_id,
+        ),
+      ).toBe(true);
+    },
+  );
+
   it("keeps a session that sends audio past the idle period, and closes it at its maximum length (4409)", async () => {
     const socket = await open({}, short);
     // Silence, frame after frame: activity, though nothing is said.
@@ -452,3 +489,13 @@ describe("idle and overlong sessions", () => {
     ]);
   });
 });
+
+function concat(parts: Int16Array[]): Int16Array {
+  const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}

@@ -97,4 +97,20 @@ describe("BoundedQueue (the links between pipeline stages)", () => {
     expect(rest).toEqual([...Array.from({ length: 1000 }, (_, i) => 3000 + 2 * i), 5000, 5001, 5002]);
     expect([queue.length, queue.size]).toEqual([0, 0]);
   });
+
+  it("is idle only when nothing is queued and the consumer is waiting for more, not while it works on an item", async () => {
+    const queue = new BoundedQueue<number>(2);
+    const consumer = queue[Symbol.asyncIterator]();
+    expect(queue.idle).toBe(true);
+    queue.offer(1);
+    expect(queue.idle).toBe(false);
+    expect(await consumer.next()).toEqual({ value: 1, done: false });
+    // Taken and being worked on: the queue is empty but its stage is not done.
+    expect(queue.length).toBe(0);
+    expect(queue.idle).toBe(false);
+    const waiting = consumer.next();
+    expect(queue.idle).toBe(true);
+    queue.close();
+    expect(await waiting).toEqual({ value: undefined, done: true });
+  });
 });

@@ -566,6 +566,46 @@ describe("TranslationPipeline (engine doubles)", () => {
     expect(rest.filter((e) => e.type === "error")).toHaveLength(1);
   });
 
+  // The real-time socket keeps a session open past its idle period while this is true: a loaded
+  // server can be behind a client that sent its audio and waits for the results.
+  it("is working from the audio's arrival until its last result is out, through held recognition and held translation", async () => {
+    const vad = gatedVad();
+    let openTranslation = () => {};
+    const translationGate = new Promise<void>((resolve) => (openTranslation = resolve));
+    let translating = () => {};
+    const translationAsked = new Promise<void>((resolve) => (translating = resolve));
+    const pipeline = pipelineWith({
+      vad: vad.engine,
+      asr: scriptedAsr(["go", "forward"]),
+      finalizeMode: "sentence",
+      translate: async ({ text }) => {
+        translating();
+        await translationGate;
+        return text.toUpperCase();
+      },
+    });
+    expect(pipeline.working).toBe(false);
+
+    const held = vad.hold();
+    pipeline.pushAudio(speech(500));
+    pipeline.pushAudio(silence(800));
+    await held;
+    expect(pipeline.working).toBe(true); // audio not yet recognized
+
+    vad.release();
+    const recognized = await collect(pipeline, (evs) => finals(evs, "original").length > 0);
+    await translationAsked;
+    // Everything heard; the intake has had time to take the rest of the silence.
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(pipeline.working).toBe(true); // the final is being translated
+
+    openTranslation();
+    const results = await collect(pipeline, (evs) => evs.some((e) => e.type === "audio"));
+    while (pipeline.working) await new Promise((resolve) => setImmediate(resolve));
+    expect(finals([...recognized, ...results], "translated").map((e) => e.text)).toEqual(["GO FORWARD"]);
+    await pipeline.close();
+  });
+
   it("silence alone produces no events", async () => {
     const asr = scriptedAsr(["x"]);
     const pipeline = pipelineWith({ asr });

@@ -105,8 +105,10 @@ export function serveSessionSocket(socket: WebSocket, pending: ClaimedSession, s
   }
   const plan = planned.plan;
   const { idleMs, maxDurationMs } = deps.timeouts;
-  // Only the client's audio and messages count as activity (not pings: client libraries send
-  // those by themselves), and speech still being rendered for a tts session's speaks.
+  // The client's audio and messages count as activity (not pings: client libraries send those by
+  // themselves), and so does the server still working for it: results still being sent, audio not
+  // yet recognized, a tts session's speaks still being rendered. A loaded server can be more than
+  // the idle period behind a client that sent its audio and now waits for the results.
   let activity = 0;
   const idle = setTimeout(function closeIfIdle() {
     const seen = activity;
@@ -133,7 +135,7 @@ export function serveSessionSocket(socket: WebSocket, pending: ClaimedSession, s
   const handler =
     plan.mode === "tts"
       ? new TextToSpeechSession(plan, deps, wire, () => idle.refresh(), pending.accountId)
-      : new SpeechSession(plan, deps, wire, pending.accountId);
+      : new SpeechSession(plan, deps, wire, () => idle.refresh(), pending.accountId);
   if (plan.mode === "tts") wire.send({ type: "ready", mode: "tts" });
 
   socket.on("message", (data: RawData, isBinary: boolean) => {
@@ -201,7 +203,7 @@ function wsStatusCode(error: Error): number {
 }
 
 interface ModeHandler {
-  /** Work the client is waiting for without sending anything (a tts session's speaks): not idle. */
+  /** Work the client is waiting for without sending anything (audio not yet recognized, speaks): not idle. */
   readonly busy: boolean;
   onAudio(bytes: Buffer): void;
   onMessage(type: string, message: Record<string, unknown>): void;
@@ -238,7 +240,6 @@ function acknowledge(
 }
 
 class SpeechSession implements ModeHandler {
-  readonly busy = false;
   private readonly pipeline: TranslationPipeline;
   private readonly input: Pcm16Input;
 
@@ -248,6 +249,8 @@ class SpeechSession implements ModeHandler {
     private readonly plan: SessionPlan,
     deps: SocketDeps,
     private readonly wire: SocketWire,
+    /** Told when a result is sent: the idle period starts again. */
+    private readonly onResult: () => void,
     account: string,
   ) {
     this.log = deps.log;
@@ -280,6 +283,10 @@ class SpeechSession implements ModeHandler {
         timestamp: Date.now() / 1000,
       });
     void this.forwardEvents();
+  }
+
+  get busy(): boolean {
+    return this.pipeline.working;
   }
 
   onAudio(bytes: Buffer): void {
@@ -327,6 +334,7 @@ class SpeechSession implements ModeHandler {
   }
 
   private forward(event: PipelineEvent): void {
+    this.onResult();
     if (event.type === "audio") return this.wire.audio(event.samples);
     if (event.type === "error") {
       // Logged as well as sent: an operator sees engines failing under sessions.

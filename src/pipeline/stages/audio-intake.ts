@@ -70,12 +70,20 @@ export class AudioIntake {
   }
 
   /**
+   * Audio received is not yet recognized, or a flush is due (a `finalize`, an utterance ending in
+   * the silence after the last audio): the stage has work in hand.
+   */
+  get working(): boolean {
+    return !this.input.idle || this.finalizeTimer !== undefined || this.silenceTimer !== undefined;
+  }
+
+  /**
    * Queues audio. Never blocks. Drop rule: a chunk that would take the backlog (audio received and
    * not yet taken by recognition) past `maxBacklogMs` is dropped whole, and reported.
    */
   push(pcm: Int16Array): void {
     if (this.stopped || pcm.length === 0) return;
-    clearTimeout(this.silenceTimer);
+    this.cancelSilence();
     this.received += pcm.length;
     if (this.input.offer({ kind: "audio", pcm })) return;
     // Once per episode: until the backlog has drained, audio accepted between drops is no news.
@@ -140,7 +148,8 @@ export class AudioIntake {
   private stop(): void {
     this.stopped = true;
     clearTimeout(this.finalizeTimer);
-    clearTimeout(this.silenceTimer);
+    this.finalizeTimer = undefined;
+    this.cancelSilence();
   }
 
   /**
@@ -152,7 +161,15 @@ export class AudioIntake {
   private awaitSilence(): void {
     const remainingMs = this.segmenter.silenceToEndMs;
     if (remainingMs === undefined || this.stopped) return;
-    this.silenceTimer = setTimeout(() => this.input.force({ kind: "flush", reason: "silence" }), remainingMs);
+    this.silenceTimer = setTimeout(() => {
+      this.silenceTimer = undefined;
+      this.input.force({ kind: "flush", reason: "silence" });
+    }, remainingMs);
+  }
+
+  private cancelSilence(): void {
+    clearTimeout(this.silenceTimer);
+    this.silenceTimer = undefined;
   }
 
   private async consume(pcm: Int16Array, next: (frame: SpeechFrame) => Promise<void>): Promise<void> {
