@@ -1,5 +1,5 @@
 import { readAudioInput } from "./audio-input.js";
-import type { Received, RealtimeSocket, ServerMessage } from "./recording-socket.js";
+import type { RealtimeSocket, ServerMessage } from "./recording-socket.js";
 import {
   checkSession,
   closeNormally,
@@ -33,14 +33,8 @@ export interface LiveOptions {
   readonly json: boolean;
 }
 
-/** The server waits about this long after `finalize` for audio still in flight. */
-const FINALIZE_WAIT_MS = 300;
-/** Silence from the server after which what it was sending is taken to be complete. */
-const QUIET_MS = 1000;
-/** …and how long before concluding that the input held no speech at all. */
-const SILENT_QUIET_MS = 5000;
-/** Silence from the server while results are still missing, after which we give up. */
-const IDLE_TIMEOUT_MS = 30_000;
+/** Silence from the server while its `finalized` has not come, after which we give up. */
+const IDLE_TIMEOUT_MS = 60_000;
 
 /** `relay live`: stream a WAV file, print transcripts as they arrive, save the translated speech. */
 export async function live(connection: Connection, options: LiveOptions): Promise<number> {
@@ -78,8 +72,7 @@ export async function live(connection: Connection, options: LiveOptions): Promis
     await socket.stream(pcm, { chunkMs: 20, speed: options.speed });
     checkSession(socket);
     socket.finalize();
-    const audioMs = pcm.length / 16;
-    await waitForResults(socket, options.audio, 60_000 + 2 * audioMs);
+    await waitForResults(socket);
     drain();
     checkSession(socket);
   } catch (error) {
@@ -104,60 +97,17 @@ export async function live(connection: Connection, options: LiveOptions): Promis
 }
 
 /**
- * Speech sessions have no end-of-results message, so after `finalize` we wait until every segment
- * has its final original and translated transcripts, speech has followed the last translated text,
- * and the server has gone quiet.
+ * After `finalize`, every result (finals, translations, speech) has come when the server's
+ * `finalized` does, or the session has ended (a fatal error closes it).
  */
-async function waitForResults(
-  socket: RealtimeSocket,
-  expectAudio: boolean,
-  timeoutMs: number,
-): Promise<void> {
-  await sleep(FINALIZE_WAIT_MS);
-  for (;;) {
-    // Before the first transcript the server may still be catching up with audio sent faster than
-    // real time (a busy server, --speed max): a short quiet spell does not mean it heard nothing.
-    const heardAny = socket.received.some((r) => r.message?.type === "original_transcript");
-    await socket.settle(heardAny ? QUIET_MS : SILENT_QUIET_MS, timeoutMs);
-    const { received } = socket;
-    // After an error frame some results may never come (e.g. a failed translation): stop once quiet.
-    const sawError = received.some((r) => r.message?.type === "error");
-    if (socket.closeCode !== undefined || sawError || resultsComplete(received, expectAudio)) return;
-    const count = received.length;
-    const deadline = performance.now() + IDLE_TIMEOUT_MS;
-    while (received.length === count && socket.closeCode === undefined) {
-      if (performance.now() > deadline)
-        throw new CliError(`the server sent nothing for ${IDLE_TIMEOUT_MS / 1000} s before finishing`);
-      await sleep(50);
-    }
+async function waitForResults(socket: RealtimeSocket): Promise<void> {
+  const { received } = socket;
+  let seen = received.length;
+  let lastNews = performance.now();
+  while (!received.some((r) => r.message?.type === "finalized") && socket.closeCode === undefined) {
+    if (received.length !== seen) [seen, lastNews] = [received.length, performance.now()];
+    else if (performance.now() - lastNews > IDLE_TIMEOUT_MS)
+      throw new CliError(`the server sent nothing for ${IDLE_TIMEOUT_MS / 1000} s before finishing`);
+    await sleep(50);
   }
-}
-
-function resultsComplete(received: readonly Received[], expectAudio: boolean): boolean {
-  const segments = new Map<string, { open: boolean; originalFinals: number; translatedFinals: number }>();
-  const lastTranslation = new Map<string, string>();
-  let lastSpokenText = -1;
-  let lastAudio = -1;
-  received.forEach(({ message, audio }, index) => {
-    if (audio) lastAudio = index;
-    if (message?.type !== "original_transcript" && message?.type !== "translated_transcript") return;
-    const id = String(message.correlation_id);
-    const segment = segments.get(id) ?? { open: false, originalFinals: 0, translatedFinals: 0 };
-    segments.set(id, segment);
-    const final = message.is_final === true;
-    if (message.type === "original_transcript") {
-      segment.open = !final;
-      if (final) segment.originalFinals++;
-    } else if (final) {
-      segment.translatedFinals++;
-      // Only a final that adds translated text is spoken.
-      const text = String(message.text ?? "");
-      if (text !== (lastTranslation.get(id) ?? "")) lastSpokenText = index;
-      lastTranslation.set(id, text);
-    }
-  });
-  const transcribed = [...segments.values()].every(
-    (s) => !s.open && s.originalFinals > 0 && s.translatedFinals >= s.originalFinals,
-  );
-  return transcribed && (!expectAudio || lastAudio > lastSpokenText);
 }

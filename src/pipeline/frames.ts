@@ -94,7 +94,9 @@ export type PipelineEvent =
       readonly message: string;
       readonly fatal: boolean;
       readonly segmentId?: string;
-    };
+    }
+  /** Everything before a `finalize` is out: its finals, their translations and speech. */
+  | { readonly type: "finalized" };
 
 // ------------------------------------------------------------------ frames between stages
 
@@ -161,6 +163,12 @@ export interface Segment {
   interimSeq: number;
 }
 
+/**
+ * A `finalize` carried through the stages behind the work before it; the last stage turns it into
+ * the `finalized` event.
+ */
+export type FinalizedFrame = { readonly kind: "finalized" };
+
 /** Segment building → translation: one text to translate. */
 export interface TranslationJob {
   readonly kind: "interim" | "final";
@@ -180,6 +188,9 @@ export interface TranslationJob {
   readonly queuedAt: number;
 }
 
+/** What the link from segment building to translation carries. */
+export type TranslationInput = TranslationJob | FinalizedFrame;
+
 /** One spoken line: a final span's translation, in its language and voice. */
 export interface SpokenLine {
   readonly segmentId: string;
@@ -197,4 +208,5 @@ export interface SpokenLine {
  */
 export type LineFrame =
   | { readonly kind: "text"; readonly line: SpokenLine; readonly text: string }
-  | { readonly kind: "flush" | "cancel"; readonly line: SpokenLine };
+  | { readonly kind: "flush" | "cancel"; readonly line: SpokenLine }
+  | FinalizedFrame;

@@ -9,7 +9,7 @@ import type {
   SpeakFn,
   TranslateFn,
   TranslateStreamFn,
-  TranslationJob,
+  TranslationInput,
 } from "./frames.js";
 import { BoundedQueue } from "../core/queue.js";
 import { DEFAULT_SEGMENTER_OPTIONS, type SegmenterOptions } from "./segmenter.js";
@@ -136,7 +136,7 @@ export class TranslationPipeline {
   /** Fired by `close()`: cancels the translation and synthesis calls still running. */
   private readonly cancellation = new AbortController();
   private readonly stages: Promise<void>;
-  /** The queues after the intake (every lane's, as lanes start): see `working`. */
+  /** The queues after the intake and the synthesis stages (every lane's, as lanes start): see `working`. */
   private readonly links: { readonly idle: boolean }[] = [];
   private readonly voices: VoiceChooser | undefined;
 
@@ -183,7 +183,7 @@ export class TranslationPipeline {
           reportError("the server is falling behind this session's audio; audio is being dropped");
       },
     });
-    const translations = new BoundedQueue<TranslationJob>(TRANSLATION_QUEUE_JOBS);
+    const translations = new BoundedQueue<TranslationInput>(TRANSLATION_QUEUE_JOBS);
     this.links.push(translations);
     const tracker = options.speakers && new SpeakerTracker(options.speakers, signal);
     const speakers = new SpeakerSplit(tracker, options.voices);
@@ -224,7 +224,7 @@ export class TranslationPipeline {
     );
     /** One translation stage (and synthesis stage) into `to`, or into `targetFor`'s choice. */
     const lane = (
-      input: BoundedQueue<TranslationJob>,
+      input: BoundedQueue<TranslationInput>,
       targetFor: (language: LanguageCode) => LanguageCode | undefined,
     ): Promise<unknown> => {
       const speech = options.speak ? new BoundedQueue<LineFrame>(SPEECH_QUEUE_FRAMES) : undefined;
@@ -260,6 +260,7 @@ export class TranslationPipeline {
               speech,
             )
           : undefined;
+      if (synthesis) this.links.push(synthesis);
       return Promise.all([translation.run(), synthesis?.run()]);
     };
     const translating = options.fanOut
@@ -269,6 +270,9 @@ export class TranslationPipeline {
       .run(async (frame) => {
         await this.recognition.handle(frame);
         await segments.deliver();
+        // Travels behind the finals the flush committed: `finalized` comes out after them.
+        if (frame.kind === "flush" && frame.reason === "finalize")
+          await translations.put({ kind: "finalized" });
       })
       .catch((error: unknown) => this.output.fail(`speech recognition failed: ${(error as Error).message}`))
       .finally(async () => {
@@ -285,7 +289,11 @@ export class TranslationPipeline {
     this.intake.push(pcm);
   }
 
-  /** Commits the current segment after waiting for audio still in flight. Repeated calls coalesce. */
+  /**
+   * Commits the current segment after waiting for audio still in flight; a `finalized` event follows
+   * once everything received before it is out (its finals, translations and speech). Calls within
+   * that wait coalesce (one `finalized`).
+   */
   finalize(): void {
     this.intake.finalize();
   }
@@ -348,16 +356,17 @@ export class TranslationPipeline {
  * it is full, finals wait. Resolves when the input has ended and every lane has finished.
  */
 async function fanOut(
-  jobs: BoundedQueue<TranslationJob>,
+  jobs: BoundedQueue<TranslationInput>,
   targetsFor: (language: LanguageCode) => readonly LanguageCode[],
   signal: AbortSignal,
   reportError: (message: string, segmentId?: string) => void,
-  startLane: (input: BoundedQueue<TranslationJob>, to: LanguageCode) => Promise<unknown>,
+  startLane: (input: BoundedQueue<TranslationInput>, to: LanguageCode) => Promise<unknown>,
 ): Promise<void> {
-  const lanes = new Map<LanguageCode, { input: BoundedQueue<TranslationJob>; done: Promise<unknown> }>();
+  const lanes = new Map<LanguageCode, { input: BoundedQueue<TranslationInput>; done: Promise<unknown> }>();
   try {
     for await (const job of jobs) {
-      if (signal.aborted) continue;
+      // Rooms, the one user of lanes, never finalize.
+      if (signal.aborted || job.kind === "finalized") continue;
       if (job.language === undefined) {
         if (job.kind === "final") reportError(UNIDENTIFIED_LANGUAGE, job.segment.id);
         continue;
@@ -365,7 +374,7 @@ async function fanOut(
       for (const to of targetsFor(job.language)) {
         let lane = lanes.get(to);
         if (!lane) {
-          const input = new BoundedQueue<TranslationJob>(TRANSLATION_QUEUE_JOBS);
+          const input = new BoundedQueue<TranslationInput>(TRANSLATION_QUEUE_JOBS);
           lane = { input, done: startLane(input, to) };
           lanes.set(to, lane);
         }

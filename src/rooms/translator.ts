@@ -202,7 +202,8 @@ export class RoomTranslator {
             this.speakers.delete(identity);
             void pipeline.close();
           }
-        } else {
+        } else if (event.type !== "finalized") {
+          // (Rooms' pipelines are never finalized.)
           await this.publishTranscript(speaker, event);
         }
       }

@@ -88,6 +88,12 @@ export const noticeMessage = z
   .object({ type: z.literal("notice"), ...notice, timestamp })
   .describe("Beyond the spec: informs and ends nothing (a spec client ignores the unknown type)");
 
+export const finalizedMessage = z
+  .object({ type: z.literal("finalized"), timestamp })
+  .describe(
+    "Beyond the spec: after a finalize, once everything received before it is out (its finals, translations and speech)",
+  );
+
 export const speakAckMessage = z.object({ type: z.literal("speak_ack"), correlation_id: z.string() });
 
 export const speechEndMessage = z.object({ type: z.literal("speech_end") });
@@ -132,6 +138,7 @@ export const serverMessage = z.union([
   errorMessage,
   metadataAckMessage,
   noticeMessage,
+  finalizedMessage,
   speakAckMessage,
   speechEndMessage,
   joinedMessage,

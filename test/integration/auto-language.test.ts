@@ -9,7 +9,7 @@ import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../suppo
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { dubbingClient } from "../support/dubbing-client.js";
-import { openSession } from "../support/session-socket.js";
+import { finalizeAndWait, openSession } from "../support/session-socket.js";
 
 /**
  * sourceLanguage=auto (relay-2) with languageHints, and dubbing's source_lang=auto, through the
@@ -72,11 +72,8 @@ const finalsOf = (socket: RealtimeSocket, type: string) =>
 async function speak(socket: RealtimeSocket, pcm: Int16Array): Promise<void> {
   const before = finalsOf(socket, "translated_transcript").length;
   await socket.stream(pcm, { chunkMs: 20, speed: 1 });
-  socket.finalize();
-  await expect
-    .poll(() => finalsOf(socket, "translated_transcript").length, { timeout: 20_000 })
-    .toBe(before + 1);
-  await socket.settle(1000);
+  await finalizeAndWait(socket);
+  expect(finalsOf(socket, "translated_transcript")).toHaveLength(before + 1);
 }
 
 const requestedLanguages = () =>

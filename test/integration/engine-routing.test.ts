@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { finalizeAndWait } from "../support/session-socket.js";
 
 /**
  * ENGINES_FILE → registry → what the service offers: whisper.cpp (loaded from the test fixture
@@ -63,7 +64,8 @@ describe.skipIf(FIXTURE_MISSING)("engine routing from ENGINES_FILE", () => {
       expect(session.model_version_id).toMatch(/whisper-cpp@[^,]+for-tests-ggml-tiny\.bin,pocketsphinx@/);
       const socket = await RealtimeSocket.connect(session.ws_url);
       await socket.waitFor((m) => m.type === "ready");
-      await socket.settle(300);
+      // Whatever the session had to say at its start has come before the answer to a finalize.
+      await finalizeAndWait(socket);
       expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
       socket.close();
     } finally {

@@ -13,7 +13,7 @@ import {
 import { freePort } from "../support/ports.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
-import { openSession } from "../support/session-socket.js";
+import { finalizeAndWait, openSession } from "../support/session-socket.js";
 
 /**
  * The service configured (ENGINES_FILE) with LibreTranslate as its translator, served by a local
@@ -98,18 +98,11 @@ async function utter(socket: RealtimeSocket): Promise<{
 }> {
   const known = new Set(socket.messages.filter(isFinal("original_transcript")).map((m) => m.correlation_id));
   await socket.stream(goForward, { chunkMs: 20, speed: 8 });
-  socket.finalize();
-  const original = await socket.waitFor(
+  await finalizeAndWait(socket);
+  const original = socket.messages.find(
     (m) => isFinal("original_transcript")(m) && !known.has(m.correlation_id),
-    20_000,
-  );
+  )!;
   const about = (m: ServerMessage) => m.correlation_id === original.correlation_id;
-  await socket.waitFor(
-    (m) => about(m) && (isFinal("translated_transcript")(m) || m.type === "error"),
-    20_000,
-  );
-  // The line's remaining translations (its final's, after an interim's error) arrive within this.
-  await socket.settle(500);
   return {
     original,
     translated: socket.messages.find((m) => about(m) && isFinal("translated_transcript")(m)),

@@ -27,7 +27,7 @@ import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { recordingsOf } from "../support/recordings.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { installStandInTranslation } from "../support/stand-in-models/install.js";
-import { openSession } from "../support/session-socket.js";
+import { finalizeAndWait, openSession } from "../support/session-socket.js";
 
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 const GO_FORWARD = "data/speech/librivox-pocketsphinx/goforward.wav";
@@ -96,12 +96,9 @@ const open = (params: Record<string, string> = {}): Promise<RealtimeSocket> =>
 async function speak(socket: RealtimeSocket, pcm: Int16Array): Promise<ServerMessage> {
   const before = finalsOf(socket, "translated_transcript").length;
   await socket.stream(pcm, { chunkMs: 20, speed: 4 });
-  socket.finalize();
-  await expect
-    .poll(() => finalsOf(socket, "translated_transcript").length, { timeout: 30_000 })
-    .toBeGreaterThan(before);
+  await finalizeAndWait(socket);
+  expect(finalsOf(socket, "translated_transcript").length).toBeGreaterThan(before);
   // `finalizeMode=stable` may commit the utterance in parts: the last final ends it.
-  await socket.settle(500);
   return finalsOf(socket, "translated_transcript").at(-1)!;
 }
 

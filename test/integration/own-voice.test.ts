@@ -21,7 +21,7 @@ import { resample } from "../../src/audio/resampler.js";
 import type { RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { buildConversation, clipsOf, type SpeakerName } from "../support/conversations.js";
 import { dubbingClient } from "../support/dubbing-client.js";
-import { createRoomSession, joinRoom } from "../support/room-client.js";
+import { createRoomSession, joinRoom, playToRoomTranslation } from "../support/room-client.js";
 import { openSession, playToLastTranslation } from "../support/session-socket.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
@@ -126,7 +126,6 @@ describe.skipIf(sharedMissing("data/speech"))("clone voices in the speaker's own
       openSession(server.baseUrl, params),
     ]);
     await Promise.all([playToLastTranslation(a, man.pcm), playToLastTranslation(b, woman.pcm)]);
-    await Promise.all([a.settle(1500), b.settle(1500)]);
     const [ofMan, ofWoman] = [convertedWindows(heard(a)), convertedWindows(heard(b))];
     // Converted speech (at least a second of it, after the first 3 s of each speaker's speech)…
     expect(near(ofMan, man.khz)).toBeGreaterThan(20);
@@ -204,9 +203,10 @@ describe.skipIf(sharedMissing("data/speech"))("clone voices in the speaker's own
     const room = (await response.json()) as { url: string; token: string; voice_clone: string };
     expect(room.voice_clone).toBe("tone-color");
     const socket = await joinRoom(room);
-    await playToLastTranslation(socket, man.pcm);
-    await socket.settle(1500);
-    expect(near(convertedWindows(heard(socket)), man.khz)).toBeGreaterThan(20);
+    await playToRoomTranslation(socket, man.pcm);
+    await expect
+      .poll(() => near(convertedWindows(heard(socket)), man.khz), { timeout: 120_000 })
+      .toBeGreaterThan(20);
     socket.close();
   });
 
@@ -225,11 +225,9 @@ describe.skipIf(sharedMissing("data/speech"))("clone voices in the speaker's own
       });
       expect((room as unknown as { voice_clone: string }).voice_clone).toBe("library");
       const socket = await joinRoom(room);
-      await playToLastTranslation(socket, speech.get("librivox")!.pcm);
-      await socket.settle(1500);
-      const spoken = heard(socket);
-      expect(spoken.length / OUTPUT_RATE).toBeGreaterThan(2);
-      expect(convertedWindows(spoken)).toHaveLength(0);
+      await playToRoomTranslation(socket, speech.get("librivox")!.pcm);
+      await expect.poll(() => heard(socket).length / OUTPUT_RATE, { timeout: 120_000 }).toBeGreaterThan(2);
+      expect(convertedWindows(heard(socket))).toHaveLength(0);
       socket.close();
     } finally {
       await off.close();

@@ -7,7 +7,7 @@ import { createSession, RealtimeSocket } from "../../src/cli/recording-socket.js
 import { startOpenAiServer } from "../support/openai-server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
-import { openSession } from "../support/session-socket.js";
+import { finalizeAndWait, openSession } from "../support/session-socket.js";
 
 /** Whatever a client sends, the process survives and other sessions are unaffected. */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
@@ -107,7 +107,6 @@ describe.skipIf(SPEECH_MISSING)("malformed input on the session socket", () => {
       expect(errors(socket).at(-1)!.error).toMatch(pattern);
     }
     // unknown types are ignored: the next reply is the ack of the following message
-    await socket.settle(300);
     const before = socket.messages.length;
     socket.send({ type: "dance", steps: 3 });
     socket.send({ type: "update_metadata", metadata: { context: "ok" } });
@@ -123,9 +122,7 @@ describe.skipIf(SPEECH_MISSING)("malformed input on the session socket", () => {
     socket.sendAudio(goForward.subarray(0, half));
     for (let i = 0; i < 2000; i++) socket.finalize();
     socket.sendAudio(goForward.subarray(half));
-    for (let i = 0; i < 2000; i++) socket.finalize();
-    await socket.waitFor((m) => m.type === "translated_transcript" && m.is_final === true);
-    await socket.settle(1500);
+    await finalizeAndWait(socket);
     expect(errors(socket)).toHaveLength(0);
     const finals = socket.messages.filter((m) => m.type === "original_transcript" && m.is_final);
     expect(new Set(finals.map((m) => m.correlation_id)).size).toBeLessThanOrEqual(2);
@@ -246,7 +243,7 @@ describe.skipIf(SPEECH_MISSING)("engine failure inside a session", () => {
         translated_text: "",
       });
       expect(socket.messages[socket.messages.indexOf(translated) - 1]).toMatchObject({ type: "error" });
-      await socket.settle(1000);
+      await finalizeAndWait(socket);
       const originals = socket.messages.filter((m) => m.type === "original_transcript" && m.is_final);
       const translations = socket.messages.filter((m) => m.type === "translated_transcript" && m.is_final);
       expect(translations.map((m) => [m.correlation_id, m.original_text, m.text])).toEqual(

@@ -3,7 +3,7 @@ import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { startServer, type TestServer } from "../support/server.js";
-import { openSession } from "../support/session-socket.js";
+import { finalizeAndWait, openSession } from "../support/session-socket.js";
 
 /** Real speech through the real server and the real embedded engines (Silero, PocketSphinx, Apertium, eSpeak NG). */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
@@ -38,10 +38,7 @@ async function speakAndFinalize(
   options = { speed: 4 },
 ): Promise<void> {
   await socket.stream(pcm, { chunkMs: 20, speed: options.speed });
-  socket.finalize();
-  await socket.waitFor(isFinal("translated_transcript"), 30_000);
-  // stable mode may send more finals for the segment, and speech follows its translation
-  await socket.settle(1500);
+  await finalizeAndWait(socket);
 }
 
 describe.skipIf(SPEECH_MISSING)("speech-to-speech session", () => {
@@ -90,6 +87,14 @@ describe.skipIf(SPEECH_MISSING)("speech-to-speech session", () => {
     const rms = Math.sqrt(samples.reduce((sum, s) => sum + s * s, 0) / samples.length);
     expect(rms).toBeGreaterThan(0.01);
     expect(samples.length / 24_000).toBeGreaterThan(0.8); // "va de frente diez metros" takes about a second or more
+
+    // The finalize is answered last: after the final, its translation and every frame of its speech.
+    const { received } = socket;
+    const finalized = received.findIndex((r) => r.message?.type === "finalized");
+    expect(received[finalized]!.message).toEqual({ type: "finalized", timestamp: expect.any(Number) });
+    expect(finalized).toBe(received.length - 1);
+    expect(received.findLastIndex((r) => r.audio !== undefined)).toBeLessThan(finalized);
+    expect(received.findIndex((r) => r.message === finalTranslation)).toBeLessThan(finalized);
     socket.close();
   });
 
@@ -172,9 +177,8 @@ describe.skipIf(SPEECH_MISSING)("speech-to-speech session", () => {
     expect(socket.isOpen).toBe(true);
     const before = socket.messages.length;
     await socket.stream(goForward, { speed: 4 });
-    socket.finalize();
-    await socket.waitFor((m) => socket.messages.indexOf(m) >= before && isFinal("original_transcript")(m));
-    await socket.settle(1500);
+    await finalizeAndWait(socket);
+    expect(socket.messages.slice(before).some(isFinal("original_transcript"))).toBe(true);
     const second = finalsOf(socket, "original_transcript").at(-1)!;
     expect(second.text).toBe("go forward ten meters");
     expect(second.correlation_id).not.toBe(first);

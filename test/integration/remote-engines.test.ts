@@ -11,6 +11,7 @@ import { startOpenAiServer, TONE_HZ, type OpenAiTestServer } from "../support/op
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { dubbingClient } from "../support/dubbing-client.js";
+import { finalizeAndWait } from "../support/session-socket.js";
 
 /**
  * The service configured (ENGINES_FILE) with OpenAI-compatible remote engines for recognition,
@@ -64,11 +65,8 @@ async function speak(socket: RealtimeSocket, pcm: Int16Array): Promise<void> {
   const isFinalTranslation = (m: ServerMessage) => m.type === "translated_transcript" && m.is_final === true;
   const before = socket.messages.filter(isFinalTranslation).length;
   await socket.stream(pcm, { chunkMs: 20, speed: 8 });
-  socket.finalize();
-  await expect
-    .poll(() => socket.messages.filter(isFinalTranslation).length, { timeout: 20_000 })
-    .toBeGreaterThan(before);
-  await socket.settle(1000);
+  await finalizeAndWait(socket);
+  expect(socket.messages.filter(isFinalTranslation).length).toBeGreaterThan(before);
 }
 
 beforeAll(async () => {

@@ -11,6 +11,7 @@ import { makeTestVideo } from "../support/media.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { finalizeAndWait } from "../support/session-socket.js";
 
 /**
  * whisper.cpp behind the real server as the default recognizer, once the default model is in the
@@ -97,11 +98,8 @@ describe.skipIf(MISSING)("whisper.cpp as the default recognizer", () => {
       expect(session.model_version_id).toContain("whisper-cpp@");
       const before = whisper.stats().started.final;
       await socket.stream(goforward, { chunkMs: 40, speed: 4 });
-      socket.finalize();
-      // The utterance reaches whisper (one final decode of it), whatever the weightless model makes of it.
-      for (let i = 0; i < 600 && whisper.stats().started.final === before; i++) await socket.settle(100);
-      await whisper.idle();
-      await socket.settle(500);
+      await finalizeAndWait(socket);
+      // The utterance reached whisper (one final decode of it), whatever the weightless model made of it.
       expect(whisper.stats().started.final).toBeGreaterThan(before);
       expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
       expect(socket.isOpen).toBe(true);

@@ -54,3 +54,25 @@ export async function joinRoom(access: { url: string; token: string }): Promise<
   await socket.waitFor((message) => message.type === "joined", 10_000);
   return socket;
 }
+
+/**
+ * Streams a recording into a room (3× real time) with 1.5 s of silence after it so its last
+ * utterance ends (rooms have no `finalize`), and waits for the translated final of the utterance
+ * that ends within 4 s of the recording's end. Speech follows it: assert on speech with
+ * `expect.poll` (rooms have no `finalized`).
+ */
+export async function playToRoomTranslation(socket: RealtimeSocket, pcm: Int16Array): Promise<void> {
+  const padded = new Int16Array(pcm.length + 24_000);
+  padded.set(pcm);
+  await socket.stream(padded, { chunkMs: 20, speed: 3 });
+  const endMs = pcm.length / 16;
+  const last = await socket.waitFor(
+    (m) => m.type === "original_transcript" && m.is_final === true && (m.end_ms as number) > endMs - 4000,
+    150_000,
+  );
+  await socket.waitFor(
+    (m) =>
+      m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
+    150_000,
+  );
+}

@@ -17,39 +17,31 @@ export async function openSession(
 }
 
 /**
- * Streams a recording of several utterances (3× real time), finalizes, and waits for the final of
- * the last one (a final ending less than 4 s before `endMs`, or any final from sessions that report
- * no positions) and then that final's translation.
+ * Streams a recording of several utterances (3× real time), finalizes, and waits for the server's
+ * `finalized`: every final, translation and speech of the recording has come.
  */
-export async function playToLastTranslation(
-  socket: RealtimeSocket,
-  pcm: Int16Array,
-  /** Where the last utterance ends (default: the recording's end). */
-  endMs = pcm.length / 16,
-): Promise<void> {
+export async function playToLastTranslation(socket: RealtimeSocket, pcm: Int16Array): Promise<void> {
   await socket.stream(pcm, { chunkMs: 20, speed: 3 });
+  await finalizeAndWait(socket);
+}
+
+/**
+ * Sends `finalize` and waits for the `finalized` that answers it: everything sent before is out.
+ * What a test asserts after it depends on order only, never on a quiet spell.
+ */
+export async function finalizeAndWait(socket: RealtimeSocket, timeoutMs = 150_000): Promise<void> {
+  const from = socket.messages.length;
   socket.finalize();
-  const last = await socket.waitFor(
-    (m) =>
-      m.type === "original_transcript" &&
-      m.is_final === true &&
-      (m.end_ms === undefined || (m.end_ms as number) > endMs - 4000),
-    150_000,
-  );
-  await socket.waitFor(
-    (m) =>
-      m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
-    150_000,
-  );
+  await socket.waitFor((m) => m.type === "finalized" && socket.messages.indexOf(m) >= from, timeoutMs);
 }
 
 /**
  * Streams one utterance (4× real time) with a second of silence after it, so that the utterance
- * ends before `finalize`, which follows.
+ * ends before `finalize`, which follows; resolves at its `finalized` (every result is in).
  */
 export async function speakOneUtterance(socket: RealtimeSocket, speech: Int16Array): Promise<void> {
   const audio = new Int16Array(speech.length + 16_000);
   audio.set(speech);
   await socket.stream(audio, { chunkMs: 20, speed: 4 });
-  socket.finalize();
+  await finalizeAndWait(socket);
 }

@@ -118,14 +118,6 @@ async function recordedSizes(
 
 const SKIP_SESSION = sharedMissing(SPEECH);
 
-async function until(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 describe("the default models, pulled as setup pulls them, with no bzip2 or tar on PATH", () => {
   it("pulls every default sherpa-onnx and translation model through the stand-in upstream; each is recorded and verifies", async () => {
     expect(whichOn("node", nodeOnlyPath)).toBeDefined();
@@ -257,10 +249,8 @@ describe("the default models, pulled as setup pulls them, with no bzip2 or tar o
       await socket.waitFor((m) => m.type === "ready");
       await speakOneUtterance(socket, speech);
       const isFinal = (type: string) => (m: ServerMessage) => m.type === type && m.is_final === true;
-      const translation = await socket.waitFor(isFinal("translated_transcript"), 30_000);
-      // Speech follows its translation.
-      await until(() => socket.audioFrames.length > 0, 30_000);
-      await socket.settle(500);
+      const translation = socket.messages.find(isFinal("translated_transcript"))!;
+      expect(socket.audioFrames.length).toBeGreaterThan(0);
       socket.close();
 
       const original = socket.messages.find(isFinal("original_transcript"))!;

@@ -166,20 +166,60 @@ describe("TranslationPipeline (engine doubles)", () => {
     pipeline.pushAudio(speech(600));
     pipeline.finalize();
     pipeline.finalize(); // a flood of finalize coalesces
-    const first = await collect(
-      pipeline,
-      (evs) => finals(evs, "translated").length > 0 && evs.at(-1)?.type === "audio",
-    );
+    const first = await collect(pipeline, (evs) => evs.at(-1)?.type === "finalized");
     pipeline.pushAudio(speech(600));
     pipeline.finalize();
-    const second = await collect(
-      pipeline,
-      (evs) => finals(evs, "translated").length > 0 && evs.at(-1)?.type === "audio",
-    );
+    const second = await collect(pipeline, (evs) => evs.at(-1)?.type === "finalized");
     await pipeline.close();
     const idOf = (evs: PipelineEvent[]) => (finals(evs, "original")[0] as { segmentId: string }).segmentId;
     expect(idOf(first)).not.toBe(idOf(second));
     expect(asr.opened).toBe(2);
+    // Each finalize is answered after its segment's final, translation and speech: the coalesced
+    // pair once.
+    for (const events of [first, second]) {
+      expect(events.filter((e) => e.type === "finalized")).toHaveLength(1);
+      const types = events.map((e) => e.type);
+      expect(types.lastIndexOf("audio")).toBeGreaterThan(types.lastIndexOf("translated"));
+      expect(types.at(-2)).toBe("audio");
+    }
+  });
+
+  it("finalized follows the last speech of everything received before the finalize, however slow the speech", async () => {
+    let release = () => {};
+    const slowSpeech = new Promise<void>((resolve) => (release = resolve));
+    const pipeline = pipelineWith({
+      asr: scriptedAsr(["go", "forward", "ten", "meters"]),
+      finalizeMode: "sentence",
+      async *speak(text) {
+        await slowSpeech;
+        yield* toneFor(text);
+      },
+    });
+    pipeline.pushAudio(speech(1000));
+    pipeline.pushAudio(silence(800)); // the first utterance ends here by itself
+    pipeline.pushAudio(speech(500));
+    pipeline.finalize();
+    const beforeSpeech = await collect(pipeline, (evs) => finals(evs, "translated").length === 2);
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(pipeline.working).toBe(true);
+    release();
+    const rest = await collect(pipeline, (evs) => evs.at(-1)?.type === "finalized");
+    const events = [...beforeSpeech, ...rest];
+    expect(events.filter((e) => e.type === "audio")).toHaveLength(2);
+    expect(events.at(-1)).toEqual({ type: "finalized" });
+    expect(pipeline.working).toBe(false);
+    await pipeline.close();
+  });
+
+  it("without speech, finalized follows the last translation; a finalize with nothing heard is answered too", async () => {
+    const pipeline = pipelineWith({ asr: scriptedAsr(["hello", "world"]), speak: undefined });
+    pipeline.finalize();
+    expect(await collect(pipeline, (evs) => evs.length > 0)).toEqual([{ type: "finalized" }]);
+    pipeline.pushAudio(speech(600));
+    pipeline.finalize();
+    const events = await collect(pipeline, (evs) => evs.at(-1)?.type === "finalized");
+    expect(events.at(-2)).toMatchObject({ type: "translated", isFinal: true });
+    await pipeline.close();
   });
 
   it("gets the recognizer ready for the context's terms at start and at each new context, and spells them as given", async () => {

@@ -34,6 +34,7 @@ export type {
   MetadataAckMessage,
   Notice,
   NoticeMessage,
+  FinalizedMessage,
   OriginalTranscriptMessage,
   ParticipantMessage,
   ReadyMessage,

@@ -87,6 +87,15 @@ export interface NoticeMessage extends Notice {
   timestamp: number;
 }
 
+/**
+ * Beyond the spec: after a `finalize`, once everything received before it is out (its finals,
+ * translations and speech). Finalizes within the server's ~300 ms wait for audio in flight get one.
+ */
+export interface FinalizedMessage {
+  type: "finalized";
+  timestamp: number;
+}
+
 export interface SpeakAckMessage {
   type: "speak_ack";
   correlation_id: string;
@@ -140,6 +149,7 @@ export type ServerMessage =
   | ErrorMessage
   | MetadataAckMessage
   | NoticeMessage
+  | FinalizedMessage
   | SpeakAckMessage
   | SpeechEndMessage
   | JoinedMessage

@@ -2,19 +2,13 @@ import { log, type stt } from "@livekit/agents";
 import type { RealtimeSession } from "@relay-translate/client";
 import type { TranscriptEvents } from "./transcripts.js";
 
-/** After `finalize`, what relay sends last comes within this of the previous message. */
-const QUIET_MS = 1000;
-/** …and a session that heard nothing is given this long to show it heard something after all. */
-const SILENT_QUIET_MS = 3000;
-/** The longest a stream's end waits for relay's last transcripts. */
-const MAX_WAIT_MS = 15_000;
+/** The longest a stream's end waits for relay's `finalized` while relay sends nothing. */
+const MAX_QUIET_MS = 60_000;
 
 /** What a session's end waits on, kept up to date while its messages are read. */
 export interface SessionState {
-  /** Words were shown that no final has covered yet. */
-  readonly open: boolean;
-  /** A transcript has come. */
-  heardAny: boolean;
+  /** `finalized` messages so far: each answers a `finalize` once its results are all out. */
+  finalized: number;
   /** When the last message came (performance.now() ms). */
   lastMessageAt: number;
 }
@@ -30,19 +24,14 @@ export function followTranscripts(
   offset: number,
   emit: (event: stt.SpeechEvent) => void,
 ): { readonly state: SessionState; readonly done: Promise<void> } {
-  const state: SessionState = {
-    get open() {
-      return events.open;
-    },
-    heardAny: false,
-    lastMessageAt: performance.now(),
-  };
+  const state: SessionState = { finalized: 0, lastMessageAt: performance.now() };
   const done = (async () => {
     for await (const message of session) {
       state.lastMessageAt = performance.now();
       if (message.type === "original_transcript") {
-        state.heardAny = true;
         for (const event of events.eventsOf(message, offset)) emit(event);
+      } else if (message.type === "finalized") {
+        state.finalized++;
       } else if (message.type === "error") {
         // Worth seeing, not worth ending the stream for.
         log().warn({ correlationId: message.correlation_id }, `relay: ${message.error}`);
@@ -55,19 +44,15 @@ export function followTranscripts(
 }
 
 /**
- * relay's speech sessions have no end-of-results message, so a stream whose input ended sends
- * `finalize` and waits until no segment is open and the server has gone quiet (as `relay live`
- * does), then closes the session.
+ * Ends a session whose input ended without losing its tail: sends `finalize`, waits for relay's
+ * `finalized` (every final of the audio sent has come), then closes the session.
  */
 export async function finishSession(session: RealtimeSession, state: Readonly<SessionState>): Promise<void> {
+  const before = state.finalized;
   session.finalize();
   const finalizedAt = performance.now();
-  const deadline = finalizedAt + MAX_WAIT_MS;
-  for (;;) {
-    const now = performance.now();
-    const quiet = now - Math.max(state.lastMessageAt, finalizedAt);
-    const done = !state.open && quiet >= (state.heardAny ? QUIET_MS : SILENT_QUIET_MS);
-    if (done || now >= deadline || !session.isOpen) break;
+  while (state.finalized === before && session.isOpen) {
+    if (performance.now() - Math.max(state.lastMessageAt, finalizedAt) > MAX_QUIET_MS) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
   session.close(1000);

@@ -336,6 +336,8 @@ class SpeechSession implements ModeHandler {
   private forward(event: PipelineEvent): void {
     this.onResult();
     if (event.type === "audio") return this.wire.audio(event.samples);
+    if (event.type === "finalized")
+      return this.wire.send({ type: "finalized", timestamp: Date.now() / 1000 });
     if (event.type === "error") {
       // Logged as well as sent: an operator sees engines failing under sessions.
       this.log[event.fatal ? "error" : "warn"]({ segment: event.segmentId }, `pipeline: ${event.message}`);

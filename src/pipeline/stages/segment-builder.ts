@@ -1,6 +1,13 @@
 import { randomUUID } from "node:crypto";
 import type { Hypothesis, LanguageCode } from "../../core/contracts.js";
-import type { HypothesisFrame, PipelineEvent, PipelineObserver, Segment, TranslationJob } from "../frames.js";
+import type {
+  HypothesisFrame,
+  PipelineEvent,
+  PipelineObserver,
+  Segment,
+  TranslationInput,
+  TranslationJob,
+} from "../frames.js";
 import type { BoundedQueue } from "../../core/queue.js";
 import { joinWords, TranscriptStabilizer, type FinalizeMode, type StableWord } from "../stabilizer.js";
 import { SAMPLES_PER_MS } from "./audio-intake.js";
@@ -66,7 +73,7 @@ export class SegmentBuilder {
 
   constructor(
     private readonly options: SegmentBuilderOptions,
-    private readonly translations: BoundedQueue<TranslationJob>,
+    private readonly translations: BoundedQueue<TranslationInput>,
   ) {}
 
   handle(frame: HypothesisFrame, speaker: string | undefined): void {

@@ -36,19 +36,24 @@ export class SynthesisStage {
     private readonly input: BoundedQueue<LineFrame>,
   ) {}
 
+  /** No line is waiting to be spoken or being spoken. */
+  get idle(): boolean {
+    return this.waiting.length === 0;
+  }
+
   async run(): Promise<void> {
     for await (const frame of this.input) {
       if (this.options.signal.aborted) continue;
+      if (frame.kind === "finalized") {
+        await this.after(() => this.options.emit({ type: "finalized" }));
+        continue;
+      }
       if (this.current?.line !== frame.line) {
         // A line ends with its flush or cancel frame; a new one starts with its first text.
         if (frame.kind !== "text") continue;
-        while (this.waiting.length >= MAX_WAITING_LINES) await this.waiting[0];
         const stream = new SynthesisStream((sentence) => this.synthesize(frame.line, sentence));
         this.current = { line: frame.line, stream };
-        const spoken: Promise<void> = (this.waiting.at(-1) ?? Promise.resolve())
-          .then(() => this.speakLine(frame.line, stream))
-          .finally(() => this.waiting.splice(this.waiting.indexOf(spoken), 1));
-        this.waiting.push(spoken);
+        await this.after(() => this.speakLine(frame.line, stream));
       }
       const { stream } = this.current;
       if (frame.kind === "text") stream.pushText(frame.text);
@@ -62,6 +67,18 @@ export class SynthesisStage {
     if (this.options.signal.aborted) this.current?.stream.cancel();
     else this.current?.stream.flush();
     await Promise.all(this.waiting);
+  }
+
+  /**
+   * Runs `step` once the lines taken before it are spoken (and the steps before it have run). Waits
+   * while MAX_WAITING_LINES steps wait.
+   */
+  private async after(step: () => void | Promise<void>): Promise<void> {
+    while (this.waiting.length >= MAX_WAITING_LINES) await this.waiting[0];
+    const done: Promise<void> = (this.waiting.at(-1) ?? Promise.resolve())
+      .then(step)
+      .finally(() => this.waiting.splice(this.waiting.indexOf(done), 1));
+    this.waiting.push(done);
   }
 
   /**

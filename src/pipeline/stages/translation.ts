@@ -12,6 +12,7 @@ import type {
   TargetedCall,
   TranslateFn,
   TranslateStreamFn,
+  TranslationInput,
   TranslationJob,
 } from "../frames.js";
 import type { BoundedQueue } from "../../core/queue.js";
@@ -54,7 +55,7 @@ export class TranslationStage {
 
   constructor(
     private readonly options: TranslationStageOptions,
-    private readonly input: BoundedQueue<TranslationJob>,
+    private readonly input: BoundedQueue<TranslationInput>,
     private readonly speech: BoundedQueue<LineFrame> | undefined,
   ) {}
 
@@ -62,7 +63,10 @@ export class TranslationStage {
     try {
       for await (const job of this.input) {
         if (this.options.signal.aborted) continue;
-        await this.process(job);
+        if (job.kind !== "finalized") await this.process(job);
+        // Behind the lines before it, when they are spoken.
+        else if (this.speech) await this.speech.put(job);
+        else this.options.emit({ type: "finalized" });
       }
     } finally {
       this.speech?.close();
