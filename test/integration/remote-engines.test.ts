@@ -186,9 +186,9 @@ describe.skipIf(SPEECH_MISSING)("remote OpenAI-compatible engines in real sessio
       const socket = await RealtimeSocket.connect((await createSession(server.baseUrl, API_KEY)).ws_url);
       await socket.waitFor((m) => m.type === "ready");
       await socket.stream(goForward, { speed: 8 });
-      socket.finalize();
-      const error = await socket.waitFor((m) => m.type === "error", 20_000);
-      expect(error.error).toMatch(/translation failed: .*timed out after 2000 ms/);
+      await finalizeAndWait(socket);
+      const error = socket.messages.find((m) => m.type === "error");
+      expect(error?.error).toMatch(/translation failed: .*timed out after 2000 ms/);
       socket.close();
     });
     // With Apertium behind it, the session keeps translating while the remote server fails.

@@ -287,6 +287,9 @@ function request(url: URL, options: DownloadOptions, range?: string): Promise<ht
   }
   return new Promise((resolve, reject) => {
     const req = client.get(url, {
+      // A connection of its own: downloads are few and long, and a kept-alive socket the source has
+      // just closed (its idle timeout) fails the next request with ECONNRESET.
+      agent: false,
       lookup: guardedLookup(options.allowPrivate),
       timeout: options.timeoutMs ?? 30_000,
       signal: options.signal,
