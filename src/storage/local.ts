@@ -88,7 +88,7 @@ export function createLocalObjectStore(options: LocalObjectStoreOptions): LocalO
     throw new RangeError("the local object store secret needs at least 16 characters");
   const root = resolve(options.dir);
   const baseUrl = options.publicBaseUrl.replace(/\/+$/u, "");
-  const now = options.now ?? Date.now;
+  const now = options.now ?? (() => Date.now());
   const secret = options.secret;
 
   const objectPath = (key: string) => {

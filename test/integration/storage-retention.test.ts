@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startDubbingWorkers } from "../../src/dubbing/jobs/worker.js";
 import { dubbingClient, type DubbingAnswer } from "../support/dubbing-client.js";
 import { API_KEY, BROKE_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
@@ -17,9 +17,10 @@ function api(server: TestServer, method: string, route: string, body?: unknown, 
 }
 
 async function waitFor(what: string, condition: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  // performance.now(): the retention test moves Date by hand.
+  const deadline = performance.now() + timeoutMs;
   while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    if (performance.now() > deadline) throw new Error(`timed out waiting until ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
@@ -81,6 +82,21 @@ describe("retention of uploads and results", () => {
   it("keeps uploads unfinished jobs need, deletes them once their jobs finished or their URL expired unused, and results after their retention", async () => {
     const store = server.services.store;
     const db = server.services.db;
+    // The service (in this process) reads the time from Date: it stands still until the test moves
+    // it, so URLs and results expire when the test says, however slowly a loaded machine gets to
+    // each step (the sweeps and the worker still run on real timers).
+    vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
+    try {
+      await keepsAndDeletes(store, db);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  async function keepsAndDeletes(
+    store: TestServer["services"]["store"],
+    db: TestServer["services"]["db"],
+  ): Promise<void> {
     // Jobs on it fail quickly (unsupported_format): what matters here is that they finish.
     const notMedia = Buffer.from("not media at all ".repeat(100));
     const createJob = async (upload: Upload, targetLang = "es") =>
@@ -128,13 +144,19 @@ describe("retention of uploads and results", () => {
     // The output URL never outlives the result.
     expect(Date.parse(completed.output_expires_at as string)).toBeLessThanOrEqual(retainedUntil);
 
+    // Jobs are taken oldest first: each is created a moment after the one before.
+    vi.setSystemTime(Date.now() + 10);
     const pendingJob = (await createJob(forPending)).body.job_id as string;
+    vi.setSystemTime(Date.now() + 10);
     const retriedJob = (await createJob(forRetried)).body.job_id as string;
     // A worker takes a job and dies at once: the job is running, its lease expired, nobody on it.
     const taken = (await db.jobs.claim("dead-worker/0", 1))!;
     expect(taken.id).toBe(pendingJob);
     expect(await db.jobs.update(taken.id, "dead-worker/0", { status: "downloading" })).toBe(true);
     const jobs = { retried: taken.id, pending: retriedJob };
+    // The upload URLs expire (2 s; their rows a second later, src/api/dubbing/submission.ts), and
+    // the dead worker's lease.
+    vi.setSystemTime(Date.now() + 3_500);
 
     // Sweeps run once the URLs have expired: the unused upload, the one never PUT and the completed
     // job's go...
@@ -156,7 +178,8 @@ describe("retention of uploads and results", () => {
       error: { code: "invalid_url", message: expect.stringMatching(/has been deleted/) },
     });
 
-    // The result goes after its retention; the status and /result say so.
+    // The result goes after its retention (4 s after it completed); the status and /result say so.
+    vi.setSystemTime(Date.now() + 1_500);
     await waitFor(
       "the result has expired",
       async () => (await api(server, "GET", `/api/dubbing/jobs/${resultJobId}/result`)).status === 404,
@@ -202,7 +225,7 @@ describe("retention of uploads and results", () => {
     } finally {
       await workers.stop();
     }
-  });
+  }
 });
 
 describe("upload URLs: balance, quota, one PUT", () => {
