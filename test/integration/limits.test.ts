@@ -6,6 +6,7 @@ import { injectApp, type InjectedApp } from "../support/app.js";
 import { createRoomSession } from "../support/room-client.js";
 import { API_KEY, DUBBING_ONLY_KEY, startServer, type TestServer } from "../support/server.js";
 import { openSession } from "../support/session-socket.js";
+import { concatPcm } from "../../src/audio/pcm.js";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
@@ -448,7 +449,7 @@ describe("idle and overlong sessions", () => {
       const jfk = await readWavAsPcm16(sharedPath("data/speech/misc/jfk.wav"));
       const marker = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
       const pause = new Int16Array(16_000);
-      const recording = concat([jfk, jfk, pause, marker, pause]); // 26 s: within the 30 s backlog
+      const recording = concatPcm([jfk, jfk, pause, marker, pause]); // 26 s: within the 30 s backlog
       const socket = await open();
       await socket.stream(recording, { chunkMs: 100, speed: Infinity });
       expect(await socket.closed(240_000)).toBe(4408);
@@ -489,13 +490,3 @@ describe("idle and overlong sessions", () => {
     ]);
   });
 });
-
-function concat(parts: Int16Array[]): Int16Array {
-  const out = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    out.set(part, offset);
-    offset += part.length;
-  }
-  return out;
-}
