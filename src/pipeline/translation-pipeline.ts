@@ -136,8 +136,8 @@ export class TranslationPipeline {
   /** Fired by `close()`: cancels the translation and synthesis calls still running. */
   private readonly cancellation = new AbortController();
   private readonly stages: Promise<void>;
-  /** The queues after the intake and the synthesis stages (every lane's, as lanes start): see `working`. */
-  private readonly links: { readonly idle: boolean }[] = [];
+  /** What comes after the intake: its queues and synthesis stages (every lane's, as lanes start). */
+  private readonly downstream: { readonly idle: boolean }[] = [];
   private readonly voices: VoiceChooser | undefined;
 
   constructor(options: PipelineOptions) {
@@ -184,7 +184,7 @@ export class TranslationPipeline {
       },
     });
     const translations = new BoundedQueue<TranslationInput>(TRANSLATION_QUEUE_JOBS);
-    this.links.push(translations);
+    this.downstream.push(translations);
     const tracker = options.speakers && new SpeakerTracker(options.speakers, signal);
     const speakers = new SpeakerSplit(tracker, options.voices);
     const segments = new SegmentBuilder(
@@ -228,8 +228,8 @@ export class TranslationPipeline {
       targetFor: (language: LanguageCode) => LanguageCode | undefined,
     ): Promise<unknown> => {
       const speech = options.speak ? new BoundedQueue<LineFrame>(SPEECH_QUEUE_FRAMES) : undefined;
-      if (input !== translations) this.links.push(input);
-      if (speech) this.links.push(speech);
+      if (input !== translations) this.downstream.push(input);
+      if (speech) this.downstream.push(speech);
       const translation = new TranslationStage(
         {
           targetFor,
@@ -260,7 +260,7 @@ export class TranslationPipeline {
               speech,
             )
           : undefined;
-      if (synthesis) this.links.push(synthesis);
+      if (synthesis) this.downstream.push(synthesis);
       return Promise.all([translation.run(), synthesis?.run()]);
     };
     const translating = options.fanOut
@@ -323,7 +323,7 @@ export class TranslationPipeline {
    * being translated or spoken. False once everything received has been carried to the output.
    */
   get working(): boolean {
-    return this.intake.working || this.links.some((queue) => !queue.idle);
+    return this.intake.working || this.downstream.some((part) => !part.idle);
   }
 
   /**

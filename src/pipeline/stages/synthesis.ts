@@ -4,8 +4,9 @@ import type { BoundedQueue } from "../../core/queue.js";
 import { SynthesisStream } from "../synthesis-stream.js";
 
 /**
- * Lines whose speech may wait, taken but not spoken yet. Beyond it the stage stops taking frames
- * until the oldest line is spoken (the wait reaches back through translation to recognition).
+ * Lines whose speech may wait, taken but not spoken yet (a `finalized` waiting behind them counts as
+ * one). Beyond it the stage stops taking frames until the oldest is done (the wait reaches back
+ * through translation to recognition).
  */
 export const MAX_WAITING_LINES = 16;
 
