@@ -7,9 +7,10 @@
  *
  *   npm run fleet -- [--processes 3] [--port 8080] [--balance least_conn|round-robin]
  *
- * PostgreSQL: DATABASE_URL (default: a new database relay_fleet_<random> on
- * postgres://postgres@127.0.0.1:5432, dropped at exit). Redis: REDIS_URL (default
- * redis://127.0.0.1:6379). Storage: S3_ENDPOINT/S3_BUCKET and credentials when given, otherwise an
+ * PostgreSQL: DATABASE_URL (default: a new database relay_fleet_<random>, dropped at exit, on
+ * POSTGRES_ADMIN_URL, by default postgres://postgres@127.0.0.1:5432). Redis: REDIS_URL (default
+ * redis://127.0.0.1:6379). Where those defaults do not answer, a throw-away PostgreSQL or Redis is
+ * started on loopback for the fleet's life (scripts/local-servers.ts). Storage: S3_ENDPOINT/S3_BUCKET and credentials when given, otherwise an
  * s3rver (the npm package the tests use) in this process. Other variables pass to every process.
  */
 import { spawn, type ChildProcess } from "node:child_process";
@@ -19,6 +20,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
+import { ensurePostgres, ensureRedis } from "./local-servers.js";
 import { freePort } from "../test/support/ports.js";
 import { PROJECT_ROOT } from "../test/support/run-script.js";
 import { S3_CREDENTIALS, startS3 } from "../test/support/s3.js";
@@ -46,8 +48,11 @@ export interface FleetOptions {
   readonly port?: number;
   /** Added to every process's environment. */
   readonly env?: Readonly<Record<string, string>>;
-  /** PostgreSQL to share (default: a new database, dropped by close()). */
+  /** PostgreSQL to share (default: a new database on `postgresAdminUrl`, dropped by close()). */
   readonly databaseUrl?: string;
+  /** The server a new database is made on (default POSTGRES_ADMIN_URL, else 127.0.0.1:5432, else one started here). */
+  readonly postgresAdminUrl?: string;
+  /** Redis (default REDIS_URL, else 127.0.0.1:6379, else one started here). */
   readonly redisUrl?: string;
   /** Passed to each process's stderr (default: inherit). */
   readonly stderr?: "inherit" | "ignore";
@@ -57,8 +62,6 @@ export interface FleetOptions {
   readonly balance?: "round-robin" | "least_conn";
 }
 
-const POSTGRES_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres";
-
 export async function launchFleet(options: FleetOptions): Promise<Fleet> {
   const cleanups: (() => Promise<unknown>)[] = [];
   const cleanUp = async () => {
@@ -67,7 +70,11 @@ export async function launchFleet(options: FleetOptions): Promise<Fleet> {
   try {
     const dir = await mkdtemp(path.join(tmpdir(), "relay-fleet-"));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const databaseUrl = options.databaseUrl ?? (await createDatabase(cleanups));
+    const databaseUrl =
+      options.databaseUrl ??
+      (await createDatabase(options.postgresAdminUrl ?? process.env.POSTGRES_ADMIN_URL, cleanups));
+    const redis = await ensureRedis(options.redisUrl ?? process.env.REDIS_URL);
+    cleanups.push(() => redis.stop());
     const storage = await sharedStorage(cleanups);
     const port = options.port ?? (await freePort());
     const url = `http://127.0.0.1:${port}`;
@@ -75,7 +82,7 @@ export async function launchFleet(options: FleetOptions): Promise<Fleet> {
     const dataDir = path.join(dir, "data");
     const env: Record<string, string> = {
       DATABASE_URL: databaseUrl,
-      REDIS_URL: options.redisUrl ?? process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+      REDIS_URL: redis.url,
       REDIS_KEY_PREFIX: `relay-fleet-${randomBytes(4).toString("hex")}:`,
       SESSION_SECRET: randomBytes(32).toString("hex"),
       PUBLIC_BASE_URL: url,
@@ -106,10 +113,15 @@ export async function launchFleet(options: FleetOptions): Promise<Fleet> {
   }
 }
 
-async function createDatabase(cleanups: (() => Promise<unknown>)[]): Promise<string> {
+async function createDatabase(
+  adminUrl: string | undefined,
+  cleanups: (() => Promise<unknown>)[],
+): Promise<string> {
+  const server = await ensurePostgres(adminUrl);
+  cleanups.push(() => server.stop());
   const name = `relay_fleet_${randomBytes(6).toString("hex")}`;
   const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: POSTGRES_ADMIN_URL });
+    const client = new pg.Client({ connectionString: server.url });
     await client.connect();
     try {
       await client.query(statement);
@@ -119,7 +131,7 @@ async function createDatabase(cleanups: (() => Promise<unknown>)[]): Promise<str
   };
   await admin(`CREATE DATABASE ${name}`);
   cleanups.push(() => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
-  const url = new URL(POSTGRES_ADMIN_URL);
+  const url = new URL(server.url);
   url.pathname = `/${name}`;
   return url.toString();
 }

@@ -7,9 +7,12 @@ cd "$(dirname "$0")/.."
 
 PACKAGES="libpocketsphinx3 pocketsphinx-en-us apertium apertium-eng-spa apertium-fr-es apertium-es-pt \
 apertium-spa-ita cg3 espeak-ng ffmpeg build-essential cmake ccache"
-# What `npm test` needs besides: nginx (the fleet test), Chromium (the playground test) and
-# docker-compose (checks compose.yaml). RELAY_SETUP_RUNTIME_ONLY=1 leaves them out on servers.
-[ -n "${RELAY_SETUP_RUNTIME_ONLY:-}" ] || PACKAGES="$PACKAGES nginx-light chromium docker-compose"
+# What `npm test` needs besides: PostgreSQL and Redis (the database, fleet and room tests: the test
+# run starts its own on loopback where none is running, test/support/servers.ts), nginx (the fleet
+# test), Chromium (the playground and meeting tests) and docker-compose (checks compose.yaml).
+# RELAY_SETUP_RUNTIME_ONLY=1 leaves them out on servers.
+[ -n "${RELAY_SETUP_RUNTIME_ONLY:-}" ] ||
+  PACKAGES="$PACKAGES postgresql redis-server nginx-light chromium docker-compose"
 
 missing=""
 for pkg in $PACKAGES; do
@@ -38,6 +41,15 @@ fi
 )
 sh scripts/build-whisper.sh
 npm run build
+# LiveKit's server for the room tests (and `npm run livekit`), built once from the Go module proxy
+# at a pinned tag. Without Go it says so, and the tests that need LiveKit say what is missing.
+if [ -z "${RELAY_SETUP_RUNTIME_ONLY:-}" ]; then
+  if livekit=$(sh scripts/install-livekit.sh); then
+    echo "setup: LiveKit server ready: $livekit"
+  else
+    echo "setup: LiveKit server not built (see above); the tests that need it say so"
+  fi
+fi
 
 # The default multilingual model (whisper base, 142 MiB, checksum verified, resumable): with it the
 # service recognises and identifies every whisper language. Offline, the embedded engines serve.

@@ -194,8 +194,10 @@ async function joinLiveKit(access, events) {
     .on(lk.RoomEvent.TrackUnsubscribed, (track) => {
       for (const element of track.detach()) element.remove();
     })
-    .on(lk.RoomEvent.DataReceived, (payload, _participant, _kind, topic) => {
-      if (topic !== "transcript") return;
+    .on(lk.RoomEvent.DataReceived, (payload, participant, _kind, topic) => {
+      // Captions and events come from the translator alone (clients' tokens grant no data, and a
+      // participant's identity is the service's to give): anything else is someone's forgery.
+      if (topic !== "transcript" || participant?.identity !== TRANSLATOR_IDENTITY) return;
       try {
         events.message(JSON.parse(decoder.decode(payload)));
       } catch {

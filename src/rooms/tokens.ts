@@ -1,4 +1,4 @@
-import { AccessToken, TokenVerifier, type ClaimGrants } from "livekit-server-sdk";
+import { AccessToken, TokenVerifier, TrackSource, type ClaimGrants } from "livekit-server-sdk";
 
 /**
  * Room access tokens in LiveKit's format (HS256 JWTs with a `video` grant), minted and verified
@@ -34,16 +34,30 @@ export async function mintRoomToken(
         ? { attributes: { language: grant.language } }
         : {}),
   });
-  token.addGrant({
-    roomJoin: true,
-    room: grant.roomName,
-    canPublish: true,
-    canSubscribe: true,
-    canPublishData: true,
-    // The translator names each track's language in its own attributes (`track:<name>`).
-    canUpdateOwnMetadata: true,
-    ...(grant.role === "translator" ? { agent: true } : {}),
-  });
+  // A client may publish its microphone and subscribe, nothing more: with data or its own metadata
+  // it could pass for the translator (forged captions on everyone's page) or change the language
+  // its token gave it. Only the translator sends data and names its tracks' languages (attributes).
+  token.addGrant(
+    grant.role === "translator"
+      ? {
+          roomJoin: true,
+          room: grant.roomName,
+          canPublish: true,
+          canSubscribe: true,
+          canPublishData: true,
+          canUpdateOwnMetadata: true,
+          agent: true,
+        }
+      : {
+          roomJoin: true,
+          room: grant.roomName,
+          canPublish: true,
+          canPublishSources: [TrackSource.MICROPHONE],
+          canSubscribe: true,
+          canPublishData: false,
+          canUpdateOwnMetadata: false,
+        },
+  );
   if (grant.role === "translator") token.kind = "agent";
   return token.toJwt();
 }
@@ -59,7 +73,10 @@ export async function verifyRoomToken(
 ): Promise<{ ok: true; identity: string; language?: string } | { ok: false; reason: string }> {
   let claims: ClaimGrants;
   try {
-    claims = await new TokenVerifier(keys.apiKey, keys.apiSecret).verify(token);
+    // No clock tolerance (the SDK allows 10 s by default): this process signs and checks the
+    // token with one clock, so a token is refused the second it expires. (LiveKit's own server
+    // accepts a token up to 60 s past its expiry: docs/livekit.md.)
+    claims = await new TokenVerifier(keys.apiKey, keys.apiSecret).verify(token, 0);
   } catch (error) {
     const message = (error as Error).message;
     return { ok: false, reason: /exp/iu.test(message) ? "token expired" : "invalid token" };

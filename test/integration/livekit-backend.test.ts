@@ -199,9 +199,11 @@ describe("createRoom and clientAccess", () => {
       roomJoin: true,
       room: "api-room2",
       canPublish: true,
+      // Its microphone only, no data and no metadata of its own: nothing a translator could say.
+      canPublishSources: ["microphone"],
       canSubscribe: true,
-      canPublishData: true,
-      canUpdateOwnMetadata: true,
+      canPublishData: false,
+      canUpdateOwnMetadata: false,
     });
     expect(claims.kind).not.toBe("agent");
     expect(claims.attributes?.["role"]).toBeUndefined();

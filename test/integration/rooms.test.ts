@@ -112,9 +112,11 @@ describe("POST /api/beta1/session", () => {
       roomJoin: true,
       room: body.room_name,
       canPublish: true,
+      // Its microphone only, no data and no metadata of its own: nothing a translator could say.
+      canPublishSources: ["microphone"],
       canSubscribe: true,
-      canPublishData: true,
-      canUpdateOwnMetadata: true,
+      canPublishData: false,
+      canUpdateOwnMetadata: false,
     });
     expect(claims.exp! - claims.nbf!).toBe(server.config.rooms.tokenTtlSec);
 

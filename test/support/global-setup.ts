@@ -3,6 +3,7 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { PROJECT_ROOT } from "./run-script.js";
+import { startTestServers } from "./servers.js";
 
 /** The newest modification time under `dir` (0 where it does not exist). */
 function newestMtime(dir: string): number {
@@ -32,13 +33,19 @@ function mtimeOf(file: string): number {
  * service and the CLI as users run them, from the build; `npm run setup` builds, so a fresh checkout
  * after setup builds nothing here), and gives the whole run one directory of voice measurements
  * (`VOICE_MEASUREMENTS_DIR`, inherited by the test processes and the services they spawn), so the
- * voice library is measured once per run rather than once per test server. Returns the teardown.
+ * voice library is measured once per run rather than once per test server, and starts the servers
+ * the tests use where they are not running (PostgreSQL, Redis, LiveKit: test/support/servers.ts).
+ * Returns the teardown.
  */
-export default function setup(): () => void {
+export default async function setup(): Promise<() => Promise<void>> {
   buildIfStale();
   const measurements = mkdtempSync(path.join(tmpdir(), "relay-test-voice-measurements-"));
   process.env.VOICE_MEASUREMENTS_DIR = measurements;
-  return () => rmSync(measurements, { recursive: true, force: true });
+  const stopServers = await startTestServers();
+  return async () => {
+    await stopServers();
+    rmSync(measurements, { recursive: true, force: true });
+  };
 }
 
 function buildIfStale(): void {

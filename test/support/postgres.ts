@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
+import { postgresUrl } from "./servers.js";
 
-/** Throwaway PostgreSQL databases on the development server (127.0.0.1:5432, trust auth). */
-const ADMIN_URL = process.env.RELAY_TEST_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+export { postgresProblem } from "./servers.js";
+
+/** Throwaway databases on the run's PostgreSQL (test/support/servers.ts: found or started by the global setup). */
+const ADMIN_URL = postgresUrl();
 
 async function withAdmin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: ADMIN_URL, connectionTimeoutMillis: 3_000 });
@@ -11,16 +14,6 @@ async function withAdmin<T>(use: (client: pg.Client) => Promise<T>): Promise<T> 
     return await use(client);
   } finally {
     await client.end();
-  }
-}
-
-/** The reason PostgreSQL cannot be used, or undefined when it can. */
-export async function postgresProblem(): Promise<string | undefined> {
-  try {
-    await withAdmin((admin) => admin.query("SELECT 1"));
-    return undefined;
-  } catch (error) {
-    return (error as Error).message;
   }
 }
 

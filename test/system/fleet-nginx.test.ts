@@ -18,8 +18,7 @@ import { addRoomParticipant, createRoomSession, joinRoom } from "../support/room
 import { launchFleet, type Fleet, type FleetProcess } from "../../scripts/fleet.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { makeTestVideo } from "../support/media.js";
-import { postgresProblem } from "../support/postgres.js";
-import { redisProblem } from "../support/redis.js";
+import { postgresProblem, postgresUrl, redisProblem, redisUrl, required } from "../support/servers.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { execFileSync } from "node:child_process";
 
@@ -35,7 +34,7 @@ function nginxMissing(): string | undefined {
 const problem =
   (await postgresProblem()) ??
   (await redisProblem()) ??
-  nginxMissing() ??
+  required(nginxMissing()) ??
   (sharedMissing("data/speech/librivox-pocketsphinx") ? "../shared speech is missing" : undefined);
 if (problem) console.warn(`fleet behind nginx not tested: ${problem}`);
 
@@ -51,6 +50,8 @@ beforeAll(async () => {
     processes: 3,
     // The build, as `npm start` runs it (test/support/global-setup.ts keeps it fresh).
     built: true,
+    postgresAdminUrl: postgresUrl(),
+    redisUrl: redisUrl(),
     stderr: "ignore",
     env: {
       API_KEYS: `${KEY}:100,${RATE_KEY}:10`,
