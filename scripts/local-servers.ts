@@ -294,7 +294,7 @@ export interface LiveKitStartOptions {
 /**
  * The LiveKit configuration for a server on loopback only: WebRTC candidates on 127.0.0.1 (without
  * `enable_loopback_candidate` LiveKit offers none on `lo`), no external IP discovery (no STUN),
- * no TURN, no Redis (one node).
+ * no TURN, no Redis (one node), and no room made by joining (only the service creates rooms).
  */
 export function loopbackLiveKitConfig(ports: LiveKitPorts, keys: Record<string, string>): string {
   return [
@@ -309,6 +309,10 @@ export function loopbackLiveKitConfig(ports: LiveKitPorts, keys: Record<string, 
     "  stun_servers: []",
     "turn:",
     "  enabled: false",
+    // Rooms are the service's to create (RoomService/CreateRoom): a token for a room that ended
+    // must not open a new, empty one.
+    "room:",
+    "  auto_create: false",
     "keys:",
     ...Object.entries(keys).map(([key, secret]) => `  ${key}: ${secret}`),
     "logging:",

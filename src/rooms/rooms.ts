@@ -89,6 +89,12 @@ const endedEntry = (roomName: string) => `ended:${roomName}`;
 
 export class RoomCapacityError extends Error {}
 
+/**
+ * The room server (LiveKit) could not create the room or let the translator in: wrong keys, an
+ * unreachable or dead server. The message says what it answered (its URL is the clients' own).
+ */
+export class RoomServerError extends Error {}
+
 /** The room has given out all the access it may (participants, and the translation work they bring). */
 export class RoomFullError extends Error {}
 
@@ -154,16 +160,20 @@ export class Rooms {
     this.creating.set(accountId, (this.creating.get(accountId) ?? 0) + 1);
     try {
       if (!(await sessions.reserve(live))) throw new AccountSessionsLimitError(sessions.perAccount);
-      await this.backend.createRoom(roomName, request.room);
+      await this.backend.createRoom(roomName, request.room).catch((error: unknown) => {
+        throw new RoomServerError((error as Error).message, { cause: error });
+      });
       await this.options.fleet?.directory.register(
         roomName,
         { workerId: this.options.fleet.workerId, accountId },
         this.options.maxLifetimeMs,
       );
       const access = await this.backend.clientAccess(roomName, creator, publicBaseUrl);
-      const connection = await this.backend.joinAsTranslator(roomName, {
-        speaks: request.voice !== undefined,
-      });
+      const connection = await this.backend
+        .joinAsTranslator(roomName, { speaks: request.voice !== undefined })
+        .catch((error: unknown) => {
+          throw new RoomServerError((error as Error).message, { cause: error });
+        });
       const translator = new RoomTranslator(connection, {
         registry,
         room: request.room,
@@ -190,6 +200,7 @@ export class Rooms {
       void translator.run().then(() => this.end(roomName, "translator left"));
       return { ...access, roomName, identity, language: request.language };
     } catch (error) {
+      if (error instanceof RoomServerError) log.warn({ err: error, room: roomName }, "room server failed");
       sessions.ended(live);
       await this.backend.deleteRoom(roomName).catch(() => undefined);
       await this.options.fleet?.directory.remove(roomName).catch(() => undefined);

@@ -5,7 +5,13 @@ import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import { recognitionAdvice, recognitionTier, unservable } from "../../engines/routing/languages.js";
-import { EmptyRoomsLimitError, RoomCapacityError, RoomFullError, type Rooms } from "../../rooms/rooms.js";
+import {
+  EmptyRoomsLimitError,
+  RoomCapacityError,
+  RoomFullError,
+  RoomServerError,
+  type Rooms,
+} from "../../rooms/rooms.js";
 import { roomLanguageOf, roomRequirements, spokenLanguages } from "../../rooms/room-languages.js";
 import type { RoomLanguages } from "../../rooms/types.js";
 import { AccountSessionsLimitError } from "../../sessions/capacity.js";
@@ -111,6 +117,9 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
             },
           );
         }
+        // The operator's room server failed: the spec's 500 internal_error, saying that it was the
+        // room server and what it answered (its URL is the one clients are given anyway).
+        if (error instanceof RoomServerError) throw new ApiError(500, "internal_error", error.message);
         throw error;
       }
     },

@@ -1,0 +1,224 @@
+import { SignJWT } from "jose";
+import { RoomServiceClient } from "livekit-server-sdk";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { readWavAsPcm16 } from "../../src/audio/wav.js";
+import { HttpError } from "../../src/cli/recording-socket.js";
+import { roomServiceUrl } from "../../src/rooms/livekit/backend.js";
+import { LiveKitParticipant } from "../support/livekit-participant.js";
+import { addRoomParticipant, createRoomSession, type RoomSession } from "../support/room-client.js";
+import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { testLiveKit, type TestLiveKit } from "../support/servers.js";
+import { sharedMissing, sharedPath } from "../support/shared.js";
+
+/**
+ * Rooms on a real LiveKit server (the pinned build, started for the run by the global setup:
+ * test/support/servers.ts), with the real service and its embedded engines: participants join with
+ * LiveKit's own Node SDK (@livekit/rtc-node), publish real speech over WebRTC on loopback, and hear
+ * the translator's track and read its data messages as Pinch's clients do.
+ */
+const livekit = testLiveKit();
+const problem =
+  "problem" in livekit
+    ? livekit.problem
+    : sharedMissing("data/speech/librivox-pocketsphinx")
+      ? "../shared speech is missing"
+      : undefined;
+if (problem) console.warn(`rooms on a real LiveKit server not tested: ${problem}`);
+
+const SPEC_ROOM = { source_language: "en-US", target_language: "es-ES" } as const;
+const TRANSLATOR = "translation-agent";
+
+let server: TestServer;
+let goForward: Int16Array;
+const participants: LiveKitParticipant[] = [];
+
+function liveKitEnv(target: TestLiveKit): Record<string, string> {
+  return {
+    LIVEKIT_URL: target.url,
+    LIVEKIT_API_KEY: target.apiKey,
+    LIVEKIT_API_SECRET: target.apiSecret,
+    ROOM_DEPARTURE_TIMEOUT_SEC: "30",
+    RATE_LIMIT_PER_MINUTE: "1000",
+  };
+}
+
+async function join(access: { url: string; token: string }): Promise<LiveKitParticipant> {
+  const participant = await LiveKitParticipant.join(access.url, access.token);
+  participants.push(participant);
+  return participant;
+}
+
+async function endSession(roomName: string, target: TestServer = server): Promise<number> {
+  const response = await fetch(`${target.baseUrl}/api/beta1/session/end`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
+    body: JSON.stringify({ session_id: roomName }),
+  });
+  return response.status;
+}
+
+/** Waits until the translator is in the room (it joins before the session is answered). */
+async function translatorPresent(participant: LiveKitParticipant): Promise<void> {
+  await expect
+    .poll(() => participant.room.remoteParticipants.has(TRANSLATOR), { timeout: 20_000 })
+    .toBe(true);
+}
+
+/** Speaks `pcm` and waits for the translator's final translation of it, then for its speech. */
+async function speakAndHear(participant: LiveKitParticipant, pcm: Int16Array, finalsBefore = 0) {
+  await translatorPresent(participant);
+  await participant.speak(pcm);
+  const finals = () =>
+    participant
+      .transcripts(TRANSLATOR)
+      .filter((message) => message.type === "translated_transcript" && message.is_final === true);
+  await expect.poll(() => finals().length, { timeout: 120_000, interval: 200 }).toBeGreaterThan(finalsBefore);
+  return finals();
+}
+
+describe.skipIf(problem)("rooms on a real LiveKit server", () => {
+  const target = livekit as TestLiveKit;
+  const rooms = () => new RoomServiceClient(roomServiceUrl(target.url), target.apiKey, target.apiSecret);
+
+  beforeAll(async () => {
+    server = await startServer(liveKitEnv(target));
+    goForward = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
+  });
+  afterEach(async () => {
+    // Before the service closes: its back-end releases the native runtime these share.
+    await Promise.all(participants.splice(0).map((participant) => participant.leave()));
+  });
+  afterAll(async () => {
+    await server?.close();
+  });
+
+  it("a spec room: real speech in over WebRTC, the translator's translated-audio track and transcripts out", async () => {
+    const session = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
+    // The LiveKit server is where clients go; the room exists there before anyone joins.
+    expect(session.url).toBe(target.url);
+    expect((await rooms().listRooms([session.room_name])).map((room) => room.name)).toEqual([
+      session.room_name,
+    ]);
+    const alice = await join(session);
+    const [final] = await speakAndHear(alice, goForward);
+    // Pinch's clients read these fields of a translated final (pinch-sdk, Pipecat's service).
+    expect(final).toMatchObject({
+      type: "translated_transcript",
+      is_final: true,
+      source_language: "en",
+      target_language: "es",
+      participant: alice.identity,
+    });
+    expect(String(final!.original_text)).toMatch(/forward/iu);
+    expect(String(final!.text).length).toBeGreaterThan(0);
+    const originals = alice.transcripts(TRANSLATOR).filter((m) => m.type === "original_transcript");
+    expect(originals.some((m) => m.is_final === true && /forward/iu.test(String(m.text)))).toBe(true);
+    // The translated speech, on the track Pinch's clients look for: sound, not silence.
+    await expect
+      .poll(() => alice.soundSeconds(`${TRANSLATOR}/translated-audio`), { timeout: 60_000, interval: 250 })
+      .toBeGreaterThan(0.5);
+    expect([...alice.published].filter((key) => key.startsWith(`${TRANSLATOR}/`))).toEqual([
+      `${TRANSLATOR}/translated-audio`,
+    ]);
+  });
+
+  it("a forging participant can neither send captions nor change its language", async () => {
+    const session = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
+    const alice = await join(session);
+    const mallory = await join(await addRoomParticipant(server.baseUrl, API_KEY, session.room_name));
+    await expect.poll(() => alice.room.remoteParticipants.has(mallory.identity), { timeout: 20_000 }).toBe(true);
+    const forged = {
+      type: "translated_transcript",
+      text: "Envíen el dinero a Mallory",
+      is_final: true,
+      participant: alice.identity,
+    };
+    // Mallory's token grants neither data nor its own metadata: LiveKit drops the message (rtc-node
+    // does not tell the sender) and refuses the attribute.
+    await mallory.room.localParticipant!.publishData(new TextEncoder().encode(JSON.stringify(forged)), {
+      reliable: true,
+      topic: "transcript",
+    });
+    await mallory.room.localParticipant!.setAttributes({ language: "fr" }).catch(() => undefined);
+    // The real translation still arrives, and nothing from Mallory did.
+    await speakAndHear(alice, goForward);
+    expect(alice.data.filter((received) => received.from === mallory.identity)).toEqual([]);
+    expect(alice.room.remoteParticipants.get(mallory.identity)?.attributes["language"]).toBeUndefined();
+  });
+
+  it("a participant who leaves can come back with the same link, and is translated again", async () => {
+    const session = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
+    const first = await join(session);
+    await speakAndHear(first, goForward);
+    await first.leave();
+    const again = await join(session);
+    const finals = await speakAndHear(again, goForward);
+    expect(finals.every((message) => message.participant === again.identity)).toBe(true);
+  });
+
+  it("ending the session disconnects everyone and removes the room from LiveKit", async () => {
+    const session = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
+    const alice = await join(session);
+    await translatorPresent(alice);
+    expect(await endSession(session.room_name)).toBe(200);
+    await expect.poll(() => alice.disconnected, { timeout: 20_000 }).toBe(true);
+    expect(await rooms().listRooms([session.room_name])).toEqual([]);
+    // The room is gone: its link opens nothing any more (LiveKit creates no room on join:
+    // room.auto_create is off, as in deploy/livekit.yaml).
+    await expect(LiveKitParticipant.join(session.url, session.token)).rejects.toThrow();
+  });
+
+  it("LiveKit refuses a token that expired more than its 60 s leeway ago, and a token signed with another secret", async () => {
+    const session = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
+    const claims = JSON.parse(Buffer.from(session.token.split(".")[1]!, "base64url").toString()) as Record<
+      string,
+      unknown
+    >;
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await new SignJWT({ ...claims, nbf: now - 900, exp: now - 120 })
+      .setProtectedHeader({ alg: "HS256" })
+      .sign(new TextEncoder().encode(target.apiSecret));
+    await expect(LiveKitParticipant.join(session.url, expired)).rejects.toThrow();
+    const forged = await new SignJWT(claims)
+      .setProtectedHeader({ alg: "HS256" })
+      .sign(new TextEncoder().encode("not-the-secret-of-this-livekit-server"));
+    await expect(LiveKitParticipant.join(session.url, forged)).rejects.toThrow();
+    // The token as given still opens the room.
+    await join(session);
+  });
+});
+
+describe.skipIf(problem)("a LiveKit server the service cannot use", () => {
+  const target = livekit as TestLiveKit;
+
+  it("wrong keys: creating a room fails with a clear error, and no room or translator is left", async () => {
+    const wrong = await startServer({ ...liveKitEnv(target), LIVEKIT_API_SECRET: "a-wrong-secret-for-this-livekit-server" });
+    try {
+      const error = await createRoomSession(wrong.baseUrl, API_KEY, SPEC_ROOM).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HttpError);
+      const body = (error as HttpError).body as { error: { code: string; message: string } };
+      // The spec's 500 internal_error, saying what LiveKit answered.
+      expect((error as HttpError).status).toBe(500);
+      expect(body.error.code).toBe("internal_error");
+      expect(body.error.message).toMatch(/LiveKit room service .* could not create room .*401/iu);
+      const listed = await new RoomServiceClient(roomServiceUrl(target.url), target.apiKey, target.apiSecret).listRooms();
+      expect(listed.filter((room) => room.numParticipants > 0 && room.name.startsWith("api-"))).toEqual([]);
+    } finally {
+      await wrong.close();
+    }
+  });
+
+  it("an unreachable URL: creating a room fails with a clear error", async () => {
+    const unreachable = await startServer({ ...liveKitEnv(target), LIVEKIT_URL: "ws://127.0.0.1:9" });
+    try {
+      const error = await createRoomSession(unreachable.baseUrl, API_KEY, SPEC_ROOM).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(HttpError);
+      expect((error as HttpError).status).toBe(500);
+      expect(JSON.stringify((error as HttpError).body)).toMatch(/LiveKit room service at http:\/\/127\.0\.0\.1:9 /u);
+    } finally {
+      await unreachable.close();
+    }
+  });
+});
+
+export type { RoomSession };

@@ -1,0 +1,146 @@
+import type { RemoteParticipant, RemoteTrack, RemoteTrackPublication, Room } from "@livekit/rtc-node";
+
+/**
+ * A participant of a room on a real LiveKit server, joined with LiveKit's own Node SDK
+ * (@livekit/rtc-node), as a user's app joins: it publishes a microphone track, subscribes to the
+ * translator's audio and reads the data messages. What it hears and reads is kept for assertions.
+ */
+
+type Rtc = typeof import("@livekit/rtc-node");
+
+/** Every data message received, with who sent it (undefined: the server). */
+export interface ReceivedData {
+  readonly topic: string | undefined;
+  readonly from: string | undefined;
+  readonly message: Record<string, unknown>;
+}
+
+const MICROPHONE_RATE = 16_000;
+const HEARD_RATE = 24_000;
+/** 10 ms frames, as WebRTC sends them. */
+const FRAME_SAMPLES = MICROPHONE_RATE / 100;
+
+export class LiveKitParticipant {
+  readonly data: ReceivedData[] = [];
+  /** PCM16 24 kHz mono heard per remote track name (`<identity>/<track name>`). */
+  readonly heard = new Map<string, Int16Array[]>();
+  /** Remote tracks published, as `<identity>/<track name>`. */
+  readonly published = new Set<string>();
+  disconnected = false;
+  private microphone: { source: InstanceType<Rtc["AudioSource"]> } | undefined;
+
+  private constructor(
+    private readonly rtc: Rtc,
+    readonly room: Room,
+  ) {
+    room
+      .on(rtc.RoomEvent.DataReceived, (payload, participant, _kind, topic) => {
+        let message: Record<string, unknown>;
+        try {
+          message = JSON.parse(new TextDecoder().decode(payload)) as Record<string, unknown>;
+        } catch {
+          message = { unparsed: new TextDecoder().decode(payload) };
+        }
+        this.data.push({ topic, from: participant?.identity, message });
+      })
+      .on(rtc.RoomEvent.TrackPublished, (publication, participant) =>
+        this.published.add(`${participant.identity}/${publication.name}`),
+      )
+      .on(rtc.RoomEvent.TrackSubscribed, (track, publication, participant) =>
+        this.listen(track, publication, participant),
+      )
+      .on(rtc.RoomEvent.Disconnected, () => (this.disconnected = true));
+  }
+
+  /** Joins `url` with `token` (auto-subscribing, as LiveKit's SDKs do by default). */
+  static async join(url: string, token: string): Promise<LiveKitParticipant> {
+    const rtc = await import("@livekit/rtc-node");
+    const room = new rtc.Room();
+    const participant = new LiveKitParticipant(rtc, room);
+    await room.connect(url, token, { autoSubscribe: true, dynacast: false });
+    for (const remote of room.remoteParticipants.values()) {
+      for (const publication of remote.trackPublications.values()) {
+        participant.published.add(`${remote.identity}/${publication.name}`);
+      }
+    }
+    return participant;
+  }
+
+  get identity(): string {
+    return this.room.localParticipant!.identity;
+  }
+
+  private listen(track: RemoteTrack, publication: RemoteTrackPublication, participant: RemoteParticipant): void {
+    if (track.kind !== this.rtc.TrackKind.KIND_AUDIO) return;
+    const key = `${participant.identity}/${publication.name}`;
+    this.published.add(key);
+    const chunks: Int16Array[] = [];
+    this.heard.set(key, chunks);
+    const stream = new this.rtc.AudioStream(track, { sampleRate: HEARD_RATE, numChannels: 1 });
+    void (async () => {
+      try {
+        for await (const frame of stream) chunks.push(frame.data.slice(0, frame.samplesPerChannel));
+      } catch {
+        // the track went away
+      }
+    })();
+  }
+
+  /**
+   * Speaks a 16 kHz PCM16 recording into the microphone track (published on first use), at real
+   * time (the native source paces it), then `silenceSec` of silence so the utterance ends.
+   */
+  async speak(pcm: Int16Array, silenceSec = 1.5): Promise<void> {
+    if (!this.microphone) {
+      const source = new this.rtc.AudioSource(MICROPHONE_RATE, 1);
+      const track = this.rtc.LocalAudioTrack.createAudioTrack("microphone", source);
+      const options = new this.rtc.TrackPublishOptions({ source: this.rtc.TrackSource.SOURCE_MICROPHONE });
+      await this.room.localParticipant!.publishTrack(track, options);
+      this.microphone = { source };
+    }
+    const padded = new Int16Array(pcm.length + Math.round(silenceSec * MICROPHONE_RATE));
+    padded.set(pcm);
+    for (let offset = 0; offset < padded.length; offset += FRAME_SAMPLES) {
+      const frame = padded.slice(offset, offset + FRAME_SAMPLES);
+      await this.microphone.source.captureFrame(
+        new this.rtc.AudioFrame(frame, MICROPHONE_RATE, 1, frame.length),
+      );
+    }
+  }
+
+  /** Data messages on the `transcript` topic from `from` (default: anyone). */
+  transcripts(from?: string): Record<string, unknown>[] {
+    return this.data
+      .filter((received) => received.topic === "transcript" && (from === undefined || received.from === from))
+      .map((received) => received.message);
+  }
+
+  /** All samples heard on `key` (`<identity>/<track name>`), joined. */
+  samplesOf(key: string): Int16Array {
+    const chunks = this.heard.get(key) ?? [];
+    const joined = new Int16Array(chunks.reduce((sum, chunk) => sum + chunk.length, 0));
+    let offset = 0;
+    for (const chunk of chunks) {
+      joined.set(chunk, offset);
+      offset += chunk.length;
+    }
+    return joined;
+  }
+
+  /** Seconds of sound (20 ms windows with RMS above -40 dBFS) heard on `key`. */
+  soundSeconds(key: string): number {
+    const samples = this.samplesOf(key);
+    const window = HEARD_RATE / 50;
+    let loud = 0;
+    for (let offset = 0; offset + window <= samples.length; offset += window) {
+      let sum = 0;
+      for (let i = offset; i < offset + window; i += 1) sum += (samples[i]! / 32768) ** 2;
+      if (Math.sqrt(sum / window) > 0.01) loud += 1;
+    }
+    return loud / 50;
+  }
+
+  async leave(): Promise<void> {
+    await this.room.disconnect().catch(() => undefined);
+  }
+}
