@@ -136,7 +136,9 @@ function postgresBinDir(): string | undefined {
 export async function startPostgres(): Promise<LocalServer> {
   const bin = postgresBinDir();
   if (!bin) {
-    throw new Error("PostgreSQL is not installed (Debian: apt-get install postgresql; `npm run setup` does it)");
+    throw new Error(
+      "PostgreSQL is not installed (Debian: apt-get install postgresql; `npm run setup` does it)",
+    );
   }
   const dir = mkdtempSync(path.join(tmpdir(), "relay-postgres-"));
   const asRoot = userInfo().uid === 0;
@@ -184,7 +186,7 @@ export async function startPostgres(): Promise<LocalServer> {
   } catch (error) {
     await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`${(error as Error).message}: ${log()}`);
+    throw new Error(`${(error as Error).message}: ${log()}`, { cause: error });
   }
   return {
     url,
@@ -229,7 +231,7 @@ export async function startRedis(): Promise<LocalServer> {
   } catch (error) {
     await stopChild(child);
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`${(error as Error).message}: ${log()}`);
+    throw new Error(`${(error as Error).message}: ${log()}`, { cause: error });
   }
   return {
     url,
@@ -327,7 +329,11 @@ export async function startLiveKit(options: LiveKitStartOptions = {}): Promise<L
   if (missing) throw new Error(missing);
   const apiKey = options.apiKey ?? "relaytestkey";
   const apiSecret = options.apiSecret ?? "relay-test-livekit-secret-of-40-characters";
-  const ports = options.ports ?? { port: await freePort(), tcpPort: await freePort(), udpPort: await freePort() };
+  const ports = options.ports ?? {
+    port: await freePort(),
+    tcpPort: await freePort(),
+    udpPort: await freePort(),
+  };
   const args = options.configFile
     ? ["--config", options.configFile, "--bind", "127.0.0.1"]
     : ["--config-body", loopbackLiveKitConfig(ports, { [apiKey]: apiSecret }) + (options.extraConfig ?? "")];
@@ -342,7 +348,7 @@ export async function startLiveKit(options: LiveKitStartOptions = {}): Promise<L
     await waitFor("LiveKit server", child, () => listening(ports.port));
   } catch (error) {
     await stopChild(child);
-    throw new Error(`${(error as Error).message}: ${log()}`);
+    throw new Error(`${(error as Error).message}: ${log()}`, { cause: error });
   }
   return {
     url,
@@ -368,7 +374,8 @@ export const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379";
 
 /** PostgreSQL at `url` (default 127.0.0.1:5432) when it answers, else a throw-away one started here. */
 export async function ensurePostgres(url = DEFAULT_POSTGRES_URL): Promise<LocalServer> {
-  if ((await postgresProblemAt(url)) === undefined) return { url, started: false, stop: async () => undefined };
+  if ((await postgresProblemAt(url)) === undefined)
+    return { url, started: false, stop: async () => undefined };
   return startPostgres();
 }
 
@@ -396,7 +403,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   };
   process.once("SIGINT", () => void stopAll());
   process.once("SIGTERM", () => void stopAll());
-  const note = (server: LocalServer) => (server.started ? " (started here; its data goes at Ctrl-C)" : " (already running)");
+  const note = (server: LocalServer) =>
+    server.started ? " (started here; its data goes at Ctrl-C)" : " (already running)";
   try {
     if (wanted("postgres")) {
       const postgres = await ensurePostgres(process.env.DATABASE_URL);

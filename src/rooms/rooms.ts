@@ -197,7 +197,7 @@ export class Rooms {
       };
       this.open.set(roomName, room);
       this.closeWhenIdle(roomName, this.options.emptyTimeoutMs);
-      void translator.run().then(() => this.end(roomName, "translator left"));
+      void translator.run().then(() => this.end(roomName, "the translator's connection to the room ended"));
       return { ...access, roomName, identity, language: request.language };
     } catch (error) {
       if (error instanceof RoomServerError) log.warn({ err: error, room: roomName }, "room server failed");

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { SignJWT } from "jose";
 import { RoomServiceClient } from "livekit-server-sdk";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -5,6 +8,8 @@ import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { HttpError } from "../../src/cli/recording-socket.js";
 import { roomServiceUrl } from "../../src/rooms/livekit/backend.js";
 import { LiveKitParticipant } from "../support/livekit-participant.js";
+import { multilingualEngines } from "../support/multilingual-engines.js";
+import type { OpenAiTestServer } from "../support/openai-server.js";
 import { addRoomParticipant, createRoomSession, type RoomSession } from "../support/room-client.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { testLiveKit, type TestLiveKit } from "../support/servers.js";
@@ -42,8 +47,11 @@ function liveKitEnv(target: TestLiveKit): Record<string, string> {
   };
 }
 
-async function join(access: { url: string; token: string }): Promise<LiveKitParticipant> {
-  const participant = await LiveKitParticipant.join(access.url, access.token);
+async function join(
+  access: { url: string; token: string },
+  tracks?: (trackName: string) => boolean,
+): Promise<LiveKitParticipant> {
+  const participant = await LiveKitParticipant.join(access.url, access.token, tracks ? { tracks } : {});
   participants.push(participant);
   return participant;
 }
@@ -126,7 +134,9 @@ describe.skipIf(problem)("rooms on a real LiveKit server", () => {
     const session = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
     const alice = await join(session);
     const mallory = await join(await addRoomParticipant(server.baseUrl, API_KEY, session.room_name));
-    await expect.poll(() => alice.room.remoteParticipants.has(mallory.identity), { timeout: 20_000 }).toBe(true);
+    await expect
+      .poll(() => alice.room.remoteParticipants.has(mallory.identity), { timeout: 20_000 })
+      .toBe(true);
     const forged = {
       type: "translated_transcript",
       text: "Envíen el dinero a Mallory",
@@ -188,11 +198,102 @@ describe.skipIf(problem)("rooms on a real LiveKit server", () => {
   });
 });
 
+describe.skipIf(problem || sharedMissing("data/speech/fleurs-dev"))(
+  "a room in three languages on a real LiveKit server",
+  () => {
+    const target = livekit as TestLiveKit;
+    let remote: OpenAiTestServer;
+    let multilingual: TestServer;
+    let dir: string;
+
+    beforeAll(async () => {
+      // English is real speech through PocketSphinx and Apertium; German goes through the
+      // protocol-faithful OpenAI-compatible stand-in (test/support/multilingual-engines.ts).
+      dir = await mkdtemp(path.join(tmpdir(), "relay-livekit-languages-"));
+      const engines = await multilingualEngines(dir);
+      remote = engines.remote;
+      multilingual = await startServer({
+        ...liveKitEnv(target),
+        ENGINES_FILE: engines.enginesFile,
+        ROOM_MAX_PARTICIPANTS: "4",
+      });
+      goForward ??= await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
+    });
+    afterEach(async () => {
+      await Promise.all(participants.splice(0).map((participant) => participant.leave()));
+    });
+    afterAll(async () => {
+      await multilingual?.close();
+      await remote?.close();
+      if (dir) await rm(dir, { recursive: true, force: true });
+    });
+
+    it("each listener subscribes to their language's track and receives their language only", async () => {
+      const post = async (route: string, body: unknown) => {
+        const response = await fetch(`${multilingual.baseUrl}${route}`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        expect(response.status).toBe(200);
+        return (await response.json()) as RoomSession & { language?: string };
+      };
+      const room = await post("/api/beta1/session", { languages: ["en", "es", "de"], voice_type: "female" });
+      const es = await post(`/api/beta1/session/${room.room_name}/participants`, { language: "es" });
+      const de = await post(`/api/beta1/session/${room.room_name}/participants`, { language: "de" });
+      const alice = await join(room, () => false);
+      const bruno = await join(es, (name) => name === "translated-audio-es");
+      const clara = await join(de, (name) => name === "translated-audio-de");
+      await translatorPresent(alice);
+      await alice.speak(goForward);
+      const finals = (listener: LiveKitParticipant) =>
+        listener
+          .transcripts(TRANSLATOR)
+          .filter((m) => m.type === "translated_transcript" && m.is_final === true);
+      for (const listener of [bruno, clara]) {
+        await expect
+          .poll(() => finals(listener).length, { timeout: 120_000, interval: 250 })
+          .toBeGreaterThan(0);
+      }
+      // Each hears their language's speech, on their language's track, and nothing else.
+      await expect
+        .poll(() => bruno.soundSeconds(`${TRANSLATOR}/translated-audio-es`), {
+          timeout: 60_000,
+          interval: 250,
+        })
+        .toBeGreaterThan(0.3);
+      await expect
+        .poll(() => clara.soundSeconds(`${TRANSLATOR}/translated-audio-de`), {
+          timeout: 60_000,
+          interval: 250,
+        })
+        .toBeGreaterThan(0.3);
+      expect([...bruno.heard.keys()]).toEqual([`${TRANSLATOR}/translated-audio-es`]);
+      expect([...clara.heard.keys()]).toEqual([`${TRANSLATOR}/translated-audio-de`]);
+      expect([...alice.heard.keys()]).toEqual([]);
+      // Translations reach their language's listeners only; the speaker gets none of her own.
+      const translated = (listener: LiveKitParticipant) =>
+        listener.transcripts(TRANSLATOR).filter((m) => m.type === "translated_transcript");
+      expect(translated(bruno).every((m) => m.language === "es")).toBe(true);
+      expect(translated(clara).every((m) => m.language === "de")).toBe(true);
+      expect(
+        finals(clara)
+          .map((m) => m.translated_text)
+          .join(" "),
+      ).toMatch(/\[German\]/u);
+      expect(translated(alice)).toEqual([]);
+    });
+  },
+);
+
 describe.skipIf(problem)("a LiveKit server the service cannot use", () => {
   const target = livekit as TestLiveKit;
 
   it("wrong keys: creating a room fails with a clear error, and no room or translator is left", async () => {
-    const wrong = await startServer({ ...liveKitEnv(target), LIVEKIT_API_SECRET: "a-wrong-secret-for-this-livekit-server" });
+    const wrong = await startServer({
+      ...liveKitEnv(target),
+      LIVEKIT_API_SECRET: "a-wrong-secret-for-this-livekit-server",
+    });
     try {
       const error = await createRoomSession(wrong.baseUrl, API_KEY, SPEC_ROOM).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HttpError);
@@ -201,7 +302,11 @@ describe.skipIf(problem)("a LiveKit server the service cannot use", () => {
       expect((error as HttpError).status).toBe(500);
       expect(body.error.code).toBe("internal_error");
       expect(body.error.message).toMatch(/LiveKit room service .* could not create room .*401/iu);
-      const listed = await new RoomServiceClient(roomServiceUrl(target.url), target.apiKey, target.apiSecret).listRooms();
+      const listed = await new RoomServiceClient(
+        roomServiceUrl(target.url),
+        target.apiKey,
+        target.apiSecret,
+      ).listRooms();
       expect(listed.filter((room) => room.numParticipants > 0 && room.name.startsWith("api-"))).toEqual([]);
     } finally {
       await wrong.close();
@@ -214,11 +319,11 @@ describe.skipIf(problem)("a LiveKit server the service cannot use", () => {
       const error = await createRoomSession(unreachable.baseUrl, API_KEY, SPEC_ROOM).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(HttpError);
       expect((error as HttpError).status).toBe(500);
-      expect(JSON.stringify((error as HttpError).body)).toMatch(/LiveKit room service at http:\/\/127\.0\.0\.1:9 /u);
+      expect(JSON.stringify((error as HttpError).body)).toMatch(
+        /LiveKit room service at http:\/\/127\.0\.0\.1:9 /u,
+      );
     } finally {
       await unreachable.close();
     }
   });
 });
-
-export type { RoomSession };

@@ -12,7 +12,9 @@ export const chromiumMissing = (): string | undefined =>
 
 /**
  * Headless Chromium whose (fake) microphone plays `microphoneWav` in a loop: the fake capture file
- * belongs to the browser process, so each simulated person needs a browser of their own.
+ * belongs to the browser process, so each simulated person needs a browser of their own. WebRTC may
+ * use loopback addresses (Chromium gathers no loopback ICE candidates otherwise), so the page
+ * reaches a LiveKit server that runs on loopback only, as the tests' does.
  */
 export function launchWithMicrophone(microphoneWav: string): Promise<Browser> {
   return chromium.launch({
@@ -26,6 +28,7 @@ export function launchWithMicrophone(microphoneWav: string): Promise<Browser> {
       "--use-fake-device-for-media-stream",
       `--use-file-for-fake-audio-capture=${microphoneWav}`,
       "--autoplay-policy=no-user-gesture-required",
+      "--allow-loopback-in-peer-connection",
     ],
   });
 }

@@ -32,6 +32,7 @@ export class LiveKitParticipant {
   private constructor(
     private readonly rtc: Rtc,
     readonly room: Room,
+    private readonly wanted: ((trackName: string) => boolean) | undefined,
   ) {
     room
       .on(rtc.RoomEvent.DataReceived, (payload, participant, _kind, topic) => {
@@ -43,24 +44,33 @@ export class LiveKitParticipant {
         }
         this.data.push({ topic, from: participant?.identity, message });
       })
-      .on(rtc.RoomEvent.TrackPublished, (publication, participant) =>
-        this.published.add(`${participant.identity}/${publication.name}`),
-      )
+      .on(rtc.RoomEvent.TrackPublished, (publication, participant) => {
+        this.published.add(`${participant.identity}/${publication.name}`);
+        if (this.wanted?.(publication.name ?? "")) publication.setSubscribed(true);
+      })
       .on(rtc.RoomEvent.TrackSubscribed, (track, publication, participant) =>
         this.listen(track, publication, participant),
       )
       .on(rtc.RoomEvent.Disconnected, () => (this.disconnected = true));
   }
 
-  /** Joins `url` with `token` (auto-subscribing, as LiveKit's SDKs do by default). */
-  static async join(url: string, token: string): Promise<LiveKitParticipant> {
+  /**
+   * Joins `url` with `token`: auto-subscribing, as LiveKit's SDKs do by default, or, with
+   * `tracks`, subscribing only to the tracks whose names it accepts (as the meeting page does).
+   */
+  static async join(
+    url: string,
+    token: string,
+    options: { tracks?: (trackName: string) => boolean } = {},
+  ): Promise<LiveKitParticipant> {
     const rtc = await import("@livekit/rtc-node");
     const room = new rtc.Room();
-    const participant = new LiveKitParticipant(rtc, room);
-    await room.connect(url, token, { autoSubscribe: true, dynacast: false });
+    const participant = new LiveKitParticipant(rtc, room, options.tracks);
+    await room.connect(url, token, { autoSubscribe: options.tracks === undefined, dynacast: false });
     for (const remote of room.remoteParticipants.values()) {
       for (const publication of remote.trackPublications.values()) {
         participant.published.add(`${remote.identity}/${publication.name}`);
+        if (options.tracks?.(publication.name ?? "")) publication.setSubscribed(true);
       }
     }
     return participant;
@@ -70,7 +80,11 @@ export class LiveKitParticipant {
     return this.room.localParticipant!.identity;
   }
 
-  private listen(track: RemoteTrack, publication: RemoteTrackPublication, participant: RemoteParticipant): void {
+  private listen(
+    track: RemoteTrack,
+    publication: RemoteTrackPublication,
+    participant: RemoteParticipant,
+  ): void {
     if (track.kind !== this.rtc.TrackKind.KIND_AUDIO) return;
     const key = `${participant.identity}/${publication.name}`;
     this.published.add(key);

@@ -38,7 +38,8 @@ async function bring(
     process.env[`RELAY_TEST_${name}_URL`] = server.url;
     if (server.apiKey) process.env.RELAY_TEST_LIVEKIT_KEY = server.apiKey;
     if (server.apiSecret) process.env.RELAY_TEST_LIVEKIT_SECRET = server.apiSecret;
-    if (server.started) console.log(`global setup: started ${name.toLowerCase()} at ${server.url} for this run`);
+    if (server.started)
+      console.log(`global setup: started ${name.toLowerCase()} at ${server.url} for this run`);
   } catch (error) {
     process.env[problemVariable(name)] = (error as Error).message;
     console.warn(`global setup: no ${name.toLowerCase()} for this run: ${(error as Error).message}`);
@@ -55,7 +56,9 @@ export async function startTestServers(): Promise<() => Promise<void>> {
         : ensurePostgres(DEFAULT_POSTGRES_URL),
     ),
     bring("REDIS", started, () =>
-      process.env.RELAY_TEST_REDIS_URL ? alreadyRunning(process.env.RELAY_TEST_REDIS_URL) : ensureRedis(DEFAULT_REDIS_URL),
+      process.env.RELAY_TEST_REDIS_URL
+        ? alreadyRunning(process.env.RELAY_TEST_REDIS_URL)
+        : ensureRedis(DEFAULT_REDIS_URL),
     ),
     bring("LIVEKIT", started, async () =>
       process.env.RELAY_TEST_LIVEKIT_URL

@@ -19,37 +19,35 @@ import type { Duplex } from "node:stream";
 import { gunzipSync } from "node:zlib";
 // livekit-client's wire protocol (a dependency of livekit-client and livekit-server-sdk), to read its join request.
 import { JoinRequest, WrappedJoinRequest, WrappedJoinRequest_Compression } from "@livekit/protocol";
-import type { Browser, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { chromiumMissing, launchWithMicrophone, microphoneClip } from "../support/chromium.js";
+import {
+  captionsOf,
+  expectEachHearsTheOthersInTheirLanguage,
+  finalsFrom,
+  identityOf,
+  launchPeople,
+  listedOf,
+  MeetingPages,
+  meetingPagesProblem,
+  originalsOf,
+  WAIT,
+} from "../support/meeting-pages.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 import { multilingualEngines } from "../support/multilingual-engines.js";
 import type { OpenAiTestServer } from "../support/openai-server.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
-import { sharedMissing, sharedPath } from "../support/shared.js";
 import { inviteLink } from "../../src/playground/meeting-logic.js";
 
-type Language = "en" | "es" | "de";
-
-const problem =
-  chromiumMissing() ??
-  (sharedMissing("data/speech/librivox-pocketsphinx") || sharedMissing("data/speech/fleurs-dev")
-    ? "../shared speech is missing"
-    : undefined);
+const problem = meetingPagesProblem();
 if (problem) console.warn(`meeting page not tested: ${problem}`);
-
-/** Generous: a verdict waits for speech to loop, be recognized, translated and spoken on 2 busy cores. */
-const WAIT = { timeout: 90_000, interval: 250 };
 
 let remote: OpenAiTestServer;
 let server: TestServer;
 let dir: string;
 let origin: string;
-const browsers = {} as Record<Language, Browser>;
-/** Every page a test opened (closed after it), with what it requested and any console error. */
-let pages: Page[] = [];
-const requested: string[] = [];
-const consoleErrors: string[] = [];
+/** The people's browsers and every page a test opened (closed after it). */
+let people: MeetingPages;
 
 beforeAll(async () => {
   if (problem) return;
@@ -57,173 +55,31 @@ beforeAll(async () => {
   const engines = await multilingualEngines(dir);
   remote = engines.remote;
   const enginesFile = engines.enginesFile;
-  const [english, spanish, german] = await Promise.all([
-    microphoneClip(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"), dir),
-    // The stand-in hears any audio as "speech of N ms": a few seconds of each is enough.
-    microphoneClip(sharedPath("data/speech/fleurs-dev/fleurs-es-005.wav"), dir, { seconds: 2.5 }),
-    microphoneClip(sharedPath("data/speech/fleurs-dev/fleurs-de-005.wav"), dir, { seconds: 2.5 }),
-  ]);
-  [server, browsers.en, browsers.es, browsers.de] = await Promise.all([
+  let browsers;
+  [server, browsers] = await Promise.all([
     startServer({ PUBLIC_BASE_URL: "", ENGINES_FILE: enginesFile, RATE_LIMIT_PER_MINUTE: "1000" }),
-    launchWithMicrophone(english),
-    launchWithMicrophone(spanish),
-    launchWithMicrophone(german),
+    launchPeople(dir),
   ]);
   // As a new user opens it: localhost, which every URL the page reaches must follow (its CSP).
   origin = server.baseUrl.replace("127.0.0.1", "localhost");
+  people = new MeetingPages(browsers, origin);
 }, 120_000);
 afterEach(async () => {
-  await Promise.all(pages.map((page) => page.close()));
-  pages = [];
+  await people?.closePages();
 });
 afterAll(async () => {
-  await Promise.all(Object.values(browsers).map((browser) => browser?.close()));
+  await Promise.all(Object.values(people?.browsers ?? {}).map((browser) => browser.close()));
   await server?.close();
   await remote?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-async function openPage(language: Language, url: string): Promise<Page> {
-  const page = await browsers[language].newPage({ viewport: { width: 1000, height: 900 } });
-  pages.push(page);
-  page.on("request", (request) => requested.push(request.url()));
-  page.on("websocket", (socket) => requested.push(socket.url()));
-  page.on("console", (message) => {
-    if (message.type() === "error") consoleErrors.push(`${language}: ${message.text()}`);
-  });
-  page.on("pageerror", (error) => consoleErrors.push(`${language}: ${error.message}`));
-  page.on("response", (response) => {
-    if (response.status() >= 400) consoleErrors.push(`${language}: ${response.status()} ${response.url()}`);
-  });
-  await page.goto(url);
-  return page;
-}
-
-/**
- * The creator's page (the first language's browser) makes a meeting and joins it; each other
- * language's browser opens its share link and joins. Returns the pages in `languages`' order.
- */
-async function meeting(languages: Language[]): Promise<Page[]> {
-  const creator = await openPage(languages[0]!, `${origin}/meeting`);
-  await creator.fill("#api-key", API_KEY);
-  await creator.waitForSelector("#language-1 option[value=es]", { state: "attached" });
-  for (const [index, language] of [...languages, "", "", ""].slice(0, 4).entries())
-    await creator.selectOption(`#language-${index}`, language);
-  await creator.selectOption("#voice", "female");
-  await creator.click("#create-meeting");
-  const links = creator.locator("#links .share-link");
-  await expect.poll(() => links.count(), WAIT).toBe(languages.length - 1);
-  const invitations = await links.evaluateAll((anchors) =>
-    anchors.map((a) => ({
-      language: (a as unknown as Anchor).dataset.language,
-      href: (a as unknown as Anchor).href,
-    })),
-  );
-  expect(invitations.map((link) => link.language)).toEqual(languages.slice(1));
-  for (const { href, language } of invitations) {
-    // The join token and the language in the fragment; never the API key.
-    expect(href).toMatch(
-      new RegExp(`^${origin}/meeting#room=api-[0-9a-f]+&token=[^&]+&language=${language}$`, "u"),
-    );
-    expect(href).not.toContain(API_KEY);
-  }
-  const others = await Promise.all(
-    invitations.map(({ href, language }) => openPage(language as Language, href)),
-  );
-  const all = [creator, ...others];
-  for (const page of all) await page.click("#join");
-  for (const page of all) await page.locator("body[data-state=joined]").waitFor({ timeout: 30_000 });
-  return all;
-}
-
-/** What the tests read of the page's elements (the test's TypeScript has no DOM types). */
-interface Element {
-  readonly dataset: Record<string, string | undefined>;
-  readonly textContent: string | null;
-}
-interface Anchor extends Element {
-  readonly href: string;
-}
-
-const identityOf = (page: Page) => page.getAttribute("body", "data-identity") as Promise<string>;
-
-interface Caption {
-  kind: string;
-  participant: string;
-  language: string;
-  final: boolean;
-  text: string;
-}
-
-const captionsOf = (page: Page): Promise<Caption[]> =>
-  page.locator("#captions .caption").evaluateAll((lines) =>
-    lines.map((line) => {
-      const { kind, participant, language, final } = (line as unknown as Element).dataset;
-      return { kind, participant, language, final: final === "true", text: line.textContent } as never;
-    }),
-  );
-
-/** The original captions of `participant`'s speech (interim and final). */
-const originalsOf = async (page: Page, participant: string) =>
-  (await captionsOf(page)).filter((c) => c.participant === participant && c.kind === "original");
-
 const audioSamples = async (page: Page) => Number(await page.getAttribute("body", "data-audio-samples"));
 
-const finalsFrom = async (page: Page, participant: string, kind: "original" | "translated") =>
-  (await captionsOf(page)).filter((c) => c.participant === participant && c.kind === kind && c.final).length;
-
-/**
- * Each page, once it has heard every other participant (their original captions, labelled with
- * them, and their translation), shows translations into its own language only, none of its own
- * speech, and has played translated speech.
- */
-async function expectEachHearsTheOthersInTheirLanguage(pages: Page[], languages: Language[]): Promise<void> {
-  const identities = await Promise.all(pages.map(identityOf));
-  await Promise.all(
-    pages.map(async (page, i) => {
-      for (const [j, other] of identities.entries()) {
-        if (j === i) continue;
-        await expect.poll(() => finalsFrom(page, other, "translated"), WAIT).toBeGreaterThan(0);
-        await expect.poll(() => finalsFrom(page, other, "original"), WAIT).toBeGreaterThan(0);
-      }
-      await expect.poll(() => audioSamples(page), WAIT).toBeGreaterThan(0);
-    }),
-  );
-  for (const [i, page] of pages.entries()) {
-    const captions = await captionsOf(page);
-    const translated = captions.filter((c) => c.kind === "translated");
-    const where = `${languages[i]}'s page`;
-    // Into this page's language only, never of its own speech.
-    expect(
-      translated.filter((c) => c.language !== languages[i]),
-      where,
-    ).toEqual([]);
-    expect(
-      translated.filter((c) => c.participant === identities[i]),
-      where,
-    ).toEqual([]);
-    expect(
-      translated.every((c) => identities.includes(c.participant)),
-      where,
-    ).toBe(true);
-    // Originals are labelled with their speaker, in the speaker's language.
-    for (const [j, other] of identities.entries()) {
-      const originals = captions.filter((c) => c.kind === "original" && c.participant === other && c.final);
-      expect(
-        originals.every((c) => c.language === languages[j]),
-        where,
-      ).toBe(true);
-    }
-    // The participants' list: everyone, this page as "You".
-    const listed = await page
-      .locator("#participants li")
-      .evaluateAll((items) =>
-        items.map((item) => [(item as unknown as Element).dataset.identity, item.textContent]),
-      );
-    expect(listed.map(([identity]) => identity).sort(), where).toEqual([...identities].sort());
-    expect(listed.find(([identity]) => identity === identities[i])?.[1], where).toBe("You");
-  }
-}
+/** Embedded rooms: the page has played translated speech the server sent it. */
+const playsSpeech = async (page: Page) => {
+  await expect.poll(() => audioSamples(page), WAIT).toBeGreaterThan(0);
+};
 
 /** `auto_subscribe` of a LiveKit signalling request: a query parameter (protocol v0) or in `join_request` (v1). */
 function autoSubscribeOf(query: URLSearchParams): boolean | undefined {
@@ -239,8 +95,8 @@ function autoSubscribeOf(query: URLSearchParams): boolean | undefined {
 
 describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
   it("two people, English and Spanish: each hears the other in their own language, never themselves", async () => {
-    const pages = await meeting(["en", "es"]);
-    await expectEachHearsTheOthersInTheirLanguage(pages, ["en", "es"]);
+    const pages = await people.meeting(["en", "es"]);
+    await expectEachHearsTheOthersInTheirLanguage(pages, ["en", "es"], playsSpeech);
     const [en, es] = pages as [Page, Page];
     // English through Apertium: Alice's words reach Bruno in Spanish.
     const toBruno = (await captionsOf(es)).filter((c) => c.kind === "translated" && c.final);
@@ -254,8 +110,8 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
   }, 240_000);
 
   it("three people, English, Spanish and German: each sees the others in their own language only", async () => {
-    const pages = await meeting(["en", "es", "de"]);
-    await expectEachHearsTheOthersInTheirLanguage(pages, ["en", "es", "de"]);
+    const pages = await people.meeting(["en", "es", "de"]);
+    await expectEachHearsTheOthersInTheirLanguage(pages, ["en", "es", "de"], playsSpeech);
     // German is the stand-in's: tagged with the language it was asked for.
     const toClara = (await captionsOf(pages[2]!)).filter((c) => c.kind === "translated" && c.final);
     expect(toClara.every((c) => /\[German\]/u.test(c.text))).toBe(true);
@@ -269,7 +125,7 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
   }, 300_000);
 
   it("mute, leave, a closed page, and the end of the meeting for every page", async () => {
-    const [alice, bruno, clara] = (await meeting(["en", "es", "de"])) as [Page, Page, Page];
+    const [alice, bruno, clara] = (await people.meeting(["en", "es", "de"])) as [Page, Page, Page];
     const [b, c] = await Promise.all([identityOf(bruno), identityOf(clara)]);
     // Alice hears both before anything changes.
     await expect.poll(() => finalsFrom(alice, b, "original"), WAIT).toBeGreaterThan(0);
@@ -300,23 +156,19 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
     await bruno.click("#mute");
     await expect.poll(() => finalsFrom(alice, b, "original"), WAIT).toBeGreaterThan(brunoMuted);
 
-    const listed = (page: Page) =>
-      page
-        .locator("#participants li")
-        .evaluateAll((items) => items.map((i) => (i as unknown as Element).dataset.identity));
     // Clara leaves: the others see her go.
     await clara.click("#leave");
     await clara.locator("body[data-state=left]").waitFor();
     expect(await clara.textContent("#status")).toBe("You left the meeting.");
-    await expect.poll(() => listed(alice), WAIT).not.toContain(c);
-    await expect.poll(() => listed(bruno), WAIT).not.toContain(c);
+    await expect.poll(() => listedOf(alice), WAIT).not.toContain(c);
+    await expect.poll(() => listedOf(bruno), WAIT).not.toContain(c);
     // Bruno closes his tab: freed too.
     await bruno.close();
-    await expect.poll(() => listed(alice), WAIT).toEqual([await identityOf(alice)]);
+    await expect.poll(() => listedOf(alice), WAIT).toEqual([await identityOf(alice)]);
     // Clara comes back with her link.
     await clara.click("#join");
     await clara.locator("body[data-state=joined]").waitFor({ timeout: 30_000 });
-    await expect.poll(() => listed(alice), WAIT).toContain(c);
+    await expect.poll(() => listedOf(alice), WAIT).toContain(c);
 
     // The creator ends the meeting: every page in it says so.
     await alice.click("#end");
@@ -328,14 +180,14 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
   }, 300_000);
 
   it("says why a link does not let the page in", async () => {
-    const errorsBefore = consoleErrors.length;
+    const errorsBefore = people.consoleErrors.length;
     const forged = inviteLink(origin, { room: "api-00000000000000000000", token: "forged", language: "es" });
-    const page = await openPage("es", forged);
+    const page = await people.open("es", forged);
     await page.click("#join");
     await page.locator("body[data-state=failed]").waitFor({ timeout: 30_000 });
     expect(await page.textContent("#status")).toMatch(/^Could not join: .+\. Ask for a new link\.$/u);
     expect(await page.isEnabled("#join")).toBe(true);
-    consoleErrors.length = errorsBefore; // the refused handshake's own errors
+    people.consoleErrors.length = errorsBefore; // the refused handshake's own errors
   });
 
   it("joins LiveKit through livekit-client when the link names a LiveKit server (the CSP allows LIVEKIT_URL)", async () => {
@@ -351,7 +203,7 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
       socket.end("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\n\r\n");
     });
     await new Promise<void>((resolve) => livekit.listen(0, "127.0.0.1", resolve));
-    const [requestedBefore, errorsBefore] = [requested.length, consoleErrors.length];
+    const [requestedBefore, errorsBefore] = [people.requested.length, people.consoleErrors.length];
     const livekitUrl = `ws://localhost:${(livekit.address() as AddressInfo).port}`;
     const withLiveKit = await startServer(
       {
@@ -363,7 +215,7 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
       { registry: server.registry },
     );
     try {
-      const page = await openPage(
+      const page = await people.open(
         "es",
         inviteLink(withLiveKit.baseUrl.replace("127.0.0.1", "localhost"), {
           room: "api-00000000000000000000",
@@ -386,19 +238,23 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
       }
     } finally {
       // Another origin, and the refused connection's own errors: not the embedded meeting's.
-      requested.length = requestedBefore;
-      consoleErrors.length = errorsBefore;
+      people.requested.length = requestedBefore;
+      people.consoleErrors.length = errorsBefore;
       await withLiveKit.close();
       await new Promise((resolve) => livekit.close(resolve));
     }
   });
 
   it("never puts the API key in a URL, reaches only the page's origin, and breaks no rule of the CSP", () => {
-    expect(requested.length).toBeGreaterThan(5);
-    expect(requested.filter((url) => url.includes(API_KEY))).toEqual([]);
+    expect(people.requested.length).toBeGreaterThan(5);
+    expect(people.requested.filter((url) => url.includes(API_KEY))).toEqual([]);
     const host = new URL(origin).host;
-    expect(requested.filter((url) => /^(https?|wss?):/u.test(url) && new URL(url).host !== host)).toEqual([]);
-    expect(requested.some((url) => url.startsWith(`${origin.replace(/^http/u, "ws")}/rooms/`))).toBe(true);
-    expect(consoleErrors).toEqual([]);
+    expect(
+      people.requested.filter((url) => /^(https?|wss?):/u.test(url) && new URL(url).host !== host),
+    ).toEqual([]);
+    expect(people.requested.some((url) => url.startsWith(`${origin.replace(/^http/u, "ws")}/rooms/`))).toBe(
+      true,
+    );
+    expect(people.consoleErrors).toEqual([]);
   });
 });

@@ -1,0 +1,226 @@
+import type { Browser, Page } from "playwright-core";
+import { expect } from "vitest";
+import { chromiumMissing, launchWithMicrophone, microphoneClip } from "./chromium.js";
+import { API_KEY } from "./server.js";
+import { sharedMissing, sharedPath } from "./shared.js";
+
+/**
+ * The translated-meeting page (/meeting) in headless Chromium, as test/system/meeting.test.ts
+ * (embedded room server) and test/system/meeting-livekit.test.ts (a real LiveKit server) drive it:
+ * one browser per person (the fake microphone is a browser process's), each looping a clip of
+ * speech in its language followed by a pause; the creator's page makes the meeting with the API key
+ * typed in and hands out share links, the others open theirs.
+ */
+
+export type Language = "en" | "es" | "de";
+
+/** Generous: a verdict waits for speech to loop, be recognized, translated and spoken on 2 busy cores. */
+export const WAIT = { timeout: 90_000, interval: 250 };
+
+/** Why the meeting page cannot be tested here (no Chromium, no speech in ../shared), or undefined. */
+export function meetingPagesProblem(): string | undefined {
+  return (
+    chromiumMissing() ??
+    (sharedMissing("data/speech/librivox-pocketsphinx") || sharedMissing("data/speech/fleurs-dev")
+      ? "../shared speech is missing"
+      : undefined)
+  );
+}
+
+/**
+ * One Chromium per language, each with a fake microphone looping speech in it: English real speech
+ * (PocketSphinx recognizes it), Spanish and German a few seconds each (the stand-in recognizer hears
+ * any audio as "speech of N ms"). The clips are written into `dir`.
+ */
+export async function launchPeople(dir: string): Promise<Record<Language, Browser>> {
+  const [english, spanish, german] = await Promise.all([
+    microphoneClip(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"), dir),
+    microphoneClip(sharedPath("data/speech/fleurs-dev/fleurs-es-005.wav"), dir, { seconds: 2.5 }),
+    microphoneClip(sharedPath("data/speech/fleurs-dev/fleurs-de-005.wav"), dir, { seconds: 2.5 }),
+  ]);
+  const [en, es, de] = await Promise.all([english, spanish, german].map(launchWithMicrophone));
+  return { en: en!, es: es!, de: de! };
+}
+
+/** What the tests read of the page's elements (the test's TypeScript has no DOM types). */
+export interface Element {
+  readonly dataset: Record<string, string | undefined>;
+  readonly textContent: string | null;
+}
+export interface Anchor extends Element {
+  readonly href: string;
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/gu, "\\$&");
+
+/**
+ * The pages the tests open in the people's browsers, with what each requested and any console error
+ * or failed response (for the tests' checks on URLs and the CSP).
+ */
+export class MeetingPages {
+  /** Every page opened and not yet closed by `closePages`. */
+  pages: Page[] = [];
+  readonly requested: string[] = [];
+  readonly consoleErrors: string[] = [];
+
+  /**
+   * `origin`: where the service's pages are opened. `initScript`: run in every page before its own
+   * scripts (the test's probes).
+   */
+  constructor(
+    readonly browsers: Record<Language, Browser>,
+    readonly origin: string,
+    private readonly options: { readonly initScript?: string } = {},
+  ) {}
+
+  async open(language: Language, url: string): Promise<Page> {
+    const page = await this.browsers[language].newPage({ viewport: { width: 1000, height: 900 } });
+    this.pages.push(page);
+    if (this.options.initScript) await page.addInitScript({ content: this.options.initScript });
+    page.on("request", (request) => this.requested.push(request.url()));
+    page.on("websocket", (socket) => this.requested.push(socket.url()));
+    page.on("console", (message) => {
+      if (message.type() === "error") this.consoleErrors.push(`${language}: ${message.text()}`);
+    });
+    page.on("pageerror", (error) => this.consoleErrors.push(`${language}: ${error.message}`));
+    page.on("response", (response) => {
+      if (response.status() >= 400)
+        this.consoleErrors.push(`${language}: ${response.status()} ${response.url()}`);
+    });
+    await page.goto(url);
+    return page;
+  }
+
+  /**
+   * The creator's page (the first language's browser) makes a meeting and joins it; each other
+   * language's browser opens its share link and joins. Returns the pages in `languages`' order.
+   * `livekit`: the LiveKit server the links must name (rooms on LiveKit).
+   */
+  async meeting(languages: Language[], { livekit }: { livekit?: string } = {}): Promise<Page[]> {
+    const { origin } = this;
+    const creator = await this.open(languages[0]!, `${origin}/meeting`);
+    await creator.fill("#api-key", API_KEY);
+    await creator.waitForSelector("#language-1 option[value=es]", { state: "attached" });
+    for (const [index, language] of [...languages, "", "", ""].slice(0, 4).entries())
+      await creator.selectOption(`#language-${index}`, language);
+    await creator.selectOption("#voice", "female");
+    await creator.click("#create-meeting");
+    const links = creator.locator("#links .share-link");
+    await expect.poll(() => links.count(), WAIT).toBe(languages.length - 1);
+    const invitations = await links.evaluateAll((anchors) =>
+      anchors.map((a) => ({
+        language: (a as unknown as Anchor).dataset.language,
+        href: (a as unknown as Anchor).href,
+      })),
+    );
+    expect(invitations.map((link) => link.language)).toEqual(languages.slice(1));
+    const server = livekit ? escapeRegExp(`&${new URLSearchParams({ livekit })}`) : "";
+    for (const { href, language } of invitations) {
+      // The join token, the language (and the LiveKit server) in the fragment; never the API key.
+      expect(href).toMatch(
+        new RegExp(`^${origin}/meeting#room=api-[0-9a-f]+&token=[^&]+&language=${language}${server}$`, "u"),
+      );
+      expect(href).not.toContain(API_KEY);
+    }
+    const others = await Promise.all(
+      invitations.map(({ href, language }) => this.open(language as Language, href)),
+    );
+    const all = [creator, ...others];
+    for (const page of all) await page.click("#join");
+    for (const page of all) await page.locator("body[data-state=joined]").waitFor({ timeout: 30_000 });
+    return all;
+  }
+
+  async closePages(): Promise<void> {
+    await Promise.all(this.pages.map((page) => page.close()));
+    this.pages = [];
+  }
+}
+
+export const identityOf = (page: Page) => page.getAttribute("body", "data-identity") as Promise<string>;
+
+export interface Caption {
+  kind: string;
+  participant: string;
+  language: string;
+  final: boolean;
+  text: string;
+}
+
+export const captionsOf = (page: Page): Promise<Caption[]> =>
+  page.locator("#captions .caption").evaluateAll((lines) =>
+    lines.map((line) => {
+      const { kind, participant, language, final } = (line as unknown as Element).dataset;
+      return { kind, participant, language, final: final === "true", text: line.textContent } as never;
+    }),
+  );
+
+/** The original captions of `participant`'s speech (interim and final). */
+export const originalsOf = async (page: Page, participant: string) =>
+  (await captionsOf(page)).filter((c) => c.participant === participant && c.kind === "original");
+
+export const finalsFrom = async (page: Page, participant: string, kind: "original" | "translated") =>
+  (await captionsOf(page)).filter((c) => c.participant === participant && c.kind === kind && c.final).length;
+
+/** The identities in the page's list of participants. */
+export const listedOf = (page: Page) =>
+  page
+    .locator("#participants li")
+    .evaluateAll((items) => items.map((i) => (i as unknown as Element).dataset.identity));
+
+/**
+ * Each page, once it has heard every other participant (their original captions, labelled with
+ * them, and their translation), shows translations into its own language only, none of its own
+ * speech, and has played translated speech (`hearsSpeech` waits for that, as the room delivers it).
+ */
+export async function expectEachHearsTheOthersInTheirLanguage(
+  pages: Page[],
+  languages: Language[],
+  hearsSpeech: (page: Page, language: Language) => Promise<void>,
+): Promise<void> {
+  const identities = await Promise.all(pages.map(identityOf));
+  await Promise.all(
+    pages.map(async (page, i) => {
+      for (const [j, other] of identities.entries()) {
+        if (j === i) continue;
+        await expect.poll(() => finalsFrom(page, other, "translated"), WAIT).toBeGreaterThan(0);
+        await expect.poll(() => finalsFrom(page, other, "original"), WAIT).toBeGreaterThan(0);
+      }
+      await hearsSpeech(page, languages[i]!);
+    }),
+  );
+  for (const [i, page] of pages.entries()) {
+    const captions = await captionsOf(page);
+    const translated = captions.filter((c) => c.kind === "translated");
+    const where = `${languages[i]}'s page`;
+    // Into this page's language only, never of its own speech.
+    expect(
+      translated.filter((c) => c.language !== languages[i]),
+      where,
+    ).toEqual([]);
+    expect(
+      translated.filter((c) => c.participant === identities[i]),
+      where,
+    ).toEqual([]);
+    expect(
+      translated.every((c) => identities.includes(c.participant)),
+      where,
+    ).toBe(true);
+    // Originals are labelled with their speaker, in the speaker's language.
+    for (const [j, other] of identities.entries()) {
+      const originals = captions.filter((c) => c.kind === "original" && c.participant === other && c.final);
+      expect(
+        originals.every((c) => c.language === languages[j]),
+        where,
+      ).toBe(true);
+    }
+    // The participants' list: everyone, this page as "You".
+    const listed = await page
+      .locator("#participants li")
+      .evaluateAll((items) =>
+        items.map((item) => [(item as unknown as Element).dataset.identity, item.textContent]),
+      );
+    expect(listed.map(([identity]) => identity).sort(), where).toEqual([...identities].sort());
+    expect(listed.find(([identity]) => identity === identities[i])?.[1], where).toBe("You");
+  }
+}
