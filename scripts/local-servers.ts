@@ -131,7 +131,7 @@ function postgresBinDir(): string | undefined {
 
 /**
  * A throw-away PostgreSQL cluster on a free loopback port (trust authentication, superuser
- * `postgres`). As root the server runs as the `postgres` user (PostgreSQL refuses root).
+ * `postgres`).
  */
 export async function startPostgres(): Promise<LocalServer> {
   const bin = postgresBinDir();
@@ -141,29 +141,24 @@ export async function startPostgres(): Promise<LocalServer> {
     );
   }
   const dir = mkdtempSync(path.join(tmpdir(), "relay-postgres-"));
-  const asRoot = userInfo().uid === 0;
-  const run = (command: string, args: string[]): [string, string[]] =>
-    asRoot ? ["runuser", ["-u", "postgres", "--", command, ...args]] : [command, args];
-  if (asRoot) {
-    const uid = Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim());
-    const gid = Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim());
-    chownSync(dir, uid, gid);
-  }
+  // As root, the server runs as the `postgres` user (PostgreSQL refuses root), started with that
+  // uid directly (not through runuser or su, which would not pass the stop signal on).
+  const user =
+    userInfo().uid === 0
+      ? {
+          uid: Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim()),
+          gid: Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim()),
+        }
+      : {};
+  if ("uid" in user) chownSync(dir, user.uid, user.gid);
   const data = path.join(dir, "data");
-  const [initdb, initArgs] = run(path.join(bin, "initdb"), [
-    "-D",
-    data,
-    "-U",
-    "postgres",
-    "-A",
-    "trust",
-    "-E",
-    "UTF8",
-    "--no-sync",
-  ]);
-  execFileSync(initdb, initArgs, { stdio: ["ignore", "ignore", "pipe"] });
+  execFileSync(
+    path.join(bin, "initdb"),
+    ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync"],
+    { stdio: ["ignore", "ignore", "pipe"], cwd: dir, ...user },
+  );
   const port = await freePort();
-  const [postgres, args] = run(path.join(bin, "postgres"), [
+  const args = [
     "-D",
     data,
     "-p",
@@ -177,8 +172,12 @@ export async function startPostgres(): Promise<LocalServer> {
     "fsync=off",
     "-c",
     "max_connections=300",
-  ]);
-  const child = spawn(postgres, args, { stdio: ["ignore", "pipe", "pipe"] });
+  ];
+  const child = spawn(path.join(bin, "postgres"), args, {
+    stdio: ["ignore", "pipe", "pipe"],
+    cwd: dir,
+    ...user,
+  });
   const log = keepLog(child);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   try {
@@ -193,10 +192,12 @@ export async function startPostgres(): Promise<LocalServer> {
     started: true,
     async stop() {
       // SIGTERM is PostgreSQL's "smart" shutdown, which waits for clients: SIGINT ("fast") does not.
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once("exit", resolve));
         child.kill("SIGINT");
+        const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
         await exited;
+        clearTimeout(timer);
       }
       rmSync(dir, { recursive: true, force: true });
     },

@@ -1,6 +1,8 @@
+import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { Redis } from "ioredis";
 import { SignJWT } from "jose";
 import { RoomServiceClient } from "livekit-server-sdk";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -12,7 +14,14 @@ import { multilingualEngines } from "../support/multilingual-engines.js";
 import type { OpenAiTestServer } from "../support/openai-server.js";
 import { addRoomParticipant, createRoomSession, type RoomSession } from "../support/room-client.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
-import { testLiveKit, type TestLiveKit } from "../support/servers.js";
+import { createTestDatabase } from "../support/postgres.js";
+import {
+  postgresProblem,
+  redisProblem,
+  redisUrl,
+  testLiveKit,
+  type TestLiveKit,
+} from "../support/servers.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
 /**
@@ -34,7 +43,9 @@ const SPEC_ROOM = { source_language: "en-US", target_language: "es-ES" } as cons
 const TRANSLATOR = "translation-agent";
 
 let server: TestServer;
-let goForward: Int16Array;
+const goForward = problem
+  ? new Int16Array()
+  : await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
 const participants: LiveKitParticipant[] = [];
 
 function liveKitEnv(target: TestLiveKit): Record<string, string> {
@@ -90,7 +101,6 @@ describe.skipIf(problem)("rooms on a real LiveKit server", () => {
 
   beforeAll(async () => {
     server = await startServer(liveKitEnv(target));
-    goForward = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
   });
   afterEach(async () => {
     // Before the service closes: its back-end releases the native runtime these share.
@@ -217,7 +227,6 @@ describe.skipIf(problem || sharedMissing("data/speech/fleurs-dev"))(
         ENGINES_FILE: engines.enginesFile,
         ROOM_MAX_PARTICIPANTS: "4",
       });
-      goForward ??= await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
     });
     afterEach(async () => {
       await Promise.all(participants.splice(0).map((participant) => participant.leave()));
@@ -285,6 +294,61 @@ describe.skipIf(problem || sharedMissing("data/speech/fleurs-dev"))(
     });
   },
 );
+
+const fleetProblem = problem ?? (await postgresProblem()) ?? (await redisProblem());
+
+describe.skipIf(fleetProblem)("a fleet on one LiveKit server: two processes, PostgreSQL and Redis", () => {
+  const target = livekit as TestLiveKit;
+  let database: { url: string; drop(): Promise<void> };
+  let dataDir: string;
+  let a: TestServer;
+  let b: TestServer;
+  const prefix = `relay-test-${randomUUID()}:`;
+  const openRooms = async (process: TestServer) =>
+    ((await (await fetch(`${process.baseUrl}/healthz`)).json()) as { rooms: { open: number } }).rooms.open;
+
+  beforeAll(async () => {
+    database = await createTestDatabase();
+    dataDir = await mkdtemp(path.join(tmpdir(), "relay-livekit-fleet-"));
+    const env = {
+      ...liveKitEnv(target),
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDir,
+      REDIS_URL: redisUrl(),
+      REDIS_KEY_PREFIX: prefix,
+      SESSION_SECRET: "fleet-test-secret-of-at-least-32-characters",
+    };
+    a = await startServer({ ...env, WORKER_ID: "livekit-a" });
+    b = await startServer({ ...env, WORKER_ID: "livekit-b" }, { registry: a.registry });
+  });
+  afterEach(async () => {
+    await Promise.all(participants.splice(0).map((participant) => participant.leave()));
+  });
+  afterAll(async () => {
+    await b?.close();
+    await a?.close();
+    const redis = new Redis(redisUrl());
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    redis.disconnect();
+    await database?.drop();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("a room created through one process is translated there and ended through the other", async () => {
+    const session = await createRoomSession(a.baseUrl, API_KEY, SPEC_ROOM);
+    const alice = await join(session);
+    await speakAndHear(alice, goForward);
+    expect(await openRooms(a)).toBe(1);
+    // b hosts no translator for it: it finds the room's host through Redis and has it end there.
+    expect(await endSession(session.room_name, b)).toBe(200);
+    await expect.poll(() => alice.disconnected, { timeout: 20_000 }).toBe(true);
+    expect(await openRooms(a)).toBe(0);
+    const rooms = new RoomServiceClient(roomServiceUrl(target.url), target.apiKey, target.apiSecret);
+    expect(await rooms.listRooms([session.room_name])).toEqual([]);
+    expect(await endSession(session.room_name, a)).toBe(200);
+  });
+});
 
 describe.skipIf(problem)("a LiveKit server the service cannot use", () => {
   const target = livekit as TestLiveKit;

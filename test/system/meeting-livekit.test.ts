@@ -112,6 +112,14 @@ let people: MeetingPages;
 /** The meeting of the tests, in LANGUAGES' order (made by the first). */
 let pages: Page[] = [];
 let mallory: Room | undefined;
+/** How many console errors the pages had logged when the meeting was ended. */
+let errorsBeforeEnd: number | undefined;
+/**
+ * What livekit-client logs as errors when the server deletes the room under it (the end of the
+ * meeting): its data channels' closing. Nothing of the page's.
+ */
+const ROOM_DELETED_NOISE =
+  /^\w+: (DataChannel error on \w+: User-Initiated Abort|publisher data channel '\w+' closed unexpectedly)\b/u;
 
 describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit server", () => {
   const target = livekit as TestLiveKit;
@@ -258,6 +266,7 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
     await expect.poll(() => finalsFrom(clara, b, "translated"), WAIT).toBeGreaterThan(0);
 
     // The creator ends the meeting: every page in it says so.
+    errorsBeforeEnd = people.consoleErrors.length;
     await alice.click("#end");
     for (const page of pages) {
       await page.locator("body[data-state=ended]").waitFor({ timeout: 30_000 });
@@ -266,7 +275,7 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
     }
   }, 150_000);
 
-  it("never puts the API key in a URL, reaches only the page's origin and LiveKit, and logs no error", () => {
+  it("never puts the API key in a URL, reaches only the page's origin and LiveKit, and logs no error of its own", () => {
     expect(people.requested.length).toBeGreaterThan(5);
     expect(people.requested.filter((url) => url.includes(API_KEY))).toEqual([]);
     const hosts = [new URL(people.origin).host, new URL(target.url).host];
@@ -274,6 +283,10 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
       people.requested.filter((url) => /^(https?|wss?):/u.test(url) && !hosts.includes(new URL(url).host)),
     ).toEqual([]);
     expect(people.requested.some((url) => url.startsWith(`${target.url}/rtc`))).toBe(true);
-    expect(people.consoleErrors).toEqual([]);
+    const afterEnd = people.consoleErrors.slice(errorsBeforeEnd ?? Infinity);
+    expect([
+      ...people.consoleErrors.slice(0, errorsBeforeEnd),
+      ...afterEnd.filter((error) => !ROOM_DELETED_NOISE.test(error)),
+    ]).toEqual([]);
   });
 });
