@@ -15,14 +15,21 @@
  * listen-only languages. The engines are pinned (ENGINES_FILE) so that models pulled later do not
  * change what is measured.
  *
- *   npm run bench:rooms
+ * With `--livekit` the rooms live on a real LiveKit server (the pinned build, started here on
+ * loopback: scripts/local-servers.ts) and the participants join with @livekit/rtc-node, each
+ * subscribed to its language's track only: the same measures with WebRTC (Opus) both ways, and
+ * the participants' own rtc-node work counted as "this script".
+ *
+ *   npm run bench:rooms [-- --livekit]
  */
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import type { RealtimeSocket } from "../src/cli/recording-socket.js";
+import { LiveKitParticipant } from "../test/support/livekit-participant.js";
 import { joinRoom } from "../test/support/room-client.js";
+import { startLiveKit } from "./local-servers.js";
 import { startServiceProcess } from "../test/support/service-process.js";
 import { SHARED, percentile, sleep, speechSpan } from "./realtime-load.js";
 
@@ -62,10 +69,12 @@ const CONFIGS: readonly RoomConfig[] = [
   { label: "3 languages (en, es, fr)", languages: ["en", "es", "fr"], listeners: ["es", "fr"] },
 ];
 
+const LIVEKIT = process.argv.includes("--livekit");
 const started = performance.now();
 console.log(
   `Machine: ${cpus()[0]?.model ?? "unknown CPU"} × ${cpus().length}, Node.js ${process.version}, ` +
-    `${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, load average ${loadavg()[0]!.toFixed(1)}\n`,
+    `${new Date().toISOString().slice(0, 16).replace("T", " ")} UTC, load average ${loadavg()[0]!.toFixed(1)}, ` +
+    `rooms on ${LIVEKIT ? "a LiveKit server (rtc-node participants)" : "the embedded room server"}\n`,
 );
 
 // ---------------------------------------------------------------- clips
@@ -100,7 +109,11 @@ writeFileSync(
     tts: [{ engine: "espeak-ng" }],
   }),
 );
+const livekit = LIVEKIT ? await startLiveKit() : undefined;
 const service = await startServiceProcess("bench-rooms", {
+  ...(livekit
+    ? { LIVEKIT_URL: livekit.url, LIVEKIT_API_KEY: livekit.apiKey, LIVEKIT_API_SECRET: livekit.apiSecret }
+    : {}),
   API_KEYS: API_KEY,
   DATA_DIR: dataDir,
   ENGINES_FILE: enginesFile,
@@ -171,8 +184,17 @@ interface Access {
   readonly token: string;
   readonly room_name: string;
 }
+/** What a participant's client offers the bench: an embedded room's socket, or a LiveKit participant. */
+type MemberSocket = Pick<RealtimeSocket, "sendAudio" | "close"> & {
+  readonly received: readonly {
+    readonly at: number;
+    readonly message?: Record<string, unknown>;
+    readonly audio?: unknown;
+  }[];
+  settle(quietMs?: number, timeoutMs?: number): Promise<void>;
+};
 interface Member {
-  readonly socket: RealtimeSocket;
+  readonly socket: MemberSocket;
   readonly identity: string;
   readonly language: string;
 }
@@ -194,6 +216,14 @@ async function post(pathname: string, body: unknown): Promise<Access> {
 }
 
 async function member(access: Access, language: string): Promise<Member> {
+  if (LIVEKIT) {
+    // As the meeting page does: each subscribes to its own language's track only.
+    const participant = await LiveKitParticipant.join(access.url, access.token, {
+      tracks: (name) => name === `translated-audio-${language}`,
+    });
+    await participant.publishMicrophone();
+    return { socket: participant, identity: participant.identity, language };
+  }
   const socket = await joinRoom(access);
   const identity = String(socket.messages.find((m) => m.type === "joined")?.identity);
   return { socket, identity, language };
@@ -227,7 +257,7 @@ async function closeRoom(room: Room): Promise<void> {
 }
 
 /** Streams `pcm` in 20 ms frames paced by the wall clock; resolves with when the frame holding sample `speechEnd − 1` was sent. */
-async function stream(socket: RealtimeSocket, pcm: Int16Array, speechEnd: number): Promise<number> {
+async function stream(socket: MemberSocket, pcm: Int16Array, speechEnd: number): Promise<number> {
   const chunk = 320;
   const begin = performance.now();
   let endSent = Number.NaN;
@@ -257,7 +287,7 @@ interface RoundResult {
   readonly speechSeconds: number;
 }
 
-type Received = RealtimeSocket["received"][number];
+type Received = MemberSocket["received"][number];
 
 const isFinalFrom = (identity: string) => (r: Received) =>
   r.message?.type === "translated_transcript" &&
@@ -480,3 +510,4 @@ console.log(
 console.log(`total ${((performance.now() - started) / 60_000).toFixed(1)} min`);
 service.child.kill("SIGTERM");
 await service.exited;
+await livekit?.stop();

@@ -143,14 +143,14 @@ export async function startPostgres(): Promise<LocalServer> {
   const dir = mkdtempSync(path.join(tmpdir(), "relay-postgres-"));
   // As root, the server runs as the `postgres` user (PostgreSQL refuses root), started with that
   // uid directly (not through runuser or su, which would not pass the stop signal on).
-  const user =
+  const user: { uid?: number; gid?: number } =
     userInfo().uid === 0
       ? {
           uid: Number(execFileSync("id", ["-u", "postgres"], { encoding: "utf8" }).trim()),
           gid: Number(execFileSync("id", ["-g", "postgres"], { encoding: "utf8" }).trim()),
         }
       : {};
-  if ("uid" in user) chownSync(dir, user.uid, user.gid);
+  if (user.uid !== undefined && user.gid !== undefined) chownSync(dir, user.uid, user.gid);
   const data = path.join(dir, "data");
   execFileSync(
     path.join(bin, "initdb"),

@@ -15,13 +15,25 @@ export interface ReceivedData {
   readonly message: Record<string, unknown>;
 }
 
+/** What arrived, in order, with its arrival time (performance.now()): as `RealtimeSocket.received`. */
+export interface Arrival {
+  readonly at: number;
+  readonly message?: Record<string, unknown>;
+  /** A frame of translated speech that holds sound (silent frames are not kept here). */
+  readonly audio?: Int16Array;
+}
+
 const MICROPHONE_RATE = 16_000;
+/** A frame holds sound when a sample reaches -40 dBFS. */
+const SOUND_PEAK = 328;
 const HEARD_RATE = 24_000;
 /** 10 ms frames, as WebRTC sends them. */
 const FRAME_SAMPLES = MICROPHONE_RATE / 100;
 
 export class LiveKitParticipant {
   readonly data: ReceivedData[] = [];
+  /** Data messages from the translator and frames of sound, in arrival order. */
+  readonly received: Arrival[] = [];
   /** PCM16 24 kHz mono heard per remote track name (`<identity>/<track name>`). */
   readonly heard = new Map<string, Int16Array[]>();
   /** Remote tracks published, as `<identity>/<track name>`. */
@@ -43,6 +55,7 @@ export class LiveKitParticipant {
           message = { unparsed: new TextDecoder().decode(payload) };
         }
         this.data.push({ topic, from: participant?.identity, message });
+        this.received.push({ at: performance.now(), message });
       })
       .on(rtc.RoomEvent.TrackPublished, (publication, participant) => {
         this.published.add(`${participant.identity}/${publication.name}`);
@@ -93,7 +106,13 @@ export class LiveKitParticipant {
     const stream = new this.rtc.AudioStream(track, { sampleRate: HEARD_RATE, numChannels: 1 });
     void (async () => {
       try {
-        for await (const frame of stream) chunks.push(frame.data.slice(0, frame.samplesPerChannel));
+        for await (const frame of stream) {
+          const pcm = frame.data.slice(0, frame.samplesPerChannel);
+          chunks.push(pcm);
+          if (pcm.some((sample) => Math.abs(sample) >= SOUND_PEAK)) {
+            this.received.push({ at: performance.now(), audio: pcm });
+          }
+        }
       } catch {
         // the track went away
       }
@@ -105,21 +124,52 @@ export class LiveKitParticipant {
    * time (the native source paces it), then `silenceSec` of silence so the utterance ends.
    */
   async speak(pcm: Int16Array, silenceSec = 1.5): Promise<void> {
-    if (!this.microphone) {
-      const source = new this.rtc.AudioSource(MICROPHONE_RATE, 1);
-      const track = this.rtc.LocalAudioTrack.createAudioTrack("microphone", source);
-      const options = new this.rtc.TrackPublishOptions({ source: this.rtc.TrackSource.SOURCE_MICROPHONE });
-      await this.room.localParticipant!.publishTrack(track, options);
-      this.microphone = { source };
-    }
+    await this.publishMicrophone();
     const padded = new Int16Array(pcm.length + Math.round(silenceSec * MICROPHONE_RATE));
     padded.set(pcm);
     for (let offset = 0; offset < padded.length; offset += FRAME_SAMPLES) {
       const frame = padded.slice(offset, offset + FRAME_SAMPLES);
-      await this.microphone.source.captureFrame(
+      await this.microphone!.source.captureFrame(
         new this.rtc.AudioFrame(frame, MICROPHONE_RATE, 1, frame.length),
       );
     }
+  }
+
+  /**
+   * Hands one chunk of 16 kHz PCM16 to the microphone track at once (the caller paces it; the
+   * native source queues up to 1 s). The track must be published (`speak` or `publishMicrophone`).
+   */
+  sendAudio(pcm: Int16Array): void {
+    if (!this.microphone) throw new Error("publish the microphone first");
+    const copy = pcm.slice();
+    void this.microphone.source
+      .captureFrame(new this.rtc.AudioFrame(copy, MICROPHONE_RATE, 1, copy.length))
+      .catch(() => undefined);
+  }
+
+  /** Publishes the microphone track (silent until audio is sent). */
+  async publishMicrophone(): Promise<void> {
+    if (this.microphone) return;
+    const source = new this.rtc.AudioSource(MICROPHONE_RATE, 1);
+    const track = this.rtc.LocalAudioTrack.createAudioTrack("microphone", source);
+    const options = new this.rtc.TrackPublishOptions({ source: this.rtc.TrackSource.SOURCE_MICROPHONE });
+    await this.room.localParticipant!.publishTrack(track, options);
+    this.microphone = { source };
+  }
+
+  /** Resolves once nothing has arrived for `quietMs` (rejects after `timeoutMs`). */
+  async settle(quietMs = 1000, timeoutMs = 30_000): Promise<void> {
+    const deadline = performance.now() + timeoutMs;
+    for (;;) {
+      const last = this.received.at(-1)?.at ?? 0;
+      if (performance.now() - last >= quietMs) return;
+      if (performance.now() > deadline) throw new Error(`still receiving after ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  close(): void {
+    void this.leave();
   }
 
   /** Data messages on the `transcript` topic from `from` (default: anyone). */
