@@ -162,9 +162,16 @@ function machineCpuSeconds(): number {
 }
 
 /** CPU meters: the service's process tree, this script, and the rest of the machine (other work beside the bench). */
-function cpuMeter(): () => { service: number; client: number; others: number; wall: number } {
+function cpuMeter(): () => {
+  service: number;
+  livekit: number;
+  client: number;
+  others: number;
+  wall: number;
+} {
   const at = {
     service: treeCpuSeconds(servicePid),
+    livekit: livekit ? treeCpuSeconds(livekit.pid) : 0,
     client: process.cpuUsage(),
     machine: machineCpuSeconds(),
     wall: performance.now(),
@@ -173,8 +180,9 @@ function cpuMeter(): () => { service: number; client: number; others: number; wa
     const service = treeCpuSeconds(servicePid) - at.service;
     const usage = process.cpuUsage(at.client);
     const client = (usage.user + usage.system) / 1e6;
-    const others = Math.max(0, machineCpuSeconds() - at.machine - service - client);
-    return { service, client, others, wall: (performance.now() - at.wall) / 1000 };
+    const livekitCpu = livekit ? treeCpuSeconds(livekit.pid) - at.livekit : 0;
+    const others = Math.max(0, machineCpuSeconds() - at.machine - service - livekitCpu - client);
+    return { service, livekit: livekitCpu, client, others, wall: (performance.now() - at.wall) / 1000 };
   };
 }
 
@@ -382,8 +390,8 @@ const latencyRows = [
   "| --- | --- | --- | --- | --- | --- | --- |",
 ];
 const cpuRows = [
-  "| room, 2 speaking at once | lanes per speaker | speech (2 speakers, 5 rounds) | wall time | service CPU (process tree) | CPU s per s of speech per speaker | other work on the machine meanwhile (cores) |",
-  "| --- | --- | --- | --- | --- | --- | --- |",
+  `| room, 2 speaking at once | lanes per speaker | speech (2 speakers, 5 rounds) | wall time | service CPU (process tree) | CPU s per s of speech per speaker | ${LIVEKIT ? "LiveKit server / this script (cores) | " : ""}other work on the machine meanwhile (cores) |`,
+  `| --- | --- | --- | --- | --- | --- | ${LIVEKIT ? "--- | " : ""}--- |`,
 ];
 for (const config of CONFIGS) {
   const room = await openRoom(config);
@@ -398,7 +406,7 @@ for (const config of CONFIGS) {
     errors.push(...result.errors);
     speechSeconds += result.speechSeconds;
   }
-  const { service: cpu, others, wall } = meter();
+  const { service: cpu, livekit: livekitCpu, client, others, wall } = meter();
   await closeRoom(room);
   const groups = [...new Set(config.listeners)].map((language) => ({
     label: `${language} (${config.listeners.filter((l) => l === language).length})`,
@@ -428,7 +436,8 @@ for (const config of CONFIGS) {
   }
   cpuRows.push(
     `| ${config.label} | ${config.languages.length - 1} | ${speechSeconds.toFixed(1)} s | ${wall.toFixed(1)} s | ` +
-      `${cpu.toFixed(1)} s | **${(cpu / speechSeconds).toFixed(3)}** | ${(others / wall).toFixed(2)} |`,
+      `${cpu.toFixed(1)} s | **${(cpu / speechSeconds).toFixed(3)}** | ` +
+      `${LIVEKIT ? `${(livekitCpu / wall).toFixed(2)} / ${(client / wall).toFixed(2)} | ` : ""}${(others / wall).toFixed(2)} |`,
   );
   if (errors.length > 0) console.log(`${config.label}: error frames: ${errors.join("; ")}`);
 }
@@ -437,7 +446,7 @@ console.log(cpuRows.join("\n"), "\n");
 
 // ---------------------------------------------------------------- 3: rooms at once
 const capacityRows = [
-  `| room | rooms at once | speakers at once | utterances | end of speech → first translated audio p50 / p90 (ms) | missing | dropped-input errors | service / this script / other work (cores of ${cpus().length}) | real time (p90 ≤ ${BOUND_MS.toLocaleString("en-US")} ms) |`,
+  `| room | rooms at once | speakers at once | utterances | end of speech → first translated audio p50 / p90 (ms) | missing | dropped-input errors | service / ${LIVEKIT ? "LiveKit server / " : ""}this script / other work (cores of ${cpus().length}) | real time (p90 ≤ ${BOUND_MS.toLocaleString("en-US")} ms) |`,
   "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
 ];
 const held = new Map<string, number>();
@@ -490,7 +499,9 @@ async function capacityStep(
   const dropped = fallingBehind(errors);
   if (errors.length > dropped)
     console.log(`${config.label}, ${n} rooms: other error frames: ${errors.join("; ")}`);
-  const cores = [cpu.service, cpu.client, cpu.others].map((c) => (c / cpu.wall).toFixed(2)).join(" / ");
+  const cores = [cpu.service, ...(LIVEKIT ? [cpu.livekit] : []), cpu.client, cpu.others]
+    .map((c) => (c / cpu.wall).toFixed(2))
+    .join(" / ");
   return {
     row: `${all.length} | ${p(toAudio, 50)} / ${ms(p90)} | ${missing} | ${dropped} | ${cores}`,
     realTime: missing === 0 && dropped === 0 && p90 !== null && p90 <= BOUND_MS,

@@ -275,6 +275,8 @@ export interface LiveKitServer extends LocalServer {
   readonly apiKey: string;
   readonly apiSecret: string;
   readonly ports: LiveKitPorts;
+  /** The server's process id (for CPU accounting). */
+  readonly pid: number;
   /** Ends the server with SIGKILL, as a crash would (its rooms vanish with it). */
   kill(): Promise<void>;
   /** What the server has logged so far (the last 8 KiB). */
@@ -356,6 +358,7 @@ export async function startLiveKit(options: LiveKitStartOptions = {}): Promise<L
     apiKey,
     apiSecret,
     ports,
+    pid: child.pid!,
     started: true,
     log,
     stop: () => stopChild(child),
