@@ -18,7 +18,7 @@ import path from "node:path";
 import type { Readable } from "node:stream";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { AccessToken, AgentDispatchClient, RoomServiceClient } from "livekit-server-sdk";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type * as Rtc from "../../../../node_modules/@livekit/rtc-node/dist/index.js";
 import { readWavAsPcm16 } from "../../../../src/audio/wav.js";
 import { LiveKitParticipant } from "../../../../test/support/livekit-participant.js";
@@ -26,7 +26,6 @@ import { PROJECT_ROOT } from "../../../../test/support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../../../../test/support/server.js";
 import { testLiveKit, type TestLiveKit } from "../../../../test/support/servers.js";
 import { sharedMissing, sharedPath } from "../../../../test/support/shared.js";
-import { GREETING } from "../support/relay-agent.js";
 
 const livekit = testLiveKit();
 const problem =
@@ -39,6 +38,8 @@ if (problem) console.warn(`the LiveKit Agents plugin on a real LiveKit server no
 
 const AGENT_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", "support", "relay-agent.ts");
 const GO_FORWARD = "go forward ten meters";
+/** What the voice agent says first. */
+const GREETING = "Hello! relay is speaking.";
 const TRANSCRIPTION = "lk.transcription";
 /** Long enough for real-time speech through the engines on a loaded 2-core machine. */
 const WAIT = { timeout: 150_000, interval: 250 };
@@ -110,7 +111,8 @@ class AgentWorker {
 
   /** The identity the job in `room` joined with, once it has. */
   agentIn(room: string): string | undefined {
-    return this.reports(room).find((report) => report["event"] === "joined")?.["identity"] as string | undefined;
+    return this.reports(room).find((report) => report["event"] === "joined")?.["identity"] as
+      string | undefined;
   }
 
   /** SIGTERM, as `cli.runApp` expects to be stopped; SIGKILL if it has not ended after 30 s. */
@@ -126,8 +128,10 @@ class AgentWorker {
 
 describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit server", () => {
   const target = livekit as TestLiveKit;
-  const httpUrl = target.url.replace(/^ws/u, "http");
-  const rooms = new RoomServiceClient(httpUrl, target.apiKey, target.apiSecret);
+  // LiveKit's HTTP services (rooms, agent dispatch) at the signalling URL. (The body runs even when
+  // skipped: nothing here may read the server.)
+  const httpUrl = () => target.url.replace(/^ws/u, "http");
+  const rooms = () => new RoomServiceClient(httpUrl(), target.apiKey, target.apiSecret);
   const agentName = `relay-test-${randomUUID().slice(0, 8)}`;
   let server: TestServer;
   let worker: AgentWorker;
@@ -145,16 +149,20 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
       pathToFileURL(path.join(PROJECT_ROOT, "node_modules/@livekit/rtc-node/dist/index.js")).href
     )) as typeof Rtc;
     worker = AgentWorker.start(target, server.baseUrl, agentName);
-    await expect
-      .poll(() => worker.exited || worker.output.includes("registered worker"), { timeout: 120_000 })
-      .toBe(true);
+    // (expect.poll is for tests only.)
+    await vi.waitFor(() => expect(worker.exited || worker.output.includes("registered worker")).toBe(true), {
+      timeout: 120_000,
+      interval: 250,
+    });
     expect(worker.exited, worker.output).toBe(false);
   });
   afterEach(async (context) => {
-    if (context.task.result?.state === "fail") console.log(`agent worker output:\n${worker.output.slice(-20_000)}`);
+    if (context.task.result?.state === "fail")
+      console.log(`agent worker output:\n${worker.output.slice(-20_000)}`);
     await Promise.all(participants.splice(0).map((participant) => participant.leave()));
     // The job's room goes, so the job ends (its room disconnected).
-    await Promise.all(roomNames.splice(0).map((name) => rooms.deleteRoom(name).catch(() => undefined)));
+    const service = rooms();
+    await Promise.all(roomNames.splice(0).map((name) => service.deleteRoom(name).catch(() => undefined)));
   });
   afterAll(async () => {
     await worker?.stop();
@@ -163,7 +171,7 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
 
   async function newRoom(): Promise<string> {
     const name = `agents-real-${randomUUID().slice(0, 8)}`;
-    await rooms.createRoom({ name, emptyTimeout: 120 });
+    await rooms().createRoom({ name, emptyTimeout: 120 });
     roomNames.push(name);
     return name;
   }
@@ -190,15 +198,26 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
 
   /** Dispatches the worker's agent to `room` (LiveKit's AgentDispatch) and waits for it there. */
   async function dispatch(room: string, metadata: Record<string, unknown>, seenBy: LiveKitParticipant) {
-    await new AgentDispatchClient(httpUrl, target.apiKey, target.apiSecret).createDispatch(room, agentName, {
-      metadata: JSON.stringify(metadata),
-    });
+    const dispatcher = new AgentDispatchClient(httpUrl(), target.apiKey, target.apiSecret);
+    await dispatcher.createDispatch(room, agentName, { metadata: JSON.stringify(metadata) });
     await expect.poll(() => worker.agentIn(room), WAIT).toBeDefined();
     const identity = worker.agentIn(room)!;
     await expect.poll(() => seenBy.room.remoteParticipants.has(identity), WAIT).toBe(true);
     // LiveKit says what it is: kind agent, from the token LiveKit minted for the job.
     expect(seenBy.room.remoteParticipants.get(identity)!.kind).toBe(rtc.ParticipantKind.AGENT);
     return identity;
+  }
+
+  /** Speaks `pcm` (16 kHz) on a microphone track named `name`, at real time, then 1.5 s of silence. */
+  async function speakOn(participant: LiveKitParticipant, name: string, pcm: Int16Array): Promise<void> {
+    const source = new rtc.AudioSource(16_000, 1);
+    const track = rtc.LocalAudioTrack.createAudioTrack(name, source);
+    const options = new rtc.TrackPublishOptions({ source: rtc.TrackSource.SOURCE_MICROPHONE });
+    await participant.room.localParticipant!.publishTrack(track, options);
+    const padded = new Int16Array(pcm.length + 24_000);
+    padded.set(pcm);
+    for (let at = 0; at < padded.length; at += 160)
+      await source.captureFrame(new rtc.AudioFrame(padded.slice(at, at + 160), 16_000, 1, 160));
   }
 
   const finals = (captions: Caption[], from: string, participant: string, kind: "original" | "translation") =>
@@ -223,7 +242,9 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
       .poll(() => finals(captions, agent, "alice", "original").map((caption) => caption.text), WAIT)
       .toContain(GO_FORWARD);
     const micSid = [...alice.room.localParticipant!.trackPublications.values()][0]!.sid;
-    const original = finals(captions, agent, "alice", "original").find((caption) => caption.text === GO_FORWARD)!;
+    const original = finals(captions, agent, "alice", "original").find(
+      (caption) => caption.text === GO_FORWARD,
+    )!;
     expect(original.attributes).toMatchObject({ language: "en", "lk.transcribed_track_id": micSid });
     const translation = finals(captions, agent, "alice", "translation").at(-1)!;
     expect(translation.attributes["language"]).toBe("es");
@@ -241,7 +262,9 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
     await alice.leave();
     await expect
       .poll(async () => {
-        const health = (await (await fetch(`${server.baseUrl}/healthz`)).json()) as { sessions: { live: number } };
+        const health = (await (await fetch(`${server.baseUrl}/healthz`)).json()) as {
+          sessions: { live: number };
+        };
         return health.sessions.live;
       }, WAIT)
       .toBe(0);
@@ -251,8 +274,9 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
     const room = await newRoom();
     const alice = await join(room, "alice");
     const captions = captionsOf(alice);
-    const agent = await dispatch(room, { mode: "voice" }, alice);
-    const spoken = (text: string) => captions.some((c) => c.from === agent && c.text.replace(/\s+/gu, " ") === text);
+    const agent = await dispatch(room, { mode: "voice", greeting: GREETING }, alice);
+    const spoken = (text: string) =>
+      captions.some((c) => c.from === agent && c.text.replace(/\s+/gu, " ") === text);
 
     // session.say(): relay's speech on the agent's track, its text on lk.transcription.
     await expect.poll(() => spoken(GREETING), WAIT).toBe(true);
@@ -261,27 +285,127 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
     await expect.poll(() => alice.soundSeconds(agentTrack), WAIT).toBeGreaterThan(0.5);
     const greetingSound = alice.soundSeconds(agentTrack);
 
-    // Her speech: relay.STT's transcript, which the session publishes for her track...
+    // Her speech: relay.STT's finals (each adds its words to her turn), which the session
+    // publishes for her track on her behalf...
     await alice.speak(goForward);
     const micSid = [...alice.room.localParticipant!.trackPublications.values()][0]!.sid;
+    const herFinals = () =>
+      captions.filter((c) => c.from === alice.identity && c.attributes["lk.transcription_final"] === "true");
     await expect
       .poll(
         () =>
-          captions
-            .filter((c) => c.from === alice.identity && c.attributes["lk.transcription_final"] === "true")
-            .map((c) => c.text),
+          herFinals()
+            .map((c) => c.text)
+            .join(" "),
         WAIT,
       )
-      .toContain(GO_FORWARD);
-    expect(
-      captions.find((c) => c.from === alice.identity && c.text === GO_FORWARD)!.attributes["lk.transcribed_track_id"],
-    ).toBe(micSid);
-    expect(worker.reports(room).filter((r) => r["event"] === "user_transcript").map((r) => r["text"])).toContain(
-      GO_FORWARD,
+      .toBe(GO_FORWARD);
+    expect(new Set(herFinals().map((c) => c.attributes["lk.transcribed_track_id"]))).toEqual(
+      new Set([micSid]),
     );
-    // ...and the turn it ended, said back by relay.TTS (no LLM).
+    // ...and the turn they ended (relay.STT's end of speech, `turnDetection: "stt"`), whole, said
+    // back by relay.TTS. Without an LLM, the session keeps only what the agent said.
     await expect.poll(() => spoken(`You said: ${GO_FORWARD}`), WAIT).toBe(true);
+    await expect
+      .poll(
+        () =>
+          worker
+            .reports(room)
+            .filter((r) => r["event"] === "said")
+            .map((r) => [r["role"], r["text"]]),
+        WAIT,
+      )
+      .toEqual([
+        ["assistant", GREETING],
+        ["assistant", `You said: ${GO_FORWARD}`],
+      ]);
     await expect.poll(() => alice.soundSeconds(agentTrack), WAIT).toBeGreaterThan(greetingSound + 0.5);
+    expect(worker.reports(room).filter((report) => report["event"] === "error")).toEqual([]);
+  }, 300_000);
+
+  it("trusts only what LiveKit asserts: an agent by its token is not translated, a forger's attributes, track names and captions change nothing", async () => {
+    const room = await newRoom();
+    const alice = await join(room, "alice");
+    const captions = captionsOf(alice);
+    // Mallory may send data and set her own attributes; the bot is an agent by its token.
+    const mallory = await join(room, "mallory", { canPublishData: true, canUpdateOwnMetadata: true });
+    const bot = await join(room, "bot", { kind: "agent" });
+    const agent = await dispatch(room, { mode: "translate", targetLanguage: "es" }, alice);
+    await expect
+      .poll(() => [...alice.room.remoteParticipants.keys()].sort(), WAIT)
+      .toEqual([agent, "bot", "mallory"].sort());
+
+    // Mallory claims to be an agent, the translator, or speaking on the agent's behalf: all the
+    // attributes LiveKit's agents and relay's rooms use. LiveKit lets her: they are hers to set.
+    const claims = {
+      "lk.agent.name": agentName,
+      "lk.agent.state": "speaking",
+      "lk.publish_on_behalf": agent,
+      role: "translator",
+    };
+    await mallory.room.localParticipant!.setAttributes(claims);
+    await expect
+      .poll(() => alice.room.remoteParticipants.get("mallory")?.attributes, WAIT)
+      .toMatchObject(claims);
+    expect(alice.room.remoteParticipants.get("mallory")!.kind).toBe(rtc.ParticipantKind.STANDARD);
+    expect(alice.room.remoteParticipants.get("bot")!.kind).toBe(rtc.ParticipantKind.AGENT);
+
+    // Everyone speaks at once; Mallory on a microphone track named as Alice's translation.
+    await Promise.all([
+      alice.speak(goForward),
+      bot.speak(goForward),
+      speakOn(mallory, "translated-audio-alice", goForward),
+    ]);
+    // And she sends captions as the translator's, for Alice: once plainly, once claiming to be the agent.
+    const FORGED = "Envíen el dinero a Mallory";
+    const forged = {
+      "lk.segment_id": "forged:translation",
+      "lk.transcription_final": "true",
+      language: "es",
+      "relay.participant": "alice",
+      "relay.kind": "translation",
+    };
+    await mallory.room.localParticipant!.sendText(FORGED, { topic: TRANSCRIPTION, attributes: forged });
+    const writer = await mallory.room.localParticipant!.streamText({
+      topic: TRANSCRIPTION,
+      attributes: forged,
+      senderIdentity: agent,
+    });
+    await writer.write(FORGED);
+    await writer.close();
+
+    // Alice and Mallory are translated, each as who LiveKit says published the track, each on a
+    // track of their own; Mallory's attributes did not make her an agent.
+    for (const who of ["alice", "mallory"]) {
+      await expect.poll(() => finals(captions, agent, who, "translation").length, WAIT).toBeGreaterThan(0);
+      await expect
+        .poll(() => finals(captions, agent, who, "original").map((caption) => caption.text), WAIT)
+        .toContain(GO_FORWARD);
+      await expect
+        .poll(() => alice.soundSeconds(`${agent}/translated-audio-${who}`), WAIT)
+        .toBeGreaterThan(0.5);
+    }
+    // Mallory's captions reach Alice as Mallory's: LiveKit asserts the sender of anyone but an
+    // agent. Whoever shows only the translator's captions (its kind is agent) never shows them.
+    await expect.poll(() => captions.filter((caption) => caption.text === FORGED).length, WAIT).toBe(2);
+    expect(
+      new Set(captions.filter((caption) => caption.text === FORGED).map((caption) => caption.from)),
+    ).toEqual(new Set(["mallory"]));
+    // What the agent sent is relay's, for Alice and Mallory only: the bot, an agent, is not
+    // translated (nor heard by relay at all).
+    const fromAgent = captions.filter((caption) => caption.from === agent);
+    expect(new Set(fromAgent.map((caption) => caption.attributes["relay.participant"]))).toEqual(
+      new Set(["alice", "mallory"]),
+    );
+    expect(fromAgent.map((caption) => caption.text)).not.toContain(FORGED);
+    const heard = worker.reports(room).filter((report) => report["event"] === "transcript");
+    expect(new Set(heard.map((report) => report["participant"]))).toEqual(new Set(["alice", "mallory"]));
+    // The agent's tracks: one per translated participant. Mallory's look-alike is hers, by LiveKit.
+    expect([...alice.published].filter((key) => key.startsWith(`${agent}/`)).sort()).toEqual([
+      `${agent}/translated-audio-alice`,
+      `${agent}/translated-audio-mallory`,
+    ]);
+    expect(alice.published).toContain("mallory/translated-audio-alice");
     expect(worker.reports(room).filter((report) => report["event"] === "error")).toEqual([]);
   }, 300_000);
 });

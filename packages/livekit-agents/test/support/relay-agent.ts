@@ -6,18 +6,16 @@
  * The job's dispatch metadata says what it runs, with the plugin from this checkout's sources:
  *
  * - `{"mode":"translate","targetLanguage":"es"}`: `relay.Translator` on `ctx.room`;
- * - `{"mode":"voice"}`: an AgentSession with `relay.STT` and `relay.TTS` and no LLM, as the README
- *   shows it: it says a greeting, then says back each turn it heard.
+ * - `{"mode":"voice","greeting":"…"}`: an AgentSession with `relay.STT` and `relay.TTS` and no LLM,
+ *   as the README shows it: it says the greeting, then says back each turn it heard.
  *
- * What the test cannot see in the room is printed on stdout as `RELAY-TEST {json}` lines: the
- * translator's errors, the session's transcripts and its state.
+ * What the test cannot see in the room is printed on stdout as `RELAY-TEST {json}` lines: where the
+ * job joined and as whom, the translator's finals and errors, the session's final transcripts, what
+ * the agent said and the session's errors.
  */
 import { fileURLToPath } from "node:url";
 import { type JobContext, type llm, ServerOptions, cli, defineAgent, voice } from "@livekit/agents";
 import * as relay from "../../src/index.js";
-
-/** What the agent says when its session starts. */
-export const GREETING = "Hello! relay is speaking.";
 
 function report(event: Record<string, unknown>): void {
   console.log(`RELAY-TEST ${JSON.stringify(event)}`);
@@ -37,7 +35,11 @@ class EchoAgent extends voice.Agent {
 
 export default defineAgent({
   entry: async (ctx: JobContext) => {
-    const metadata = JSON.parse(ctx.job.metadata || "{}") as { mode?: string; targetLanguage?: string };
+    const metadata = JSON.parse(ctx.job.metadata || "{}") as {
+      mode?: string;
+      targetLanguage?: string;
+      greeting?: string;
+    };
     await ctx.connect();
     const room = ctx.room.name;
     report({ room, event: "joined", identity: ctx.room.localParticipant?.identity, mode: metadata.mode });
@@ -51,12 +53,15 @@ export default defineAgent({
       session.on(voice.AgentSessionEventTypes.UserInputTranscribed, (event) => {
         if (event.isFinal) report({ room, event: "user_transcript", text: event.transcript });
       });
+      session.on(voice.AgentSessionEventTypes.ConversationItemAdded, ({ item }) => {
+        if (item.type === "message") report({ room, event: "said", role: item.role, text: item.textContent });
+      });
       session.on(voice.AgentSessionEventTypes.Error, (event) => {
         const { error } = event.error as { error?: unknown };
         report({ room, event: "error", error: error instanceof Error ? error.message : String(error) });
       });
       await session.start({ agent: new EchoAgent(), room: ctx.room });
-      session.say(GREETING);
+      if (metadata.greeting) session.say(metadata.greeting);
       return;
     }
     const translator = new relay.Translator({
@@ -84,6 +89,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       host: "127.0.0.1",
       // A job process imports this file through tsx: seconds on a busy machine, not the default 10.
       initializeProcessTimeout: 120_000,
+      // The worker tells LiveKit its load, by default the machine's CPU use, and LiveKit offers a
+      // job only to a worker under 1 ("no workers with sufficient capacity"): on a machine whose
+      // cores other tests keep busy, no job would come. This worker takes every job it is offered.
+      loadFunc: async () => 0,
     }),
   );
 }
