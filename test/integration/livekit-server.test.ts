@@ -14,6 +14,7 @@ import { multilingualEngines } from "../support/multilingual-engines.js";
 import type { OpenAiTestServer } from "../support/openai-server.js";
 import { addRoomParticipant, createRoomSession, type RoomSession } from "../support/room-client.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { startServiceProcess, type ServiceProcess } from "../support/service-process.js";
 import { createTestDatabase } from "../support/postgres.js";
 import {
   postgresProblem,
@@ -67,7 +68,7 @@ async function join(
   return participant;
 }
 
-async function endSession(roomName: string, target: TestServer = server): Promise<number> {
+async function endSession(roomName: string, target: { baseUrl: string } = server): Promise<number> {
   const response = await fetch(`${target.baseUrl}/api/beta1/session/end`, {
     method: "POST",
     headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
@@ -301,10 +302,10 @@ describe.skipIf(fleetProblem)("a fleet on one LiveKit server: two processes, Pos
   const target = livekit as TestLiveKit;
   let database: { url: string; drop(): Promise<void> };
   let dataDir: string;
-  let a: TestServer;
+  let a: ServiceProcess;
   let b: TestServer;
   const prefix = `relay-test-${randomUUID()}:`;
-  const openRooms = async (process: TestServer) =>
+  const openRooms = async (process: { baseUrl: string }) =>
     ((await (await fetch(`${process.baseUrl}/healthz`)).json()) as { rooms: { open: number } }).rooms.open;
 
   beforeAll(async () => {
@@ -318,15 +319,18 @@ describe.skipIf(fleetProblem)("a fleet on one LiveKit server: two processes, Pos
       REDIS_KEY_PREFIX: prefix,
       SESSION_SECRET: "fleet-test-secret-of-at-least-32-characters",
     };
-    a = await startServer({ ...env, WORKER_ID: "livekit-a" });
-    b = await startServer({ ...env, WORKER_ID: "livekit-b" }, { registry: a.registry });
+    // The translator's host is a process of its own (the build, as `npm start` runs it); the other
+    // serves in this one.
+    a = await startServiceProcess("livekit-a", { ...env, API_KEYS: API_KEY, LOG_LEVEL: "warn" });
+    b = await startServer({ ...env, WORKER_ID: "livekit-b" });
   });
   afterEach(async () => {
     await Promise.all(participants.splice(0).map((participant) => participant.leave()));
   });
   afterAll(async () => {
     await b?.close();
-    await a?.close();
+    a?.child.kill("SIGTERM");
+    await a?.exited;
     const redis = new Redis(redisUrl());
     const keys = await redis.keys(`${prefix}*`);
     if (keys.length > 0) await redis.del(...keys);
@@ -340,6 +344,7 @@ describe.skipIf(fleetProblem)("a fleet on one LiveKit server: two processes, Pos
     const alice = await join(session);
     await speakAndHear(alice, goForward);
     expect(await openRooms(a)).toBe(1);
+    expect(await openRooms(b)).toBe(0);
     // b hosts no translator for it: it finds the room's host through Redis and has it end there.
     expect(await endSession(session.room_name, b)).toBe(200);
     await expect.poll(() => alice.disconnected, { timeout: 20_000 }).toBe(true);
