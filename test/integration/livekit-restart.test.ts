@@ -89,6 +89,7 @@ describe.skipIf(problem)("a LiveKit server that dies and comes back", () => {
     const again = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
     const bob = await join(again);
     await expect.poll(() => bob.room.remoteParticipants.has(TRANSLATOR), { timeout: 20_000 }).toBe(true);
+    await bob.untilHeard();
     await bob.speak(await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav")));
     await expect
       .poll(

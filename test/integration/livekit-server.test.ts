@@ -87,6 +87,7 @@ async function translatorPresent(participant: LiveKitParticipant): Promise<void>
 /** Speaks `pcm` and waits for the translator's final translation of it, then for its speech. */
 async function speakAndHear(participant: LiveKitParticipant, pcm: Int16Array, finalsBefore = 0) {
   await translatorPresent(participant);
+  await participant.untilHeard();
   await participant.speak(pcm);
   const finals = () =>
     participant
@@ -255,6 +256,7 @@ describe.skipIf(problem || sharedMissing("data/speech/fleurs-dev"))(
       const bruno = await join(es, (name) => name === "translated-audio-es");
       const clara = await join(de, (name) => name === "translated-audio-de");
       await translatorPresent(alice);
+      await alice.untilHeard();
       await alice.speak(goForward);
       const finals = (listener: LiveKitParticipant) =>
         listener

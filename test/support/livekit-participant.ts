@@ -38,6 +38,8 @@ export class LiveKitParticipant {
   readonly heard = new Map<string, Int16Array[]>();
   /** Remote tracks published, as `<identity>/<track name>`. */
   readonly published = new Set<string>();
+  /** Names of this participant's own tracks someone has subscribed to. */
+  readonly subscribedByOthers = new Set<string>();
   disconnected = false;
   private microphone: { source: InstanceType<Rtc["AudioSource"]> } | undefined;
 
@@ -64,6 +66,7 @@ export class LiveKitParticipant {
       .on(rtc.RoomEvent.TrackSubscribed, (track, publication, participant) =>
         this.listen(track, publication, participant),
       )
+      .on(rtc.RoomEvent.LocalTrackSubscribed, (track) => this.subscribedByOthers.add(track.name ?? ""))
       .on(rtc.RoomEvent.Disconnected, () => (this.disconnected = true));
   }
 
@@ -145,6 +148,20 @@ export class LiveKitParticipant {
     void this.microphone.source
       .captureFrame(new this.rtc.AudioFrame(copy, MICROPHONE_RATE, 1, copy.length))
       .catch(() => undefined);
+  }
+
+  /**
+   * Publishes the microphone track (if not yet) and resolves once someone (the translator) has
+   * subscribed to it: speech sent before then is heard by nobody, however loaded the machine.
+   */
+  async untilHeard(timeoutMs = 60_000): Promise<void> {
+    await this.publishMicrophone();
+    const deadline = performance.now() + timeoutMs;
+    while (!this.subscribedByOthers.has("microphone")) {
+      if (performance.now() > deadline)
+        throw new Error(`nobody subscribed to the microphone in ${timeoutMs} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** Publishes the microphone track (silent until audio is sent). */

@@ -214,6 +214,8 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
     const track = rtc.LocalAudioTrack.createAudioTrack(name, source);
     const options = new rtc.TrackPublishOptions({ source: rtc.TrackSource.SOURCE_MICROPHONE });
     await participant.room.localParticipant!.publishTrack(track, options);
+    // Spoken once the translator listens (under load its subscription can lag the publication).
+    await expect.poll(() => participant.subscribedByOthers.has(name), WAIT).toBe(true);
     const padded = new Int16Array(pcm.length + 24_000);
     padded.set(pcm);
     for (let at = 0; at < padded.length; at += 160)
@@ -234,6 +236,7 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
     const alice = await join(room, "alice");
     const captions = captionsOf(alice);
     const agent = await dispatch(room, { mode: "translate", targetLanguage: "es" }, alice);
+    await alice.untilHeard();
     await alice.speak(goForward);
 
     // Her words, and their translation, on lk.transcription from the agent.
@@ -287,6 +290,7 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
 
     // Her speech: relay.STT's finals (each adds its words to her turn), which the session
     // publishes for her track on her behalf...
+    await alice.untilHeard();
     await alice.speak(goForward);
     const micSid = [...alice.room.localParticipant!.trackPublications.values()][0]!.sid;
     const herFinals = () =>
@@ -351,6 +355,7 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
     expect(alice.room.remoteParticipants.get("bot")!.kind).toBe(rtc.ParticipantKind.AGENT);
 
     // Everyone speaks at once; Mallory on a microphone track named as Alice's translation.
+    await alice.untilHeard();
     await Promise.all([
       alice.speak(goForward),
       bot.speak(goForward),
