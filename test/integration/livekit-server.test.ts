@@ -116,9 +116,15 @@ describe.skipIf(problem)("rooms on a real LiveKit server", () => {
     const session = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
     // The LiveKit server is where clients go; the room exists there before anyone joins.
     expect(session.url).toBe(target.url);
-    expect((await rooms().listRooms([session.room_name])).map((room) => room.name)).toEqual([
-      session.room_name,
-    ]);
+    // …with the limits the service asked for (ROOM_EMPTY_TIMEOUT_SEC, ROOM_DEPARTURE_TIMEOUT_SEC,
+    // ROOM_MAX_PARTICIPANTS and one more for the translator), as LiveKit itself applies them.
+    const [created] = await rooms().listRooms([session.room_name]);
+    expect(created).toMatchObject({
+      name: session.room_name,
+      emptyTimeout: 60,
+      departureTimeout: 30,
+      maxParticipants: 9,
+    });
     const alice = await join(session);
     const [final] = await speakAndHear(alice, goForward);
     // Pinch's clients read these fields of a translated final (pinch-sdk, Pipecat's service).
