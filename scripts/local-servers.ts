@@ -15,6 +15,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import pg from "pg";
+import { freePort } from "../test/support/ports.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -69,15 +70,6 @@ function listening(port: number): Promise<boolean> {
     });
     socket.once("error", () => resolve(false));
   });
-}
-
-async function freePort(): Promise<number> {
-  const { createServer } = await import("node:net");
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 async function waitFor(what: string, child: ChildProcess, ready: () => Promise<boolean>): Promise<void> {
