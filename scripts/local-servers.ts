@@ -83,14 +83,34 @@ async function waitFor(what: string, child: ChildProcess, ready: () => Promise<b
   }
 }
 
-/** Stops a child: SIGTERM, then SIGKILL after 10 s. */
-async function stopChild(child: ChildProcess): Promise<void> {
+/** Stops a child: `signal` (SIGTERM by default), then SIGKILL after 15 s. */
+async function stopChild(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once("exit", resolve));
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  child.kill(signal);
+  const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * Waits for a started server to be `ready`; if it is not, stops it, runs `cleanUp` and throws with
+ * what it logged.
+ */
+async function untilReady(
+  what: string,
+  child: ChildProcess,
+  ready: () => Promise<boolean>,
+  log: () => string,
+  cleanUp: () => void = () => undefined,
+): Promise<void> {
+  try {
+    await waitFor(what, child, ready);
+  } catch (error) {
+    await stopChild(child);
+    cleanUp();
+    throw new Error(`${(error as Error).message}: ${log()}`, { cause: error });
+  }
 }
 
 /** The log a child wrote, kept in memory (the last 8 KiB) for start-up errors. */
@@ -172,26 +192,21 @@ export async function startPostgres(): Promise<LocalServer> {
   });
   const log = keepLog(child);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
-  try {
-    await waitFor("PostgreSQL", child, async () => (await postgresProblemAt(url)) === undefined);
-  } catch (error) {
-    await stopChild(child);
-    rmSync(dir, { recursive: true, force: true });
-    throw new Error(`${(error as Error).message}: ${log()}`, { cause: error });
-  }
+  const removeData = () => rmSync(dir, { recursive: true, force: true });
+  await untilReady(
+    "PostgreSQL",
+    child,
+    async () => (await postgresProblemAt(url)) === undefined,
+    log,
+    removeData,
+  );
   return {
     url,
     started: true,
     async stop() {
       // SIGTERM is PostgreSQL's "smart" shutdown, which waits for clients: SIGINT ("fast") does not.
-      if (child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child.once("exit", resolve));
-        child.kill("SIGINT");
-        const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-        await exited;
-        clearTimeout(timer);
-      }
-      rmSync(dir, { recursive: true, force: true });
+      await stopChild(child, "SIGINT");
+      removeData();
     },
   };
 }
@@ -219,19 +234,14 @@ export async function startRedis(): Promise<LocalServer> {
     );
   }
   const url = `redis://127.0.0.1:${port}`;
-  try {
-    await waitFor("Redis", child, async () => (await redisProblemAt(url)) === undefined);
-  } catch (error) {
-    await stopChild(child);
-    rmSync(dir, { recursive: true, force: true });
-    throw new Error(`${(error as Error).message}: ${log()}`, { cause: error });
-  }
+  const removeData = () => rmSync(dir, { recursive: true, force: true });
+  await untilReady("Redis", child, async () => (await redisProblemAt(url)) === undefined, log, removeData);
   return {
     url,
     started: true,
     async stop() {
       await stopChild(child);
-      rmSync(dir, { recursive: true, force: true });
+      removeData();
     },
   };
 }
@@ -339,12 +349,7 @@ export async function startLiveKit(options: LiveKitStartOptions = {}): Promise<L
   });
   const log = keepLog(child);
   const url = `ws://127.0.0.1:${ports.port}`;
-  try {
-    await waitFor("LiveKit server", child, () => listening(ports.port));
-  } catch (error) {
-    await stopChild(child);
-    throw new Error(`${(error as Error).message}: ${log()}`, { cause: error });
-  }
+  await untilReady("LiveKit server", child, () => listening(ports.port), log);
   return {
     url,
     apiKey,
