@@ -18,10 +18,10 @@ const { ws_url } = (await response.json()) as { ws_url: string }; // pre-signed,
 // 2. Open the WebSocket. JSON arrives in text frames, translated speech in binary frames.
 const ws = new WebSocket(ws_url);
 const speech: Float32Array[] = [];
-let lastArrival = Date.now();
+let finalized: () => void = () => {};
+const allResults = new Promise<void>((resolve) => (finalized = resolve));
 const ready = new Promise<void>((resolve, reject) => {
   ws.on("message", (data: Buffer, isBinary) => {
-    lastArrival = Date.now();
     if (isBinary) {
       // float32 little-endian mono 24 kHz, ~80 ms per frame. Copied: the Buffer may not be 4-byte aligned.
       speech.push(new Float32Array(new Uint8Array(data).buffer));
@@ -29,6 +29,8 @@ const ready = new Promise<void>((resolve, reject) => {
     }
     const message = JSON.parse(data.toString()) as { type: string; [key: string]: unknown };
     if (message.type === "ready") resolve();
+    // The answer to `finalize`: every result of the audio sent before it has come.
+    else if (message.type === "finalized") finalized();
     // An error right after `ready` means the session parameters were rejected; the server then closes.
     else if (message.type === "error") {
       console.error(`server error: ${message.error}`);
@@ -40,7 +42,10 @@ const ready = new Promise<void>((resolve, reject) => {
     else if (message.is_final === true && message.type === "translated_transcript")
       console.log(`[${message.target_language}] ${message.text}`);
   });
-  ws.on("close", (code) => reject(new Error(`socket closed (${code}) before ready`)));
+  ws.on("close", (code) => {
+    reject(new Error(`socket closed (${code}) before ready`));
+    finalized(); // a session the server ended has no more results to wait for
+  });
   ws.on("error", reject);
 });
 
@@ -60,10 +65,9 @@ for (let offset = 0; offset < pcm.length && ws.readyState === WebSocket.OPEN; of
 // 5. `finalize` commits the current segment now instead of waiting for the speaker to pause.
 ws.send(JSON.stringify({ type: "finalize" }));
 
-// 6. Speech sessions have no end-of-results message: wait until the server has been quiet for 1.5 s
-//    (the finalize itself waits ~300 ms for frames in flight, then translation and speech follow).
-await new Promise((resolve) => setTimeout(resolve, 500));
-while (Date.now() - lastArrival < 1500) await new Promise((resolve) => setTimeout(resolve, 100));
+// 6. Wait for `finalized` (beyond the spec): the finals, translations and speech of everything sent
+//    before the `finalize` are out, however long a loaded server takes. A fixed wait loses the tail.
+await allResults;
 
 // 7. Close normally (1000). The collected speech could now be played or written to a WAV file.
 const samples = speech.reduce((n, frame) => n + frame.length, 0);

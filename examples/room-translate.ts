@@ -28,6 +28,7 @@ console.log(`room ${room_name}`);
 const ws = new WebSocket(`${url}?access_token=${encodeURIComponent(token)}`);
 const speech: Float32Array[] = [];
 let lastArrival = Date.now();
+let translatedFinals = 0;
 const joined = new Promise<void>((resolve, reject) => {
   ws.on("message", (data: Buffer, isBinary) => {
     lastArrival = Date.now();
@@ -44,8 +45,10 @@ const joined = new Promise<void>((resolve, reject) => {
     // Transcripts carry `participant`: whose speech it is. Only finals are printed here.
     else if (message.is_final === true && message.type === "original_transcript")
       console.log(`[${message.participant} ${message.source_language}] ${message.text}`);
-    else if (message.is_final === true && message.type === "translated_transcript")
+    else if (message.is_final === true && message.type === "translated_transcript") {
+      translatedFinals += 1;
       console.log(`[${message.participant} ${message.target_language}] ${message.text}`);
+    }
   });
   ws.on("unexpected-response", (_request, res) => reject(new Error(`join refused: HTTP ${res.statusCode}`)));
   ws.on("error", reject);
@@ -66,8 +69,12 @@ for (let offset = 0; offset < audio.length && ws.readyState === WebSocket.OPEN; 
   );
 }
 
-// 4. Wait until the room has been quiet for 2 s, save the translated speech, and leave.
-while (Date.now() - lastArrival < 2000) await new Promise((resolve) => setTimeout(resolve, 100));
+// 4. Rooms have no end-of-results message (a session's `finalized`): wait for a translated final,
+//    then until the speech after it has stopped for 2 s (at most a minute, for speech nobody heard),
+//    save the translated speech, and leave.
+const giveUpAt = Date.now() + 60_000;
+while ((translatedFinals === 0 || Date.now() - lastArrival < 2000) && Date.now() < giveUpAt)
+  await new Promise((resolve) => setTimeout(resolve, 100));
 const samples = new Float32Array(speech.reduce((n, frame) => n + frame.length, 0));
 speech.reduce((offset, frame) => (samples.set(frame, offset), offset + frame.length), 0);
 await writeWavFloat32("room-translation.wav", { samples, sampleRate: 24_000 });

@@ -23,9 +23,8 @@ void (async () => {
     session.sendAudio(pcm.subarray(offset, offset + 320));
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+  // Commits the last segment; the server answers `finalized` once everything before it is out.
   session.finalize();
-  // Speech sessions have no end-of-results message: close a little after the last final.
-  setTimeout(() => session.close(), 3000);
 })();
 
 // Messages are a discriminated union on `type`; interims (is_final: false) may still change.
@@ -35,5 +34,8 @@ for await (const message of session) {
   if (message.type === "translated_transcript" && message.is_final)
     console.log(`[${message.target_language}] ${message.text}`);
   if (message.type === "error") console.error(`server error: ${message.error}`);
+  // Every final, translation and speech of the recording has come: closing now loses nothing,
+  // however long a loaded server took (a fixed wait would cut the tail off).
+  if (message.type === "finalized") session.close();
 }
 console.log(`received ${(speechSamples / 24_000).toFixed(2)} s of translated speech`);

@@ -318,6 +318,11 @@ export class TranslationPipeline {
     return Math.floor(this.intake.receivedSamples / SAMPLES_PER_MS);
   }
 
+  /** Audio received and not yet recognized, in ms (what `maxBacklogMs` bounds). */
+  get backlogMs(): number {
+    return Math.floor((this.intake.receivedSamples - this.intake.processedSamples) / SAMPLES_PER_MS);
+  }
+
   /**
    * Some stage has work in hand: audio not yet recognized, a flush due, a job or line queued or
    * being translated or spoken. False once everything received has been carried to the output.

@@ -179,16 +179,19 @@ async function startLive() {
     pending = joined.slice(offset);
   };
   context.createMediaStreamSource(media).connect(capture);
+  const finish = () => {
+    session.close();
+    speaker.close();
+  };
   live = {
     session,
     stop() {
       for (const track of media.getTracks()) track.stop();
       void context.close();
+      // The session closes on the server's `finalized` (below): everything said before Stop is
+      // still translated and spoken, however long that takes; a minute's wait is the limit.
       session.finalize();
-      setTimeout(() => {
-        session.close();
-        speaker.close();
-      }, 3000);
+      setTimeout(finish, 60_000);
     },
   };
   status(
@@ -199,6 +202,7 @@ async function startLive() {
     if (message.type === "original_transcript" || message.type === "translated_transcript")
       showTranscript(message);
     else if (message.type === "error") status("live-status", message.error, true);
+    else if (message.type === "finalized") finish();
   }
   const closed = await session.closed;
   if (closed.code !== 1000)
