@@ -292,8 +292,11 @@ export interface LiveKitStartOptions {
   readonly apiSecret?: string;
   /** Extra YAML merged after the loopback settings (as `--config-body` text). */
   readonly extraConfig?: string;
-  /** A config file instead of the loopback settings (its keys: LIVEKIT_KEYS in the environment). */
-  readonly configFile?: string;
+  /**
+   * A configuration (YAML text, e.g. a deployment's file) instead of the loopback settings, given
+   * as `--config-body`; its keys: LIVEKIT_KEYS in the environment. Its ports are its own.
+   */
+  readonly config?: string;
   /** LiveKit's development mode (`--dev`: short secrets allowed). */
   readonly development?: boolean;
 }
@@ -339,13 +342,13 @@ export async function startLiveKit(options: LiveKitStartOptions = {}): Promise<L
     tcpPort: await freePort(),
     udpPort: await freePort(),
   };
-  const args = options.configFile
-    ? ["--config", options.configFile, "--bind", "127.0.0.1"]
+  const args = options.config
+    ? ["--config-body", options.config, "--bind", "127.0.0.1"]
     : ["--config-body", loopbackLiveKitConfig(ports, { [apiKey]: apiSecret }) + (options.extraConfig ?? "")];
   if (options.development) args.push("--dev");
   const child = spawn(liveKitBinaryPath(), args, {
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, ...(options.configFile ? { LIVEKIT_KEYS: `${apiKey}: ${apiSecret}` } : {}) },
+    env: { ...process.env, ...(options.config ? { LIVEKIT_KEYS: `${apiKey}: ${apiSecret}` } : {}) },
   });
   const log = keepLog(child);
   const url = `ws://127.0.0.1:${ports.port}`;

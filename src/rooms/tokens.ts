@@ -1,4 +1,5 @@
-import { AccessToken, TokenVerifier, TrackSource, type ClaimGrants } from "livekit-server-sdk";
+import { SignJWT } from "jose";
+import { AccessToken, TokenVerifier, type ClaimGrants } from "livekit-server-sdk";
 
 /**
  * Room access tokens in LiveKit's format (HS256 JWTs with a `video` grant), minted and verified
@@ -24,42 +25,57 @@ export async function mintRoomToken(
   keys: RoomTokenKeys,
   grant: RoomGrant & { readonly role: RoomRole; readonly ttlSec: number },
 ): Promise<string> {
+  if (grant.role === "client") return mintClientToken(keys, grant);
   const token = new AccessToken(keys.apiKey, keys.apiSecret, {
     identity: grant.identity,
     ttl: grant.ttlSec,
     // The translator marks itself so clients (and the embedded server) can tell it from people.
-    ...(grant.role === "translator"
-      ? { attributes: { role: "translator" } }
-      : grant.language
-        ? { attributes: { language: grant.language } }
-        : {}),
+    attributes: { role: "translator" },
   });
-  // A client may publish its microphone and subscribe, nothing more: with data or its own metadata
-  // it could pass for the translator (forged captions on everyone's page) or change the language
-  // its token gave it. Only the translator sends data and names its tracks' languages (attributes).
-  token.addGrant(
-    grant.role === "translator"
-      ? {
-          roomJoin: true,
-          room: grant.roomName,
-          canPublish: true,
-          canSubscribe: true,
-          canPublishData: true,
-          canUpdateOwnMetadata: true,
-          agent: true,
-        }
-      : {
-          roomJoin: true,
-          room: grant.roomName,
-          canPublish: true,
-          canPublishSources: [TrackSource.MICROPHONE],
-          canSubscribe: true,
-          canPublishData: false,
-          canUpdateOwnMetadata: false,
-        },
-  );
-  if (grant.role === "translator") token.kind = "agent";
+  token.addGrant({
+    roomJoin: true,
+    room: grant.roomName,
+    canPublish: true,
+    canSubscribe: true,
+    canPublishData: true,
+    canUpdateOwnMetadata: true,
+    agent: true,
+  });
+  token.kind = "agent";
   return token.toJwt();
+}
+
+/**
+ * A client may publish its microphone and subscribe, nothing more: with data or its own metadata
+ * it could pass for the translator (forged captions on everyone's page) or change the language its
+ * token gave it. Only the translator sends data and names its tracks' languages (attributes).
+ *
+ * Pinch's Python SDK publishes its microphone without naming a source (TrackSource UNKNOWN), so
+ * "unknown" is allowed beside "microphone"; camera and screen share are not. livekit-server-sdk's
+ * `AccessToken.toJwt` cannot write "unknown" (it throws "Cannot convert TrackSource 0 to string"),
+ * though LiveKit's server reads it (`strings.ToLower(TrackSource.String())`, livekit/protocol's
+ * auth/grants.go): this signs the claims `toJwt` would, the same way (HS256, iss, sub, nbf, exp).
+ */
+function mintClientToken(
+  keys: RoomTokenKeys,
+  grant: RoomGrant & { readonly ttlSec: number },
+): Promise<string> {
+  const video = {
+    roomJoin: true,
+    room: grant.roomName,
+    canPublish: true,
+    canPublishSources: ["microphone", "unknown"],
+    canSubscribe: true,
+    canPublishData: false,
+    canUpdateOwnMetadata: false,
+  };
+  return new SignJWT({ video, ...(grant.language ? { attributes: { language: grant.language } } : {}) })
+    .setProtectedHeader({ alg: "HS256" })
+    .setIssuer(keys.apiKey)
+    .setSubject(grant.identity)
+    .setNotBefore(new Date())
+    .setExpirationTime(`${grant.ttlSec}s`)
+    .sign(new TextEncoder().encode(keys.apiSecret));
 }
 
 /**

@@ -214,12 +214,14 @@ export class RoomTranslator {
 
   /**
    * Originals go to everyone (captions of what was said); a translation only to those who hear its
-   * language. Both name the speaker (`participant`) and the language of their text.
+   * language. Both name the speaker (`participant`) and the language of their text: `language`,
+   * and `language_detected`, the field Pinch's LiveKit Agents and Pipecat plugins read for it.
    */
   private async publishTranscript(speaker: RoomMember, event: TranscriptEvent): Promise<void> {
     const { room } = this.options;
     const { source, target } = pairOf(speaker, room);
     const to = event.type === "translated" ? event.to : undefined;
+    const language = event.type === "original" ? event.language : to;
     const message = {
       ...transcriptMessage(event, {
         sourceLanguage: speaker.language ?? source,
@@ -227,13 +229,7 @@ export class RoomTranslator {
         timings: true,
       }),
       participant: speaker.identity,
-      ...(event.type === "original"
-        ? event.language === undefined
-          ? {}
-          : { language: event.language }
-        : to === undefined
-          ? {}
-          : { language: to }),
+      ...(language === undefined ? {} : { language, language_detected: language }),
     };
     await this.publish(
       message,

@@ -199,8 +199,9 @@ describe("createRoom and clientAccess", () => {
       roomJoin: true,
       room: "api-room2",
       canPublish: true,
-      // Its microphone only, no data and no metadata of its own: nothing a translator could say.
-      canPublishSources: ["microphone"],
+      // Its microphone only (Pinch's SDK publishes it as source "unknown"), no data and no metadata
+      // of its own: nothing a translator could say.
+      canPublishSources: ["microphone", "unknown"],
       canSubscribe: true,
       canPublishData: false,
       canUpdateOwnMetadata: false,

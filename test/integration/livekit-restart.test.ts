@@ -2,12 +2,13 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { RoomServiceClient } from "livekit-server-sdk";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { parse } from "yaml";
+import { parse, stringify } from "yaml";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { roomServiceUrl } from "../../src/rooms/livekit/backend.js";
 import { startLiveKit, type LiveKitServer } from "../../scripts/local-servers.js";
 import { LiveKitParticipant } from "../support/livekit-participant.js";
 import { createRoomSession } from "../support/room-client.js";
+import { freePort } from "../support/ports.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { liveKitBinaryProblem } from "../support/servers.js";
@@ -121,14 +122,18 @@ describe.skipIf(problem)("the repository's LiveKit settings on the real server",
     expect(defaultOf(relay.LIVEKIT_API_SECRET!)).toBe(apiSecret);
     expect(compose.services.livekit!.command).toEqual(["--config", "/etc/livekit.yaml"]);
 
+    // LiveKit parses the file strictly: an unknown or misspelt key stops it at start-up. Its ports
+    // (7880-7882) are replaced by free ones: another test run or a developer's LiveKit may hold them.
     const config = parse(await readFile(path.join(PROJECT_ROOT, "deploy/livekit.yaml"), "utf8")) as {
       port: number;
       rtc: { tcp_port: number; udp_port: number };
     };
-    // LiveKit parses the file strictly: an unknown or misspelt key stops it at start-up.
+    const ports = { port: await freePort(), tcpPort: await freePort(), udpPort: await freePort() };
+    Object.assign(config, { port: ports.port });
+    Object.assign(config.rtc, { tcp_port: ports.tcpPort, udp_port: ports.udpPort });
     const livekit = await startLiveKit({
-      configFile: path.join(PROJECT_ROOT, "deploy/livekit.yaml"),
-      ports: { port: config.port, tcpPort: config.rtc.tcp_port, udpPort: config.rtc.udp_port },
+      config: stringify(config),
+      ports,
       apiKey: apiKey!,
       apiSecret: apiSecret!,
     });

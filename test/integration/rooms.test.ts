@@ -112,8 +112,9 @@ describe("POST /api/beta1/session", () => {
       roomJoin: true,
       room: body.room_name,
       canPublish: true,
-      // Its microphone only, no data and no metadata of its own: nothing a translator could say.
-      canPublishSources: ["microphone"],
+      // Its microphone only (Pinch's SDK publishes it as source "unknown"), no data and no metadata
+      // of its own: nothing a translator could say.
+      canPublishSources: ["microphone", "unknown"],
       canSubscribe: true,
       canPublishData: false,
       canUpdateOwnMetadata: false,
