@@ -24,9 +24,10 @@ export default defineConfig({
     // idle timeout is 0), throwing away the service it loaded.
     minWorkers: 4,
     // Generous: on a loaded 2-core VM (docs/benchmarks.md, "npm test") real-time streaming tests run
-    // at a fraction of their quiet speed; a timeout is for a hung test, not a slow machine.
-    testTimeout: 180_000,
-    hookTimeout: 180_000,
+    // at a third of their quiet speed or less; a timeout is for a hung test, not a slow machine. One
+    // value for every test and hook (none sets a shorter one of its own).
+    testTimeout: 600_000,
+    hookTimeout: 600_000,
     // Builds dist/ once when the sources changed: system tests run the built service and CLI.
     globalSetup: ["test/support/global-setup.ts"],
     // TEST_CPU_REPORT=<file>: CPU seconds per test file (test/support/cpu-probe.ts).

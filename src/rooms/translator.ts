@@ -80,9 +80,27 @@ export class RoomTranslator {
 
   /** Listens until the connection ends; returns when the translator has left the room. */
   async run(): Promise<void> {
+    this.openTargetOutput();
     for await (const event of this.connection.events) this.handle(event);
     await this.close();
     await Promise.all([...this.lanes.values()].map(({ publishing }) => publishing));
+  }
+
+  /**
+   * A room created as the spec says has one output everyone hears (`translated-audio`, in the
+   * target language): published at once, so that Pinch's clients, which subscribe to it when they
+   * see it, hear the first translation whole. Best effort: speech publishes it anyway. A translator
+   * without a voice (`enable_audio_output: false`) publishes no track.
+   */
+  private openTargetOutput(): void {
+    const { room, voice } = this.options;
+    if (!room.pair || voice === undefined) return;
+    const language = room.pair.target;
+    this.connection
+      .openOutput({ language, track: trackOf(language, room), listeners: [] })
+      .catch((error: unknown) =>
+        this.options.log.debug({ err: error }, "translator could not publish its track"),
+      );
   }
 
   /** Stops every pipeline and leaves the room. */

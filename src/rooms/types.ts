@@ -58,6 +58,11 @@ export interface RoomConnection {
    * different languages are independent (one track each).
    */
   publishAudio(samples: Float32Array, output: SpeechOutput): Promise<void>;
+  /**
+   * Publishes the output's track before its first speech, where outputs are tracks (LiveKit):
+   * clients then subscribe as they join, and the first speech is not lost while they subscribe.
+   */
+  openOutput(output: SpeechOutput): Promise<void>;
   /** Publishes one event (JSON, reliable delivery) to `listeners`, or to every participant. */
   publishData(message: ServerMessage, listeners?: readonly string[]): Promise<void>;
   leave(): Promise<void>;

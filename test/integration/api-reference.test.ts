@@ -30,7 +30,7 @@ beforeAll(async () => {
   server = await startServer({ DUBBING_WORKERS: "1" });
   doc = (await (await fetch(new URL("/openapi.json", server.baseUrl))).json()) as OpenApi;
   dir = await mkdtemp(path.join(tmpdir(), "relay-reference-"));
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   if (dir) await rm(dir, { recursive: true, force: true });

@@ -25,7 +25,7 @@ let speech: Int16Array;
 beforeAll(async () => {
   server = await startServer({ DUBBING_WORKERS: "1" });
   if (!SPEECH_MISSING) speech = await readWavAsPcm16(sharedPath(CLIP));
-}, 120_000);
+});
 afterAll(async () => {
   await server?.close();
 });

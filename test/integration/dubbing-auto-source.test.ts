@@ -50,7 +50,7 @@ describe.skipIf(SPEECH_MISSING)("source_lang auto on recognizers of one language
     const job = await dubWithoutSourceLang("data/speech/ljspeech/wavs/LJ001-0013.wav");
     expect(job).toMatchObject({ status: "completed", error: null, source_lang: "en", target_lang: "es" });
     expect(JSON.stringify(job.segments)).toMatch(/wants/);
-  }, 300_000);
+  });
 
   it("fails German speech, naming what would work, instead of dubbing it as English", async () => {
     const job = await dubWithoutSourceLang("data/speech/fleurs-dev/fleurs-de-005.wav");
@@ -64,5 +64,5 @@ describe.skipIf(SPEECH_MISSING)("source_lang auto on recognizers of one language
     expect(message).toMatch(/^unsupported_language: source_lang "auto" was taken to be "en"/);
     expect(message).toMatch(/name the spoken language in source_lang/);
     expect(message).toMatch(/npx relay models pull base/);
-  }, 300_000);
+  });
 });

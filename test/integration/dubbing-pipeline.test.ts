@@ -154,7 +154,7 @@ describe.skipIf(SPEECH_MISSING)("dubbing pipeline (real engines and ffmpeg)", ()
       input.videoOnly,
     ]);
     await writeFile(input.text, "These are meeting notes, not a video.\n".repeat(200));
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await registry?.close();

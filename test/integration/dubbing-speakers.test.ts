@@ -31,7 +31,7 @@ beforeAll(async () => {
   const wav = path.join(dir, "conversation.wav");
   await writeFile(wav, encodeWav(conversation.pcm));
   sourceUrl = await dubbingClient(server.baseUrl, API_KEY).upload(wav, "audio/wav");
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   if (dir) await rm(dir, { recursive: true, force: true });

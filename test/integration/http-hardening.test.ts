@@ -96,7 +96,7 @@ beforeAll(async () => {
     REQUEST_LOG_PER_SEC: String(LINES_PER_SEC),
     TRUSTED_PROXIES: "10.0.0.0/8,127.0.0.1",
   });
-}, 60_000);
+});
 afterAll(async () => {
   await logged?.close();
   await server?.close();

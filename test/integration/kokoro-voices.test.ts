@@ -29,7 +29,7 @@ beforeAll(async () => {
   await installStandInKokoro(modelsDir, SPEAKER_NAMES);
   await installStandInVoice(modelsDir, "piper-es_ES-sharvard-medium", { speakers: 2, voice: "es" });
   server = await startServer({ MODELS_DIR: modelsDir }, { ownEngines: true });
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   await rm(modelsDir, { recursive: true, force: true });

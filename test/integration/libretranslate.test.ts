@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { createLibreTranslateEngine } from "../../src/engines/libretranslate/index.js";
@@ -193,7 +193,10 @@ describe.skipIf(SPEECH_MISSING)("real-time sessions translated by LibreTranslate
   let server: TestServer;
   beforeAll(async () => {
     lt.reset();
-    server = await startWith([entry()]);
+    // The engine reads the server's languages at start within its call timeout: on a loaded
+    // machine the stand-in (in this process) can take longer than entry()'s 2 s to answer, and the
+    // engine would be left out.
+    server = await startWith([entry({ timeoutMs: 15_000 })]);
   });
   afterAll(async () => {
     await server?.close();
@@ -318,6 +321,8 @@ async function circuitState(server: { baseUrl: string }): Promise<string | undef
 }
 
 describe.skipIf(SPEECH_MISSING)("LibreTranslate failing under a session", () => {
+  // A test that stopped the clock (the circuit's test) never leaves it stopped for the next.
+  afterEach(() => vi.useRealTimers());
   it("opens the circuit after consecutive failures (error frames, no crash), then closes it after a trial call", async () => {
     lt.reset();
     const resetAfterMs = 4000;
@@ -328,6 +333,9 @@ describe.skipIf(SPEECH_MISSING)("LibreTranslate failing under a session", () => 
         const socket = await open(server);
         const errors = () => socket.messages.filter((m) => m.type === "error").map((m) => m.error as string);
         const opened = () => errors().some((e) => /circuit open/.test(e));
+        // The circuit's clock (Date) stands still while it is open: however slowly a loaded machine
+        // recognizes the utterances, resetAfterMs does not pass before the test says so.
+        vi.useFakeTimers({ toFake: ["Date"], now: Date.now() });
         for (let i = 0; i < 5 && !opened(); i++) expect((await utter(socket)).original.text).toBe(SPOKEN);
         expect(errors().filter((e) => !failure("failed with HTTP 500: CUDA error").test(e))).toEqual(
           errors().filter((e) =>
@@ -344,6 +352,7 @@ describe.skipIf(SPEECH_MISSING)("LibreTranslate failing under a session", () => 
 
         // The server recovers; once resetAfterMs has passed a trial call goes through and closes it.
         lt.unscript("translate");
+        vi.useRealTimers();
         await new Promise((resolve) => setTimeout(resolve, resetAfterMs));
         const after = await utter(socket);
         expect(after.translated).toMatchObject({ text: `[de] ${SPOKEN}` });

@@ -70,7 +70,7 @@ beforeAll(async () => {
     { ownEngines: true },
   );
   if (!sharedMissing(CLIP)) speech = await readWavAsPcm16(sharedPath(CLIP));
-}, 120_000);
+});
 afterAll(async () => {
   await server?.close();
   if (modelsDir) await rm(modelsDir, { recursive: true, force: true });

@@ -68,7 +68,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 speaker labels through a pulled speaker
     server = await startServer({ MODELS_DIR: modelsDir, ...STAND_IN_THRESHOLDS }, { ownEngines: true });
     // A woman and a man, two turns each (test/support/conversations.ts).
     conversation = await buildConversation("lj", "librivox", { seed: 1, maxTurns: 2 });
-  }, 120_000);
+  });
   afterAll(async () => {
     await server?.close();
   });

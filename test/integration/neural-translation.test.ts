@@ -79,7 +79,7 @@ beforeAll(async () => {
     { ownEngines: true },
   );
   goForward = await readWavAsPcm16(sharedPath(GO_FORWARD));
-}, 120_000);
+});
 afterAll(async () => {
   await server?.close();
   await remote?.close();
@@ -289,7 +289,7 @@ describe.skipIf(SPEECH_MISSING)("neural translation through the service (stand-i
       if (target === "en") expect(text).not.toMatch(/\[\w\w\]/u);
       else expect(text, target).toContain(`[${target}]`);
     }
-  }, 120_000);
+  });
 });
 
 describe("the transformers-js engine (stand-in models, its own host process)", () => {
@@ -306,7 +306,7 @@ describe("the transformers-js engine (stand-in models, its own host process)", (
       maxQueued: 6,
       maxLoaded: 2,
     });
-  }, 60_000);
+  });
   afterAll(async () => {
     await engine?.close();
     if (engineModels) await rm(engineModels, { recursive: true, force: true });

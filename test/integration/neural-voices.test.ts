@@ -43,7 +43,7 @@ beforeAll(async () => {
   await installStandInVoice(modelsDir, ENGLISH, { speakers: 8, voice: "en-us" });
   await installStandInVoice(modelsDir, SPANISH, { speakers: 4, voice: "es", language: "Spanish" });
   server = await startServer({ MODELS_DIR: modelsDir }, { ownEngines: true });
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   await rm(modelsDir, { recursive: true, force: true });

@@ -53,7 +53,7 @@ beforeAll(async () => {
   dir = path.join(work, "tone-color");
   await writeToneColorStandIn(dir);
   engine = await createOpenVoiceEngine({ entry, dir, threads: 1, maxQueued: 2 });
-}, 60_000);
+});
 
 afterAll(async () => {
   await engine?.close();

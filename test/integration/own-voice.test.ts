@@ -100,7 +100,7 @@ beforeAll(async () => {
   server = await startServer({ MODELS_DIR: modelsDir, DUBBING_WORKERS: "1", RATE_LIMIT_PER_MINUTE: "1000" });
   speech.set("librivox", await speakerSpeech("librivox", 12));
   speech.set("lj", await speakerSpeech("lj", 12));
-}, 180_000);
+});
 
 afterAll(async () => {
   await server?.close();

@@ -426,7 +426,7 @@ describe.skipIf(fleetProblem)("ending a room through another process of the flee
     a = await startServer({ ...env, WORKER_ID: "pinch-a" }, { registry: server.registry });
     b = await startServer({ ...env, WORKER_ID: "pinch-b" }, { registry: server.registry });
     await b.services.db.accounts.ensureKey("fleet-stranger", { balanceUsd: 10, entitlements: ["rooms"] });
-  }, 60_000);
+  });
   afterAll(async () => {
     await b?.close();
     await a?.close();

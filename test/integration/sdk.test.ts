@@ -33,7 +33,7 @@ beforeAll(async () => {
   server = await startServer({ DUBBING_WORKERS: "1" });
   speech = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
   dir = await mkdtemp(path.join(tmpdir(), "relay-sdk-"));
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -185,7 +185,7 @@ describe.skipIf(SKIP)("the SDK in Node", () => {
     expect(result.headers.get("content-type")).toBe("video/mp4");
     expect((await result.arrayBuffer()).byteLength).toBeGreaterThan(1000);
     expect(await client.subtitles(job.job_id, "translated", "vtt")).toMatch(/^WEBVTT/u);
-  }, 120_000);
+  });
 });
 
 describe("the SDK when the service cannot be reached", () => {

@@ -36,7 +36,7 @@ beforeAll(async () => {
   twoTurns = FULL_RECORDINGS
     ? conversation
     : await buildConversation("lj", "librivox", { seed: 1, maxTurns: 2 });
-}, 120_000);
+});
 afterAll(async () => {
   await server?.close();
 });
@@ -185,7 +185,7 @@ describe.skipIf(SPEECH_MISSING)("relay-2 voiceId=auto", () => {
   beforeAll(async () => {
     const { registry } = server.services;
     await voiceClonerFor(registry.synthesizer("es")!, "en", "es", registry.voiceMeasurements).prepare();
-  }, 120_000);
+  });
 
   it("gives each person a library voice of their gender, reported once matched and kept once locked", async () => {
     // A first line of 0.3 s: too little of the speaker's speech for a decision.

@@ -27,7 +27,7 @@ beforeAll(async () => {
   await installStandInRecognizer(modelsDir, { punctuation: true });
   server = await startServer({ MODELS_DIR: modelsDir }, { ownEngines: true });
   if (!sharedMissing(CLIP)) speech = await readWavAsPcm16(sharedPath(CLIP));
-}, 60_000);
+});
 afterAll(async () => {
   await server?.close();
   await rm(modelsDir, { recursive: true, force: true });

@@ -45,7 +45,7 @@ beforeAll(async () => {
   server = await startServer({ MODELS_DIR: models, DUBBING_WORKERS: "1" });
   whisper = server.services.registry.languageIdentifier() as WhisperCppEngine;
   goforward = await readWavAsPcm16(sharedPath("data", "speech", "librivox-pocketsphinx", "goforward.wav"));
-}, 120_000);
+});
 
 afterAll(async () => {
   await server?.close();
@@ -120,5 +120,5 @@ describe.skipIf(MISSING)("whisper.cpp as the default recognizer", () => {
     // the job is dubbed from it (with nothing heard, there is nothing to speak).
     expect(job).toMatchObject({ source_lang: "en", target_lang: "es" });
     expect(job.status).toBe("completed");
-  }, 300_000);
+  });
 });

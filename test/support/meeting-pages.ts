@@ -15,7 +15,7 @@ import { sharedMissing, sharedPath } from "./shared.js";
 export type Language = "en" | "es" | "de";
 
 /** Generous: a verdict waits for speech to loop, be recognized, translated and spoken on 2 busy cores. */
-export const WAIT = { timeout: 90_000, interval: 250 };
+export const WAIT = { timeout: 300_000, interval: 250 };
 
 /** Why the meeting page cannot be tested here (no Chromium, no speech in ../shared), or undefined. */
 export function meetingPagesProblem(): string | undefined {

@@ -68,11 +68,11 @@ export async function playToRoomTranslation(socket: RealtimeSocket, pcm: Int16Ar
   const endMs = pcm.length / 16;
   const last = await socket.waitFor(
     (m) => m.type === "original_transcript" && m.is_final === true && (m.end_ms as number) > endMs - 4000,
-    150_000,
+    300_000,
   );
   await socket.waitFor(
     (m) =>
       m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
-    150_000,
+    300_000,
   );
 }

@@ -29,7 +29,7 @@ export async function playToLastTranslation(socket: RealtimeSocket, pcm: Int16Ar
  * Sends `finalize` and waits for the `finalized` that answers it: everything sent before is out.
  * What a test asserts after it depends on order only, never on a quiet spell.
  */
-export async function finalizeAndWait(socket: RealtimeSocket, timeoutMs = 150_000): Promise<void> {
+export async function finalizeAndWait(socket: RealtimeSocket, timeoutMs = 400_000): Promise<void> {
   const from = socket.messages.length;
   socket.finalize();
   await socket.waitFor((m) => m.type === "finalized" && socket.messages.indexOf(m) >= from, timeoutMs);

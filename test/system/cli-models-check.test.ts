@@ -152,7 +152,7 @@ describe("relay models check", () => {
     expect(verbose.stdout).toMatch(
       / {2}got: {2}On Monday, scientists from the Stanford University .*\[es\]/u,
     );
-  }, 180_000);
+  });
 
   it("skips a kind of model that is not installed, saying what to pull; clones with the English voice", async () => {
     const dir = await modelsDir("voice-translation-and-clone");
@@ -170,7 +170,7 @@ describe("relay models check", () => {
     for (const row of rows.slice(0, CLONE_CHECKS.length))
       expectCloneRow(row, "piper-en_US-amy-medium → tone-color (speaker-campplus-en)");
     expect(run.stdout).toMatch(/^clone: the speaker model's cosine similarity /mu);
-  }, 120_000);
+  });
 
   it("with a tone colour and a speaker model alone, clones eSpeak NG's speech", async () => {
     const dir = await modelsDir("clone-only");
@@ -183,7 +183,7 @@ describe("relay models check", () => {
     for (const row of rows) expectCloneRow(row, "espeak-ng → tone-color (speaker-campplus-en)");
     const failed = rows.filter((row) => row.RESULT !== "ok").length;
     expect(run.code, run.stderr).toBe(failed > 0 ? 1 : 0);
-  }, 120_000);
+  });
 
   it("with nothing checkable installed, says what to pull and exits 0", async () => {
     const empty = await modelsDir("empty");
@@ -203,5 +203,5 @@ describe("relay models check", () => {
     const alone = await check(recognizerOnly);
     expect(alone.code, alone.stderr).toBe(0);
     expect(alone.stdout).toContain(`nothing to check in ${recognizerOnly}`);
-  }, 60_000);
+  });
 });

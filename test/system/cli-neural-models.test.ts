@@ -70,7 +70,7 @@ beforeAll(async () => {
   for (const entry of [ENGLISH, SPANISH])
     upstream.set(entry.url, await buildUpstreamArchive(entry.name, work));
   server = await startReleaseServer([...upstream].map(([url, body]) => ({ url, body })));
-}, 180_000);
+});
 afterAll(async () => {
   await server?.close();
   if (tmp) await rm(tmp, { recursive: true, force: true });
@@ -466,5 +466,5 @@ describe("a pulled voice changed since: the service leaves it out with a reason,
     } finally {
       await rm(copy, { force: true });
     }
-  }, 90_000);
+  });
 });

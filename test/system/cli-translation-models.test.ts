@@ -153,7 +153,7 @@ beforeAll(async () => {
   const tone = await writeToneColorStandIn(await mkdtemp(path.join(tmp, "source-")));
   await serveFiles(TONE.repo, tone.dir, TONE_FILES);
   closedPort = await freePort();
-}, 60_000);
+});
 afterAll(async () => {
   await new Promise((resolve) => server?.close(resolve));
   if (tmp) await rm(tmp, { recursive: true, force: true });

@@ -75,7 +75,7 @@ beforeAll(async () => {
       });
   }
   server = await startReleaseServer(files);
-}, 180_000);
+});
 afterAll(async () => {
   for (const child of children) child.kill("SIGKILL");
   await server?.close();
@@ -208,7 +208,7 @@ describe("the default models, pulled as setup pulls them, with no bzip2 or tar o
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toContain("is already pulled");
     expect(server.requests.length).toBe(before);
-  }, 120_000);
+  });
 
   it.skipIf(SKIP_SESSION)(
     "the service starts on those models and serves a spoken en→es session with them: transcript, translation, speech",

@@ -98,5 +98,5 @@ describe.skipIf(SKIP)("a service stopped with SIGTERM in the middle of a job", (
     }
     // Each stopped attempt removed its own work folder.
     expect((await readdir(path.join(dir, "work"))).filter((name) => name.includes(jobId))).toEqual([]);
-  }, 300_000);
+  });
 });

@@ -33,7 +33,7 @@ beforeAll(async () => {
   const created = await relay(["keys", "create", "--json"]);
   expect(created.code, created.stderr).toBe(0);
   apiKey = (JSON.parse(created.stdout) as { key: string }).key;
-}, 120_000);
+});
 afterAll(async () => {
   service?.child.kill("SIGTERM");
   await service?.exited;

@@ -62,7 +62,7 @@ beforeAll(async () => {
   });
   speech = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
   videoDir = await mkdtemp(path.join(tmpdir(), "relay-fleet-video-"));
-}, 120_000);
+});
 afterAll(async () => {
   await fleet?.close();
   if (videoDir) await rm(videoDir, { recursive: true, force: true });
@@ -269,7 +269,7 @@ describe.skipIf(problem !== undefined)("three processes behind nginx", () => {
     const left = (await readdir(path.join(fleet.dataDir, "work"))).filter((name) => name.includes(jobId));
     expect(left).toEqual([]);
     for (const socket of byWorker.values()) socket.close();
-  }, 180_000);
+  });
 
   it("on SIGTERM a process closes its sessions with 1001 and hands its job back, which another resumes at once", async () => {
     const byWorker = await sessionOnEveryProcess();
@@ -283,5 +283,5 @@ describe.skipIf(problem !== undefined)("three processes behind nginx", () => {
     // Handed back, not left to its lease: the interrupted attempt is not counted.
     expect(await completedJob(jobId)).toEqual({ attempts: 1, charges: 1 });
     for (const socket of byWorker.values()) socket.close();
-  }, 180_000);
+  });
 });

@@ -51,7 +51,7 @@ beforeAll(async () => {
   b = await startServer({ ...env, WORKER_ID: "fleet-b" }, { registry: a.registry });
   // a joined first: it learns of b at its next heartbeat.
   await eventually(() => fleetSize(a), 2);
-}, 60_000);
+});
 afterAll(async () => {
   await b?.close();
   await a?.close();
@@ -414,5 +414,5 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
       await survivor.close();
     }
     expect(await eventually(() => fleetSize(a), before)).toBe(before);
-  }, 120_000);
+  });
 });

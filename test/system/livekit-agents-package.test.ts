@@ -54,7 +54,7 @@ beforeAll(async () => {
   // its own packing; here it is only what the plugin depends on.
   clientTarball = await packInstalled(CLIENT_DIR, dir);
   plugin = await packFromSources(PLUGIN_DIR, dir, "plugin");
-}, 180_000);
+});
 afterAll(async () => {
   await server?.close();
   if (dir) await rm(dir, { recursive: true, force: true });

@@ -144,7 +144,7 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
     people = new MeetingPages(browsers, server.baseUrl.replace("127.0.0.1", "localhost"), {
       initScript: PROBE,
     });
-  }, 120_000);
+  });
   afterAll(async () => {
     // Before the service closes: its back-end releases the native runtime Mallory's room shares.
     await mallory?.disconnect().catch(() => undefined);
@@ -171,7 +171,7 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
       .poll(async () => (await en.getAttribute("#speaking", "data-identities"))?.split(" "), WAIT)
       .toContain(bruno);
     expect(await en.textContent("#participants")).toMatch(/Participant [0-9a-f]{4} \(es\)/u);
-  }, 150_000);
+  });
 
   it("trusts only the translator: a forged caption from another app's participant reaches the pages and is not shown", async () => {
     expect(pages, "the first test's meeting").toHaveLength(LANGUAGES.length);
@@ -217,7 +217,7 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
     mallory = undefined;
     for (const page of pages)
       await expect.poll(() => listedOf(page), WAIT).not.toContain("another-app-mallory");
-  }, 120_000);
+  });
 
   it("mute, leave and come back, and the end of the meeting for every page", async () => {
     expect(pages, "the first test's meeting").toHaveLength(LANGUAGES.length);
@@ -275,7 +275,7 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
       expect(await page.textContent("#status")).toBe("The meeting has ended.");
       expect(await page.isDisabled("#join")).toBe(true);
     }
-  }, 150_000);
+  });
 
   it("never puts the API key in a URL, reaches only the page's origin and LiveKit, and logs no error of its own", () => {
     expect(people.requested.length).toBeGreaterThan(5);

@@ -45,7 +45,7 @@ beforeAll(async () => {
   await page.goto(server.baseUrl.replace("127.0.0.1", "localhost"));
   await page.fill("#api-key", API_KEY);
   await page.waitForSelector("#live-to option[value=es]", { state: "attached" });
-}, 120_000);
+});
 afterAll(async () => {
   await browser?.close();
   await server?.close();
@@ -80,7 +80,7 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
     expect(await page.locator("#live-transcript .original").first().textContent()).toMatch(/^\[en\] /u);
     await screenshot("playground-live.png");
     await page.click("#live-stop");
-  }, 90_000);
+  });
 
   it("speaks text in the text-to-speech tab", async () => {
     await page.click("#tab-tts");
@@ -90,7 +90,7 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
     await page.locator("#tts-status", { hasText: "Done." }).waitFor({ timeout: 30_000 });
     expect(await frames("#tts-audio")).toBeGreaterThan(0);
     await screenshot("playground-tts.png");
-  }, 60_000);
+  });
 
   it("uploads a video with progress, follows the job and plays the dubbed result", async () => {
     await page.click("#tab-dub");
@@ -109,7 +109,7 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
       )
       .toBeGreaterThan(0);
     await screenshot("playground-dubbing.png");
-  }, 150_000);
+  });
 
   it("never puts the API key in a URL", () => {
     expect(urls.length).toBeGreaterThan(5);

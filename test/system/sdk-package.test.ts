@@ -97,7 +97,7 @@ beforeAll(async () => {
   server = await startServer();
   dir = await mkdtemp(path.join(tmpdir(), "relay-sdk-package-"));
   packed = await packFromSources(PACKAGE_DIR, dir, "package");
-}, 120_000);
+});
 afterAll(async () => {
   await server?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -165,7 +165,7 @@ describe("the SDK package", () => {
         /^unreachable: true cannot reach http:\/\/127\.0\.0\.1:\d+\/v1\/session: ECONNREFUSED$/u,
       ),
     );
-  }, 120_000);
+  });
 
   it("type-checks in TypeScript projects for Node and for browsers and runs against the service", async () => {
     const app = path.join(dir, "app");
@@ -201,5 +201,5 @@ describe("the SDK package", () => {
     // update_metadata) leaves no metadata_ack behind.
     expect(lines).toContain("messages: ready speak_ack speech_end");
     expect(Number(/^speech samples: (\d+)$/mu.exec(stdout)?.[1])).toBeGreaterThan(0);
-  }, 120_000);
+  });
 });

@@ -107,6 +107,8 @@ export class EmbeddedRoomServer implements RoomBackend {
       async publishAudio(samples, output) {
         for (const identity of output.listeners) room.participants.get(identity)?.wire.audio(samples);
       },
+      // The embedded server has no tracks: speech goes to its listeners' sockets as it comes.
+      async openOutput() {},
       async publishData(message, listeners) {
         room.deliver(message, listeners);
       },

@@ -117,7 +117,7 @@ export function createLiveKitBackend(options: LiveKitOptions): RoomBackend {
       return { url: options.url, token };
     },
 
-    // Whether it speaks needs no saying: each language's track is published with its first speech.
+    // Whether it speaks needs no saying: the translator publishes the tracks it speaks on.
     async joinAsTranslator(roomName: string): Promise<RoomConnection> {
       ensureOpen();
       const token = await mintRoomToken(keys, {

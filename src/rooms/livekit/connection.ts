@@ -344,12 +344,21 @@ export class LiveKitConnection implements LiveKitRoomConnection {
    * a fast producer to real time). After the connection closed it drops the audio.
    */
   publishAudio(samples: Float32Array, output: SpeechOutput): Promise<void> {
-    let track = this.tracks.get(output.track);
-    if (!track) this.tracks.set(output.track, (track = { output: undefined, queue: Promise.resolve() }));
-    const current = track;
+    const current = this.trackFor(output);
     const run = current.queue.then(() => this.speak(samples, current, output));
     current.queue = run.catch(() => undefined);
     return run;
+  }
+
+  async openOutput(output: SpeechOutput): Promise<void> {
+    if (this.isClosed) return;
+    await this.publishOutput(this.trackFor(output), output);
+  }
+
+  private trackFor(output: SpeechOutput): Track {
+    let track = this.tracks.get(output.track);
+    if (!track) this.tracks.set(output.track, (track = { output: undefined, queue: Promise.resolve() }));
+    return track;
   }
 
   private async speak(samples: Float32Array, track: Track, output: SpeechOutput): Promise<void> {
