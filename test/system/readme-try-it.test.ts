@@ -52,19 +52,15 @@ describe("the README's Try it", () => {
   // the recognizer's decode of a whole utterance (PocketSphinx writes no punctuation), cut by the
   // VAD's pauses, so the transcript does not depend on the machine's load (in the default stable
   // mode, where an utterance's pieces are cut depends on how far recognition lags).
-  it(
-    "runs every command as written, and relay live prints the transcript shown",
-    { timeout: 240_000 },
-    async () => {
-      expect(commands.map((c) => c.args[0])).toEqual(["live", "speak", "dub", "languages"]);
-      for (const { args, output } of commands) {
-        const moved = args.map((arg) => (arg.startsWith("out/") ? path.join(out, arg.slice(4)) : arg));
-        const result = await runScript("src/cli/main.ts", moved, { RELAY_SERVER: server.baseUrl });
-        expect(result.code, `relay ${args.join(" ")}: ${result.stderr}`).toBe(0);
-        if (output.length > 0) expect(result.stdout.trimEnd().split("\n")).toEqual(output);
-      }
-      for (const written of ["live.wav", "bonjour.wav", "dubbed.mp4"])
-        expect(existsSync(path.join(out, written)), written).toBe(true);
-    },
-  );
+  it("runs every command as written, and relay live prints the transcript shown", async () => {
+    expect(commands.map((c) => c.args[0])).toEqual(["live", "speak", "dub", "languages"]);
+    for (const { args, output } of commands) {
+      const moved = args.map((arg) => (arg.startsWith("out/") ? path.join(out, arg.slice(4)) : arg));
+      const result = await runScript("src/cli/main.ts", moved, { RELAY_SERVER: server.baseUrl });
+      expect(result.code, `relay ${args.join(" ")}: ${result.stderr}`).toBe(0);
+      if (output.length > 0) expect(result.stdout.trimEnd().split("\n")).toEqual(output);
+    }
+    for (const written of ["live.wav", "bonjour.wav", "dubbed.mp4"])
+      expect(existsSync(path.join(out, written)), written).toBe(true);
+  });
 });
