@@ -162,6 +162,37 @@ export const originalsOf = async (page: Page, participant: string) =>
 export const finalsFrom = async (page: Page, participant: string, kind: "original" | "translated") =>
   (await captionsOf(page)).filter((c) => c.participant === participant && c.kind === kind && c.final).length;
 
+/**
+ * Once `muted` is muted, `listener` shows no more of their speech while `speaker` goes on: returns
+ * how many original captions of `muted` it shows. What `muted` said before muting may still be on
+ * its way (a loaded machine holds seconds of their audio in their pipeline while the speaker's goes
+ * on), so the captions are taken once they have not changed, none of them open, over two of the
+ * speaker's utterances, and must then stay so over two more. If muting failed they would never stop
+ * changing (this gives up after ten tries).
+ */
+export async function expectSilencedByMute(listener: Page, muted: string, speaker: string): Promise<number> {
+  const speakerSays = async (utterances: number) => {
+    const from = await finalsFrom(listener, speaker, "original");
+    await expect
+      .poll(() => finalsFrom(listener, speaker, "original"), WAIT)
+      .toBeGreaterThanOrEqual(from + utterances);
+  };
+  let whileMuted = -1;
+  for (let tries = 0; tries < 10; tries += 1) {
+    const then = (await originalsOf(listener, muted)).length;
+    await speakerSays(2);
+    const now = await originalsOf(listener, muted);
+    if (now.length === then && !now.some((caption) => !caption.final)) {
+      whileMuted = then;
+      break;
+    }
+  }
+  expect(whileMuted, "the muted participant's captions settle").toBeGreaterThan(0);
+  await speakerSays(2);
+  expect((await originalsOf(listener, muted)).length).toBe(whileMuted);
+  return whileMuted;
+}
+
 /** The identities in the page's list of participants. */
 export const listedOf = (page: Page) =>
   page
