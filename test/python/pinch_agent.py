@@ -54,7 +54,7 @@ if __name__ == "__main__":
             # No warm spare processes: the test's job is the only one.
             num_idle_processes=0,
             # A job process imports the plugin (and numpy, av): seconds on a busy machine.
-            initialize_process_timeout=120.0,
+            initialize_process_timeout=300.0,
             # The worker's health server on a free port, on loopback.
             host="127.0.0.1",
             port=0,

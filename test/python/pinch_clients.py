@@ -125,7 +125,7 @@ async def sdk_stream(input_wav: str) -> None:
     def translated_finals() -> int:
         return sum(1 for final in seen["finals"] if final["kind"] == "translated")
 
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 240
     audio_rate = 48000
     while time.monotonic() < deadline:
         audio_rate = next(iter(seen["rates"]), 48000)
@@ -133,7 +133,7 @@ async def sdk_stream(input_wav: str) -> None:
             break
         await asyncio.sleep(0.2)
     await stream.aclose()
-    await asyncio.wait_for(consuming, 30)
+    await asyncio.wait_for(consuming, 120)
     result(
         room_name=session.room_name,
         types=seen["types"],
@@ -219,7 +219,7 @@ async def pipecat_plugin(input_wav: str) -> None:
                 InputAudioRawFrame(audio=padded[offset : offset + frame], sample_rate=rate, num_channels=1)
             )
             await asyncio.sleep(max(0.0, started + (i + 1) * 0.02 - time.monotonic()))
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             if translated() and loud_seconds(b"".join(captured["audio"]), out_rate) > 0.5:
                 break
