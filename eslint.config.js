@@ -21,6 +21,7 @@ export default tseslint.config(
           "fetch",
           "navigator",
           "setTimeout",
+          "clearTimeout",
           "Option",
           "CSS",
           "AudioContext",

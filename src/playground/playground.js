@@ -179,7 +179,9 @@ async function startLive() {
     pending = joined.slice(offset);
   };
   context.createMediaStreamSource(media).connect(capture);
+  let finishing;
   const finish = () => {
+    clearTimeout(finishing);
     session.close();
     speaker.close();
   };
@@ -191,7 +193,7 @@ async function startLive() {
       // The session closes on the server's `finalized` (below): everything said before Stop is
       // still translated and spoken, however long that takes; a minute's wait is the limit.
       session.finalize();
-      setTimeout(finish, 60_000);
+      finishing = setTimeout(finish, 60_000);
     },
   };
   status(
