@@ -12,7 +12,7 @@
 // #speaking[data-identities]; #captions .caption[data-kind=original|translated][data-participant]
 // [data-language][data-final]; buttons #join, #mute (aria-pressed), #leave, #end; share links
 // #links .share-link[data-language].
-/* global clearTimeout, window */
+/* global window */
 import {
   TRANSLATOR_IDENTITY,
   inviteLink,
