@@ -108,6 +108,7 @@ export async function buildApp(config: Config, services: Services, options: Buil
     emptyPerAccount: config.rooms.emptyPerAccount,
     departureTimeoutMs: config.rooms.departureTimeoutMs,
     maxParticipants: config.rooms.maxParticipants,
+    invitationSecret: config.sessionSecret,
     ...(roomDirectory
       ? {
           fleet: {

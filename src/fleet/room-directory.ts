@@ -1,9 +1,12 @@
 import type { Redis } from "ioredis";
+import type { RoomEndReason } from "../rooms/types.js";
 
 /** Where a room is hosted: the process running its translator, and the account that created it. */
 export interface RoomLocation {
   readonly workerId: string;
   readonly accountId: string;
+  /** An ended room's entry: why it ended (src/rooms/rooms.ts's RoomEndReason). */
+  readonly endedReason?: RoomEndReason;
 }
 
 /**

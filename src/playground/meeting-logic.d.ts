@@ -18,8 +18,12 @@ export interface Invite {
   livekit?: string;
 }
 
-export function inviteLink(origin: string, invite: Invite): string;
-export function parseInvite(hash: string | undefined): Invite | undefined;
+export function inviteLink(origin: string, invitation: string): string;
+export function tokenLink(origin: string, invite: Invite): string;
+export function liveKitServerUrl(url: string): string | undefined;
+export function parseInvite(
+  hash: string | undefined,
+): Invite | { invitation: string } | { error: string } | undefined;
 export function isEmbeddedRoomUrl(url: string, room: string): boolean;
 export function livekitUrlOf(access: { url: string; room_name: string }): string | undefined;
 export function roomSocketUrl(origin: string, room: string, token: string): string;
@@ -34,8 +38,13 @@ export function participantLabel(
   identity: string,
   language: string | undefined,
   self: string | undefined,
+  name?: string,
 ): string;
-export function participantOf(entry: unknown): { identity: string; language: string | undefined };
+export function participantOf(entry: unknown): {
+  identity: string;
+  language: string | undefined;
+  name: string | undefined;
+};
 export function closeMessage(
   code: number,
   reason: string | undefined,

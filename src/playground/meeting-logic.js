@@ -18,21 +18,53 @@ export const MICROPHONE = Object.freeze({
 });
 
 /**
- * A share link: the meeting page with the join token in the fragment (never sent to any server,
- * and no API key in it). `livekit` is the LiveKit server's URL when rooms are on LiveKit.
+ * A share link: the meeting page with the participant's invitation in the fragment (never sent to
+ * any server, and no API key in it). The invitation holds for the meeting's life: opening it asks
+ * the service for a fresh room token (POST /api/beta1/invitation/join).
  */
-export function inviteLink(origin, { room, token, language, livekit }) {
+export function inviteLink(origin, invitation) {
+  return `${origin}/meeting#${new URLSearchParams({ join: invitation })}`;
+}
+
+/**
+ * A link made by hand from a room token (`POST /api/beta1/session/{room}/participants`):
+ * #room=…&token=…&language=…[&livekit=…]. It holds until the token expires.
+ */
+export function tokenLink(origin, { room, token, language, livekit }) {
   const fragment = new URLSearchParams({ room, token, language });
   if (livekit) fragment.set("livekit", livekit);
   return `${origin}/meeting#${fragment}`;
 }
 
-/** The invitation in a link's fragment (`location.hash`), or undefined when it has none. */
+/** The URL schemes a LiveKit server is reached at (livekit-client takes http(s) for ws(s)). */
+const LIVEKIT_SCHEMES = new Set(["ws:", "wss:", "http:", "https:"]);
+
+/** `url` when it is a LiveKit server's address a page may connect to, else undefined. */
+export function liveKitServerUrl(url) {
+  try {
+    return LIVEKIT_SCHEMES.has(new URL(url).protocol) ? url : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What a link's fragment (`location.hash`) holds: { invitation } (a share link), { room, token,
+ * language, livekit? } (a token link), { error } (a link the page refuses, saying why), or
+ * undefined (no invitation: the page makes a meeting).
+ */
 export function parseInvite(hash) {
   const fragment = new URLSearchParams(String(hash ?? "").replace(/^#/u, ""));
+  const invitation = fragment.get("join");
+  if (invitation !== null)
+    return /^[A-Za-z0-9_-]{20,128}$/u.test(invitation)
+      ? { invitation }
+      : { error: "This link is incomplete or damaged: ask for the link again." };
   const [room, token, language] = ["room", "token", "language"].map((name) => fragment.get(name) ?? "");
   if (!room || !token) return undefined;
   const livekit = fragment.get("livekit");
+  if (livekit !== null && !liveKitServerUrl(livekit))
+    return { error: "This link names a meeting server that is not a web address (ws, wss, http or https)." };
   return { room, token, language: language || undefined, ...(livekit ? { livekit } : {}) };
 }
 
@@ -103,20 +135,25 @@ export function languageName(code, locales = ["en"]) {
 }
 
 /**
- * How the page names a participant: "You" for itself, others "Participant 3fa2 (es)", from their
- * identity (`client-<hex>`, the same on every page) and language.
+ * How the page names a participant: "You" for itself; others by the name they gave, else
+ * "Participant 3fa2" from their identity (`client-<hex>`, the same on every page); with their
+ * language: "Ana (es)". Shown as text, never markup.
  */
-export function participantLabel(identity, language, self) {
+export function participantLabel(identity, language, self, name) {
   if (identity === self) return "You";
   const id = String(identity ?? "");
   const short = (/^client-([0-9a-z]+)/iu.exec(id)?.[1] ?? id).slice(0, 4);
-  return `Participant ${short}${language ? ` (${language})` : ""}`;
+  return `${name || `Participant ${short}`}${language ? ` (${language})` : ""}`;
 }
 
-/** The identity and language of an entry of `joined.participants` (an identity, or an object). */
+/** The identity, language and name of an entry of `joined.participant_info` (or an identity alone). */
 export function participantOf(entry) {
-  if (typeof entry === "string") return { identity: entry, language: undefined };
-  return { identity: String(entry?.identity ?? ""), language: entry?.language ?? undefined };
+  if (typeof entry === "string") return { identity: entry, language: undefined, name: undefined };
+  return {
+    identity: String(entry?.identity ?? ""),
+    language: entry?.language || undefined,
+    name: entry?.name || undefined,
+  };
 }
 
 /** What the page says when the room's connection closes (embedded: WebSocket close code and reason). */

@@ -210,6 +210,7 @@ async function joinLiveKit(access, events) {
         type: "participant_joined",
         identity: participant.identity,
         language: languageOf(participant),
+        name: participant.name || undefined,
       });
     })
     .on(lk.RoomEvent.ParticipantDisconnected, (participant) =>
@@ -231,9 +232,10 @@ async function joinLiveKit(access, events) {
     type: "joined",
     identity: room.localParticipant.identity,
     language: access.language,
-    participants: [...room.remoteParticipants.values()].map((p) => ({
+    participant_info: [...room.remoteParticipants.values()].map((p) => ({
       identity: p.identity,
       language: languageOf(p),
+      name: p.name || undefined,
     })),
   });
   subscribe();

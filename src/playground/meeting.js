@@ -1,18 +1,23 @@
 // The translated-meeting page at /meeting: plain JavaScript, nothing to build. Without an
 // invitation it makes a meeting (the API key stays in this page's memory, sent only in the
-// Authorization header) and gives one share link per participant; a share link carries the room,
-// a join token and a language in its fragment (#room=…&token=…&language=…[&livekit=…]), which
-// browsers never send to a server. Joining: the embedded room server over a WebSocket at this
-// page's own origin, or LiveKit through livekit-client (served by the service) when the link
-// names a LiveKit server. The connections are meeting-room.js's, the pure logic meeting-logic.js's.
+// Authorization header) and gives one share link per participant: #join=<invitation> in the
+// fragment, which browsers never send to a server. An invitation holds for the meeting's life;
+// joining turns it into a fresh room token (POST /api/beta1/invitation/join), and the page checks
+// it while open (POST /api/beta1/invitation): to learn that the meeting ended and why, and, on the
+// creator's page, to keep an empty meeting open. The creator's page keeps its meeting (never the
+// API key) in sessionStorage, so a reload brings it back. A link made by hand from a room token
+// (#room=…&token=…&language=…[&livekit=…]) works until the token expires. Joining: the embedded
+// room server over a WebSocket at this page's own origin, or LiveKit through livekit-client
+// (served by the service). The connections are meeting-room.js's, the pure logic meeting-logic.js's.
 //
-// Test surface (test/system/meeting.test.ts): #status; body[data-state] (idle, joining, joined,
-// left, ended, failed, disconnected); body[data-audio-samples] (translated speech samples played,
-// embedded rooms); body[data-identity]; #participants li[data-identity][data-language][data-self];
-// #speaking[data-identities]; #captions .caption[data-kind=original|translated][data-participant]
-// [data-language][data-final]; buttons #join, #mute (aria-pressed), #leave, #end; share links
+// Test surface (test/system/meeting*.test.ts): #status; #listen-only; body[data-state] (idle,
+// joining, joined, left, ended, failed, disconnected); body[data-audio-samples] (translated speech
+// samples played, embedded rooms); body[data-identity]; #participants
+// li[data-identity][data-language][data-self]; #speaking[data-identities]; #captions
+// .caption[data-kind=original|translated][data-participant][data-language][data-final]; #name;
+// buttons #join, #mute (aria-pressed), #leave, #end; #owner-key; #new-meeting; share links
 // #links .share-link[data-language].
-/* global window */
+/* global window, sessionStorage, localStorage */
 import {
   TRANSLATOR_IDENTITY,
   inviteLink,
@@ -41,23 +46,61 @@ function describe(error) {
   return error instanceof Error ? error.message : String(error);
 }
 
-// ---------------------------------------------------------------- making a meeting (creator)
+// ---------------------------------------------------------------- the service's answers
 
-/** The meeting this page made: its API key (memory only), room and languages. */
-let creator;
-
-async function post(path, body) {
+/** POSTs JSON to the service; throws its error message (`{"error": {"code", "message"}}`). */
+async function post(path, body, apiKey) {
   const response = await fetch(path, {
     method: "POST",
-    headers: { authorization: `Bearer ${creator.apiKey}`, "content-type": "application/json" },
+    headers: {
+      ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
+      "content-type": "application/json",
+    },
     body: JSON.stringify(body),
   });
   const answer = await response.json().catch(() => ({}));
   if (!response.ok) {
-    const { code, message } = answer.error ?? {};
-    throw new Error(code ? `${code}: ${message}` : `HTTP ${response.status}`);
+    const error = new Error(answer.error?.message ?? `the service answered HTTP ${response.status}`);
+    error.code = answer.error?.code;
+    throw error;
   }
   return answer;
+}
+
+// ---------------------------------------------------------------- making a meeting (creator)
+
+/**
+ * The meeting this page made: { room, languages, livekit, invitation (the creator's own), links:
+ * [{ language, invitation, identity }] }, and its API key in memory only (undefined after a reload).
+ */
+let creator;
+/** Where the creator's meeting is kept across reloads of this tab (never the API key). */
+const KEPT = "relay.meeting";
+
+function keepMeeting() {
+  const { room, languages, invitation, listenOnly, links } = creator;
+  sessionStorage.setItem(KEPT, JSON.stringify({ room, languages, invitation, listenOnly, links }));
+}
+
+/** The API key for the creator's requests: this page's memory, or typed again after a reload. */
+function ownerKey() {
+  const key = creator.apiKey ?? ($("owner-key").value.trim() || undefined);
+  if (!key) throw new Error("type the API key again first (this page was reloaded)");
+  return key;
+}
+
+/**
+ * The recognition this server offers, for the people of a meeting: which languages are heard. What
+ * the operator could do about it goes under "For the server's operator", not in people's way.
+ */
+function explainRecognition(tier, recognized) {
+  if (!tier?.upgrade) return;
+  $("operator-hint").textContent = `${tier.summary}. ${tier.upgrade}`;
+  $("operator").hidden = false;
+  return (
+    `This server recognizes speech in ${recognized.map(nameOf).join(", ") || "no language"} only: ` +
+    "people who speak another language hear the meeting translated, but nobody hears them."
+  );
 }
 
 /**
@@ -82,14 +125,14 @@ async function loadLanguages() {
   const defaults = [
     ...new Set([...preferred.filter((code) => recognized.has(code)), ...preferred, ...usable]),
   ];
-  const tier = report.recognition_tier;
+  const heard = explainRecognition(report.recognition_tier, [...recognized]);
   if (usable.length < 2 || !usable.some((code) => recognized.has(code)))
     setStatus(
-      `A meeting needs two languages this server speaks, one of them recognized; it has ${usable.map(nameOf).join(", ") || "none"}.` +
-        (tier?.upgrade ? ` ${tier.summary} — ${tier.upgrade}` : ""),
+      `A meeting needs two languages this server speaks, one of them recognized; it has ` +
+        `${usable.map(nameOf).join(", ") || "none"}.`,
       true,
     );
-  else if (tier?.upgrade) setStatus(`${tier.summary}: the other languages listen only — ${tier.upgrade}`);
+  else if (heard) setStatus(heard);
   document.querySelectorAll("#languages select").forEach((select, index) => {
     const none = index === 0 ? [] : [["", "—"]];
     const selected = index < 2 ? (defaults[index] ?? "") : "";
@@ -103,13 +146,8 @@ async function loadLanguages() {
   });
 }
 
-function addShareLink(access, language) {
-  const link = inviteLink(location.origin, {
-    room: creator.room,
-    token: access.token,
-    language,
-    livekit: creator.livekit,
-  });
+function showShareLink({ language, invitation, identity }) {
+  const link = inviteLink(location.origin, invitation);
   const item = document.createElement("li");
   item.dataset.language = language;
   const anchor = Object.assign(document.createElement("a"), {
@@ -120,7 +158,7 @@ function addShareLink(access, language) {
     textContent: link,
   });
   anchor.dataset.language = language;
-  anchor.dataset.identity = access.identity ?? "";
+  anchor.dataset.identity = identity ?? "";
   const copy = Object.assign(document.createElement("button"), { textContent: "Copy" });
   // Without the clipboard (a plain-HTTP page not at localhost), the link is selected to copy by hand.
   const select = () => window.getSelection()?.selectAllChildren(anchor);
@@ -133,10 +171,31 @@ function addShareLink(access, language) {
 }
 
 async function addParticipantLink(language) {
-  const access = await post(`/api/beta1/session/${encodeURIComponent(creator.room)}/participants`, {
-    language,
-  });
-  addShareLink(access, access.language ?? language);
+  const access = await post(
+    `/api/beta1/session/${encodeURIComponent(creator.room)}/participants`,
+    { language },
+    ownerKey(),
+  );
+  const link = {
+    language: access.language ?? language,
+    invitation: access.invitation,
+    identity: access.identity,
+  };
+  creator.links.push(link);
+  keepMeeting();
+  showShareLink(link);
+}
+
+/** The creator's view of their meeting: its links, End, and the meeting itself. */
+function showCreatorMeeting() {
+  $("create").hidden = true;
+  $("invite").hidden = false;
+  $("end").hidden = false;
+  $("add-language").replaceChildren(...creator.languages.map((code) => new Option(nameOf(code), code)));
+  $("links").replaceChildren();
+  for (const link of creator.links) showShareLink(link);
+  $("owner-key-controls").hidden = creator.apiKey !== undefined;
+  showMeeting({ invitation: creator.invitation });
 }
 
 $("create-meeting").addEventListener("click", async () => {
@@ -150,39 +209,34 @@ $("create-meeting").addEventListener("click", async () => {
   setStatus("Creating the meeting…");
   let access;
   try {
-    creator = { apiKey };
-    access = await post("/api/beta1/session", {
-      languages,
-      voice_type: $("voice").value,
-      language: languages[0],
-    });
+    access = await post(
+      "/api/beta1/session",
+      { languages, voice_type: $("voice").value, language: languages[0] },
+      apiKey,
+    );
   } catch (error) {
-    creator = undefined;
     $("create-meeting").disabled = false;
     return setStatus(`Could not create the meeting: ${describe(error)}`, true);
   }
-  creator.room = access.room_name;
-  creator.languages = access.languages ?? languages;
-  creator.livekit = livekitUrlOf(access);
+  creator = {
+    apiKey,
+    room: access.room_name,
+    languages: access.languages ?? languages,
+    invitation: access.invitation,
+    listenOnly: access.listen_only ?? [],
+    links: [],
+  };
+  keepMeeting();
   let linkError;
   for (const language of creator.languages.slice(1))
     await addParticipantLink(language).catch((error) => (linkError ??= error));
-  $("add-language").replaceChildren(...creator.languages.map((code) => new Option(nameOf(code), code)));
-  $("create").hidden = true;
-  $("invite").hidden = false;
-  $("end").hidden = false;
-  showMeeting({
-    room: access.room_name,
-    token: access.token,
-    language: access.language ?? languages[0],
-    ...(creator.livekit ? { livekit: creator.livekit } : {}),
-  });
+  showCreatorMeeting();
   if (linkError)
     setStatus(`The meeting is ready, but a link could not be made: ${describe(linkError)}`, true);
-  else if (access.listen_only?.length)
+  else if (creator.listenOnly.length)
     setStatus(
-      `The meeting is ready. ${access.listen_only.map(nameOf).join(", ")}: these participants hear the ` +
-        "others but are not heard (no recognizer for their language here).",
+      `The meeting is ready. ${creator.listenOnly.map(nameOf).join(", ")}: these participants hear the ` +
+        "others but nobody hears them (this server cannot recognize their language).",
     );
   else setStatus("The meeting is ready: send the links, then join.");
 });
@@ -201,23 +255,29 @@ $("add-link").addEventListener("click", async () => {
 $("end").addEventListener("click", async () => {
   $("end").disabled = true;
   try {
-    await post("/api/beta1/session/end", { session_id: creator.room });
-    // A page in the meeting learns it from its connection closing; one not in it, here.
-    if (!call) meetingOver({ state: "ended", text: "The meeting has ended." });
+    await post("/api/beta1/session/end", { session_id: creator.room }, ownerKey());
+    // A page in the meeting learns it from its connection closing too; this one says it now.
+    meetingEnded("You ended the meeting.");
   } catch (error) {
     $("end").disabled = false;
     setStatus(`Could not end the meeting: ${describe(error)}`, true);
   }
 });
 
+$("new-meeting").addEventListener("click", () => sessionStorage.removeItem(KEPT));
+
 // ---------------------------------------------------------------- the meeting view
 
-/** The invitation this page joins with: from its link, or the creator's own. */
+/** What this page joins with: { invitation } (a share link) or a token link's { room, token, language, livekit? }. */
 let invite;
 /** The connection while in the meeting: { setMuted(muted), leave() }. */
 let call;
 let self;
-/** identity → language (undefined until known) of everyone in the meeting, this page included. */
+/** This page's participant cannot be heard (no recognizer for their language here). */
+let listenOnly = false;
+/** Set once the meeting has ended: nothing more is offered but a new meeting. */
+let over = false;
+/** identity → { language, name } (each undefined until known) of everyone in the meeting, this page included. */
 const present = new Map();
 /** identity → timer clearing their "speaking" mark. */
 const speaking = new Map();
@@ -227,11 +287,71 @@ const utterances = new Map();
 function showMeeting(access) {
   invite = access;
   $("meeting").hidden = false;
-  $("meeting-info").textContent = `You speak ${nameOf(access.language ?? "")} and hear everyone else in it.`;
-  if (!creator) setStatus("Press “Join the meeting” and allow the microphone.");
+  $("name-controls").hidden = access.invitation === undefined;
+  $("name").value = localStorage.getItem("relay.name") ?? "";
+  if (access.language) describeLanguage(access.language);
+  if (access.invitation) void checkInvitation();
+  else if (!creator) setStatus("Press “Join the meeting” and allow the microphone.");
 }
 
-const labelOf = (identity) => participantLabel(identity, present.get(identity), self);
+function describeLanguage(language) {
+  $("meeting-info").textContent = `You speak ${nameOf(language)} and hear everyone else in it.`;
+}
+
+/** Says plainly, before and after joining, when nobody will hear this participant. */
+function showListenOnly(language) {
+  listenOnly = true;
+  $("listen-only").hidden = false;
+  $("listen-only").textContent =
+    `Nobody will hear you: this server cannot recognize ${nameOf(language)} speech. ` +
+    `You will hear everyone else translated into ${nameOf(language)}, with captions.`;
+}
+
+/** The link's meeting as the service sees it now; checked again while the page is open. */
+let checkTimer;
+async function checkInvitation() {
+  clearTimeout(checkTimer);
+  if (over) return;
+  let status;
+  try {
+    status = await post("/api/beta1/invitation", { invitation: invite.invitation });
+  } catch (error) {
+    if (error.code === "not_found")
+      return meetingEnded(`This link does not open a meeting: ${describe(error)}`);
+    // The service is unreachable for now (restarting, a network blip): try again later.
+    checkTimer = setTimeout(checkInvitation, 15_000);
+    return;
+  }
+  if (status.status === "ended") return meetingEnded(status.message);
+  if (status.language) describeLanguage(status.language);
+  if (status.listen_only) showListenOnly(status.language);
+  if (document.body.dataset.state === "idle" && !creator)
+    setStatus("Type your name, press “Join the meeting” and allow the microphone.");
+  checkTimer = setTimeout(checkInvitation, status.check_after_sec * 1000);
+}
+
+/** The meeting is over: the page says why and offers only a new meeting. */
+function meetingEnded(text) {
+  over = true;
+  clearTimeout(checkTimer);
+  if (creator) sessionStorage.removeItem(KEPT);
+  call?.leave();
+  call = undefined;
+  setState("ended");
+  setStatus(text, false);
+  for (const timer of speaking.values()) clearTimeout(timer);
+  speaking.clear();
+  present.clear();
+  renderParticipants();
+  renderSpeaking();
+  for (const id of ["invite", "create", "meeting", "listen-only", "operator"]) $(id).hidden = true;
+  $("after-end").hidden = false;
+}
+
+const labelOf = (identity) => {
+  const { language, name } = present.get(identity) ?? {};
+  return participantLabel(identity, language, self, name);
+};
 
 /** The room's languages, as `joined` said them. */
 let roomLanguages;
@@ -249,7 +369,7 @@ function renderParticipants() {
     );
   }
   $("participants").replaceChildren(
-    ...[...present].map(([identity, language]) => {
+    ...[...present].map(([identity, { language }]) => {
       const item = document.createElement("li");
       Object.assign(item.dataset, { identity, language: language ?? "", self: String(identity === self) });
       item.textContent = labelOf(identity);
@@ -293,14 +413,18 @@ function setSpeaking(identities) {
   renderSpeaking();
 }
 
-function learnLanguage(identity, language) {
-  if (!identity || identity === TRANSLATOR_IDENTITY || !language || present.get(identity) === language)
-    return;
-  if (!present.has(identity) && identity !== self) return;
-  present.set(identity, language);
+function relabel(identity) {
   renderParticipants();
   for (const label of document.querySelectorAll(`#captions .who[data-participant="${CSS.escape(identity)}"]`))
     label.textContent = labelOf(identity);
+}
+
+function learnLanguage(identity, language) {
+  if (!identity || identity === TRANSLATOR_IDENTITY || !language) return;
+  const known = present.get(identity);
+  if (!known || known.language === language) return;
+  present.set(identity, { ...known, language });
+  relabel(identity);
 }
 
 /**
@@ -360,21 +484,26 @@ function onRoomMessage(message) {
       self = message.identity;
       document.body.dataset.identity = self;
       present.clear();
-      present.set(self, message.language ?? invite.language);
-      for (const entry of message.participants ?? []) {
-        const { identity, language } = participantOf(entry);
-        if (identity && identity !== TRANSLATOR_IDENTITY) present.set(identity, language);
+      present.set(self, { language: message.language ?? invite.language, name: undefined });
+      for (const entry of message.participant_info ?? message.participants ?? []) {
+        const { identity, language, name } = participantOf(entry);
+        if (identity && identity !== TRANSLATOR_IDENTITY) present.set(identity, { language, name });
       }
       roomLanguages = message.languages;
       setState("joined");
       renderParticipants();
       break;
     }
-    case "participant_joined":
+    case "participant_joined": {
       if (message.identity === TRANSLATOR_IDENTITY) break;
-      present.set(message.identity, message.language ?? present.get(message.identity));
-      renderParticipants();
+      const known = present.get(message.identity) ?? {};
+      present.set(message.identity, {
+        language: message.language ?? known.language,
+        name: message.name ?? known.name,
+      });
+      relabel(message.identity);
       break;
+    }
     case "participant_left":
       present.delete(message.identity);
       clearTimeout(speaking.get(message.identity));
@@ -395,6 +524,10 @@ function onRoomMessage(message) {
 /** The connection closed: `outcome` is { state, text } (meeting-logic.js's closeMessage). */
 function meetingOver(outcome) {
   call = undefined;
+  if (over) return;
+  // Ended while in it: a share link's page asks the service why.
+  if (outcome.state === "ended" && invite.invitation) return void checkInvitation();
+  if (outcome.state === "ended") return meetingEnded(outcome.text);
   setState(outcome.state);
   setStatus(outcome.text, outcome.state !== "left");
   for (const timer of speaking.values()) clearTimeout(timer);
@@ -404,21 +537,29 @@ function meetingOver(outcome) {
   $("mute").setAttribute("aria-pressed", "false");
   $("mute").textContent = "Mute";
   $("leave").disabled = true;
-  if (outcome.state === "ended") {
-    present.clear();
-    renderParticipants();
-    $("join").disabled = true;
-    for (const id of ["end", "add-link"]) $(id).disabled = true;
-  } else {
-    $("join").disabled = false;
-    $("join").textContent = "Join again";
-  }
+  $("join").disabled = false;
+  $("join").textContent = "Join again";
 }
 
 // ---------------------------------------------------------------- controls
 
+/** The room access to join with: a fresh token for a share link, or a token link's own. */
+async function accessOf(invitation) {
+  if (!invitation.invitation) return invitation;
+  const name = $("name").value.trim();
+  localStorage.setItem("relay.name", name);
+  const access = await post("/api/beta1/invitation/join", { invitation: invitation.invitation, name });
+  const livekit = livekitUrlOf(access);
+  return {
+    room: access.room_name,
+    token: access.token,
+    language: access.language,
+    ...(livekit ? { livekit } : {}),
+  };
+}
+
 $("join").addEventListener("click", async () => {
-  if (!invite || call) return;
+  if (!invite || call || over) return;
   $("join").disabled = true;
   setState("joining");
   setStatus("Joining…");
@@ -426,12 +567,14 @@ $("join").addEventListener("click", async () => {
   note = "";
   utterances.clear();
   try {
-    call = await joinRoom(invite, {
+    const access = await accessOf(invite);
+    call = await joinRoom(access, {
       message: onRoomMessage,
       closed: meetingOver,
       speaking: setSpeaking,
       language: learnLanguage,
-      loud: () => markSpeaking(self, 600),
+      // Nobody hears a listen-only participant: the page does not say they are speaking.
+      loud: () => !listenOnly && markSpeaking(self, 600),
       note(text) {
         note = text;
         renderParticipants();
@@ -440,6 +583,7 @@ $("join").addEventListener("click", async () => {
     $("mute").disabled = false;
     $("leave").disabled = false;
   } catch (error) {
+    if (error.code === "not_found") return void checkInvitation();
     meetingOver({ state: "failed", text: `Could not join: ${describe(error)}` });
   }
 });
@@ -462,8 +606,16 @@ $("leave").addEventListener("click", () => call?.leave());
 window.addEventListener("pagehide", () => call?.leave());
 
 const linked = parseInvite(location.hash);
-if (linked) {
+const kept = sessionStorage.getItem(KEPT);
+if (linked?.error) {
+  setStatus(linked.error, true);
+} else if (linked) {
   showMeeting(linked);
+} else if (kept) {
+  // This tab made a meeting and was reloaded: back to it, without the API key.
+  creator = { ...JSON.parse(kept), apiKey: undefined };
+  showCreatorMeeting();
+  setStatus("Back in your meeting: the links below still work.");
 } else {
   $("create").hidden = false;
   setStatus("");

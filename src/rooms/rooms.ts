@@ -5,8 +5,9 @@ import type { LanguageCode, Voice } from "../core/contracts.js";
 import { roomParticipantBound } from "./room-languages.js";
 import type { RoomDirectory } from "../fleet/room-directory.js";
 import { AccountSessionsLimitError, type LiveSession, type SessionCapacity } from "../sessions/capacity.js";
+import { Invitations, type Invitation } from "./invites.js";
 import { RoomTranslator } from "./translator.js";
-import type { RoomAccess, RoomBackend, RoomLanguages } from "./types.js";
+import type { RoomAccess, RoomBackend, RoomEndReason, RoomLanguages } from "./types.js";
 
 export interface RoomsOptions {
   readonly registry: EngineRegistry;
@@ -29,6 +30,8 @@ export interface RoomsOptions {
   readonly departureTimeoutMs: number;
   /** Participants one room admits (ROOM_MAX_PARTICIPANTS), before `roomParticipantBound` lowers it for many languages. */
   readonly maxParticipants: number;
+  /** Signs meetings' share links (src/rooms/invites.ts): the same secret on every process of a fleet. */
+  readonly invitationSecret: string;
   /** In a fleet: where each room is hosted, so any process can grant access to it or end it. */
   readonly fleet?: {
     readonly directory: RoomDirectory;
@@ -53,6 +56,56 @@ export interface CreatedRoom extends RoomAccess {
   readonly roomName: string;
   readonly identity: string;
   readonly language: LanguageCode | undefined;
+  /** The participant's share link code (src/rooms/invites.ts), valid while the room is open. */
+  readonly invitation: string;
+}
+
+/** What each ending means to the people of the room: the one wording, for logs and pages. */
+export const ROOM_ENDINGS: Readonly<Record<RoomEndReason, string>> = {
+  owner: "the person who created it ended it",
+  empty: "nobody was in it",
+  lifetime: "it reached the longest a meeting may last here",
+  translator: "its translator lost the connection to the room",
+  revoked: "the API key that created it was revoked",
+  shutdown: "the service shut down",
+};
+
+/** What a share link leads to now (`Rooms.invitationState`). */
+export type InvitationState =
+  | {
+      readonly state: "open";
+      readonly invitation: Invitation;
+      /** The room's languages; undefined when another process of the fleet hosts it. */
+      readonly languages: RoomLanguages | undefined;
+    }
+  | {
+      readonly state: "ended";
+      readonly invitation: Invitation;
+      /** Undefined once the ending is forgotten (`maxLifetimeMs` after it). */
+      readonly reason: RoomEndReason | undefined;
+    };
+
+/**
+ * How long one check from the creator's open page keeps an empty meeting open (at least
+ * `emptyTimeoutMs`): browsers run the timers of a tab left in the background only once a minute,
+ * so the page's checks may come that far apart.
+ */
+const HOST_PRESENCE_MS = 3 * 60_000;
+/** Display names are cut to this many characters (they label captions and the participant list). */
+export const MAX_NAME_LENGTH = 40;
+
+/**
+ * A name as a person typed it, fit to show others: control and format characters (bidi overrides
+ * included) become spaces, runs of space one, at most MAX_NAME_LENGTH characters; undefined when
+ * nothing is left. Pages show it as text, never as markup.
+ */
+export function displayName(raw: string): string | undefined {
+  const plain = raw
+    .replace(/\p{Cc}|\p{Cf}|\p{Zl}|\p{Zp}/gu, " ")
+    .replace(/\s+/gu, " ")
+    .trim();
+  const name = [...plain].slice(0, MAX_NAME_LENGTH).join("").trim();
+  return name === "" ? undefined : name;
 }
 
 interface OpenRoom {
@@ -121,12 +174,18 @@ export class Rooms {
    * Without a fleet: the owners of rooms that ended, kept `maxLifetimeMs` after the end so ending
    * one again succeeds (in a fleet the directory remembers them). Ordered by end time.
    */
-  private readonly ended = new Map<string, { readonly accountId: string; readonly until: number }>();
+  private readonly ended = new Map<
+    string,
+    { readonly accountId: string; readonly reason: RoomEndReason; readonly until: number }
+  >();
+  private readonly invitations: Invitations;
 
   constructor(
     readonly backend: RoomBackend,
     private readonly options: RoomsOptions,
-  ) {}
+  ) {
+    this.invitations = new Invitations(options.invitationSecret);
+  }
 
   get count(): number {
     return this.open.size;
@@ -152,7 +211,8 @@ export class Rooms {
     const live: LiveSession = {
       id: roomName,
       accountId,
-      close: (_code, reason) => void this.end(roomName, reason),
+      // Closed by the sessions' capacity when the account's API key is revoked.
+      close: () => void this.end(roomName, "revoked"),
     };
     if (!sessions.open(live)) throw new RoomCapacityError("no room capacity right now");
     const identity = clientIdentity();
@@ -190,15 +250,19 @@ export class Rooms {
         granted: new Set([identity]),
         translator,
         live,
-        timers: [
-          setTimeout(() => void this.end(roomName, "maximum lifetime reached"), this.options.maxLifetimeMs),
-        ],
+        timers: [setTimeout(() => void this.end(roomName, "lifetime"), this.options.maxLifetimeMs)],
         idleTimer: undefined,
       };
       this.open.set(roomName, room);
       this.closeWhenIdle(roomName, this.options.emptyTimeoutMs);
-      void translator.run().then(() => this.end(roomName, "the translator's connection to the room ended"));
-      return { ...access, roomName, identity, language: request.language };
+      void translator.run().then(() => this.end(roomName, "translator"));
+      const invitation = this.invitations.encode({
+        roomName,
+        identity,
+        language: request.language,
+        host: true,
+      });
+      return { ...access, roomName, identity, language: request.language, invitation };
     } catch (error) {
       if (error instanceof RoomServerError) log.warn({ err: error, room: roomName }, "room server failed");
       sessions.ended(live);
@@ -256,7 +320,50 @@ export class Rooms {
       { identity, ...(language === undefined ? {} : { language }) },
       publicBaseUrl,
     );
-    return { ...access, roomName, identity, language };
+    const invitation = this.invitations.encode({ roomName, identity, language, host: false });
+    return { ...access, roomName, identity, language, invitation };
+  }
+
+  /**
+   * What a share link leads to: an open room or an ended one (undefined: not a link of this
+   * service). The creator's own link, checked by their open page, keeps an empty room open
+   * (HOST_PRESENCE_MS): a meeting waits for its people while its creator waits.
+   */
+  async invitationState(code: string): Promise<InvitationState | undefined> {
+    const invitation = this.invitations.decode(code);
+    if (!invitation) return undefined;
+    const { roomName } = invitation;
+    const room = this.open.get(roomName);
+    if (room) {
+      if (invitation.host && room.translator.participantCount === 0)
+        this.closeWhenIdle(roomName, Math.max(this.options.emptyTimeoutMs, HOST_PRESENCE_MS));
+      return { state: "open", invitation, languages: room.room };
+    }
+    const directory = this.options.fleet?.directory;
+    if (await directory?.lookup(roomName)) return { state: "open", invitation, languages: undefined };
+    return { state: "ended", invitation, reason: await this.endedReason(roomName) };
+  }
+
+  /**
+   * A fresh room token for a share link's participant (ROOM_TOKEN_TTL_SEC), named `name` for the
+   * others: a link opens its room for as long as the room is open, as the same participant.
+   */
+  async redeem(
+    state: InvitationState & { readonly state: "open" },
+    name: string | undefined,
+    publicBaseUrl: string,
+  ): Promise<CreatedRoom> {
+    const { roomName, identity, language } = state.invitation;
+    const access = await this.backend.clientAccess(
+      roomName,
+      {
+        identity,
+        ...(language === undefined ? {} : { language }),
+        ...(name === undefined ? {} : { name }),
+      },
+      publicBaseUrl,
+    );
+    return { ...access, roomName, identity, language, invitation: this.invitations.encode(state.invitation) };
   }
 
   /**
@@ -269,7 +376,7 @@ export class Rooms {
     const room = this.open.get(roomName);
     if (room) {
       if (room.accountId !== accountId) return NOT_FOUND;
-      await this.end(roomName, "ended by its owner");
+      await this.end(roomName, "owner");
       return ENDED;
     }
     const fleet = this.options.fleet;
@@ -280,16 +387,16 @@ export class Rooms {
       if (address) return forwarded ? NOT_FOUND : { kind: "elsewhere", address };
       // Its host is gone (killed, or this process before a restart): only LiveKit's room and the entry remain.
       await this.backend.deleteRoom(roomName);
-      await this.rememberEnded(roomName, accountId);
+      await this.rememberEnded(roomName, accountId, "owner");
       await fleet.directory.remove(roomName);
       return ENDED;
     }
-    return (await this.endedOwner(roomName)) === accountId ? ENDED : NOT_FOUND;
+    return (await this.endedRoom(roomName))?.accountId === accountId ? ENDED : NOT_FOUND;
   }
 
   /** Closes every room (shutdown). */
   async close(): Promise<void> {
-    await Promise.all([...this.open.keys()].map((name) => this.end(name, "server shutting down")));
+    await Promise.all([...this.open.keys()].map((name) => this.end(name, "shutdown")));
     await this.backend.close();
   }
 
@@ -299,20 +406,20 @@ export class Rooms {
     if (!room) return;
     clearTimeout(room.idleTimer);
     room.idleTimer = setTimeout(() => {
-      if (room.translator.participantCount === 0) void this.end(roomName, "room is empty");
+      if (room.translator.participantCount === 0) void this.end(roomName, "empty");
       else room.idleTimer = undefined;
     }, afterMs);
   }
 
-  private async end(roomName: string, reason: string): Promise<void> {
+  private async end(roomName: string, reason: RoomEndReason): Promise<void> {
     const room = this.open.get(roomName);
     if (!room) return;
     this.open.delete(roomName);
     for (const timer of [...room.timers, room.idleTimer]) clearTimeout(timer);
     this.options.sessions.ended(room.live);
-    this.options.log.info({ room: roomName, reason }, "room closed");
+    this.options.log.info({ room: roomName, reason: ROOM_ENDINGS[reason] }, "room closed");
     // Remembered before the room's own entry goes, so a second end never finds neither.
-    await this.rememberEnded(roomName, room.accountId).catch((error: unknown) => {
+    await this.rememberEnded(roomName, room.accountId, reason).catch((error: unknown) => {
       this.options.log.warn({ err: error, room: roomName }, "ended room could not be remembered");
     });
     await this.options.fleet?.directory.remove(roomName).catch((error: unknown) => {
@@ -327,12 +434,12 @@ export class Rooms {
     });
   }
 
-  private async rememberEnded(roomName: string, accountId: string): Promise<void> {
+  private async rememberEnded(roomName: string, accountId: string, reason: RoomEndReason): Promise<void> {
     const { fleet, maxLifetimeMs } = this.options;
     if (fleet) {
       await fleet.directory.register(
         endedEntry(roomName),
-        { workerId: fleet.workerId, accountId },
+        { workerId: fleet.workerId, accountId, endedReason: reason },
         maxLifetimeMs,
       );
       return;
@@ -342,14 +449,24 @@ export class Rooms {
       if (entry.until > now) break;
       this.ended.delete(name);
     }
-    this.ended.set(roomName, { accountId, until: now + maxLifetimeMs });
+    this.ended.set(roomName, { accountId, reason, until: now + maxLifetimeMs });
   }
 
-  private async endedOwner(roomName: string): Promise<string | undefined> {
+  /** Who owned a room that ended, and why it ended (undefined: no ending remembered). */
+  private async endedRoom(
+    roomName: string,
+  ): Promise<{ readonly accountId: string; readonly reason: RoomEndReason | undefined } | undefined> {
     const { fleet } = this.options;
-    if (fleet) return (await fleet.directory.lookup(endedEntry(roomName)))?.accountId;
+    if (fleet) {
+      const entry = await fleet.directory.lookup(endedEntry(roomName));
+      return entry && { accountId: entry.accountId, reason: entry.endedReason };
+    }
     const entry = this.ended.get(roomName);
-    return entry && entry.until > Date.now() ? entry.accountId : undefined;
+    return entry && entry.until > Date.now() ? entry : undefined;
+  }
+
+  private async endedReason(roomName: string): Promise<RoomEndReason | undefined> {
+    return (await this.endedRoom(roomName))?.reason;
   }
 }
 

@@ -19,6 +19,8 @@ export interface RoomGrant {
   readonly identity: string;
   /** The language the participant speaks and hears (the `language` attribute LiveKit shows others). */
   readonly language?: string;
+  /** The participant's display name (LiveKit's `name` claim, which it shows others as `name`). */
+  readonly name?: string;
 }
 
 export async function mintRoomToken(
@@ -69,7 +71,11 @@ function mintClientToken(
     canPublishData: false,
     canUpdateOwnMetadata: false,
   };
-  return new SignJWT({ video, ...(grant.language ? { attributes: { language: grant.language } } : {}) })
+  return new SignJWT({
+    video,
+    ...(grant.language ? { attributes: { language: grant.language } } : {}),
+    ...(grant.name ? { name: grant.name } : {}),
+  })
     .setProtectedHeader({ alg: "HS256" })
     .setIssuer(keys.apiKey)
     .setSubject(grant.identity)
@@ -86,7 +92,7 @@ export async function verifyRoomToken(
   keys: RoomTokenKeys,
   token: string,
   roomName: string,
-): Promise<{ ok: true; identity: string; language?: string } | { ok: false; reason: string }> {
+): Promise<{ ok: true; identity: string; language?: string; name?: string } | { ok: false; reason: string }> {
   let claims: ClaimGrants;
   try {
     // No clock tolerance (the SDK allows 10 s by default): this process signs and checks the
@@ -101,5 +107,6 @@ export async function verifyRoomToken(
   if (claims.video.room !== roomName) return { ok: false, reason: "token is for another room" };
   if (!claims.sub) return { ok: false, reason: "token has no identity" };
   const language = claims.attributes?.["language"];
-  return { ok: true, identity: claims.sub, ...(language ? { language } : {}) };
+  const name = claims.name;
+  return { ok: true, identity: claims.sub, ...(language ? { language } : {}), ...(name ? { name } : {}) };
 }

@@ -28,10 +28,15 @@ export interface RoomLanguages {
   };
 }
 
+/** Why a room ended, as its participants are told (src/rooms/rooms.ts's `ROOM_ENDINGS`). */
+export type RoomEndReason = "owner" | "empty" | "lifetime" | "translator" | "revoked" | "shutdown";
+
 /** A participant as the translator knows them: the language they declared (from their token), if any. */
 export interface RoomMember {
   readonly identity: string;
   readonly language?: LanguageCode;
+  /** The name they gave when they joined (a meeting's share link), shown to the others. */
+  readonly name?: string;
 }
 
 /** Where one clip of translated speech goes: its language's track, heard by `listeners` only. */
@@ -43,7 +48,12 @@ export interface SpeechOutput {
 }
 /** What the translator hears in a room. Audio is PCM16, 16 kHz mono, per publishing participant. */
 export type RoomEvent =
-  | { readonly type: "participant_joined"; readonly identity: string; readonly language?: LanguageCode }
+  | {
+      readonly type: "participant_joined";
+      readonly identity: string;
+      readonly language?: LanguageCode;
+      readonly name?: string;
+    }
   | { readonly type: "participant_left"; readonly identity: string }
   | { readonly type: "audio"; readonly identity: string; readonly pcm: Int16Array };
 

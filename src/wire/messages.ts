@@ -104,6 +104,16 @@ export const joinedMessage = z.object({
   room_name: z.string(),
   identity: z.string().describe("This participant"),
   participants: z.array(z.string()).describe("Those already in the room"),
+  participant_info: z
+    .array(
+      z.object({
+        identity: z.string(),
+        language: z.string().optional().describe("The language they declared, when they did"),
+        name: z.string().optional().describe("The name they gave when they joined, when they did"),
+      }),
+    )
+    .optional()
+    .describe("Those already in the room, with their language and name"),
   language: z
     .string()
     .nullable()
@@ -128,6 +138,10 @@ export const participantMessage = z.object({
   type: z.enum(["participant_joined", "participant_left"]),
   identity: z.string(),
   language: z.string().optional().describe("participant_joined: the language they declared, when they did"),
+  name: z
+    .string()
+    .optional()
+    .describe("participant_joined: the name they gave when they joined, when they did"),
   timestamp,
 });
 

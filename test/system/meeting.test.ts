@@ -37,7 +37,7 @@ import { PROJECT_ROOT } from "../support/run-script.js";
 import { multilingualEngines } from "../support/multilingual-engines.js";
 import type { OpenAiTestServer } from "../support/openai-server.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
-import { inviteLink } from "../../src/playground/meeting-logic.js";
+import { inviteLink, tokenLink } from "../../src/playground/meeting-logic.js";
 
 const problem = meetingPagesProblem();
 if (problem) console.warn(`meeting page not tested: ${problem}`);
@@ -164,20 +164,40 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
     await alice.click("#end");
     for (const page of [alice, clara]) {
       await page.locator("body[data-state=ended]").waitFor({ timeout: 30_000 });
-      expect(await page.textContent("#status")).toBe("The meeting has ended.");
-      expect(await page.isDisabled("#join")).toBe(true);
+      // The others are told why; after the end the page offers a new meeting, nothing else.
+      expect(await page.textContent("#status")).toBe(
+        page === alice
+          ? "You ended the meeting."
+          : "This meeting has ended: the person who created it ended it.",
+      );
+      expect(await page.isVisible("#join")).toBe(false);
+      expect(await page.isVisible("#new-meeting")).toBe(true);
     }
   });
 
   it("says why a link does not let the page in", async () => {
     const errorsBefore = people.consoleErrors.length;
-    const forged = inviteLink(origin, { room: "api-00000000000000000000", token: "forged", language: "es" });
+    // A token link made by hand, with a forged token: the refused handshake says why.
+    const forged = tokenLink(origin, { room: "api-00000000000000000000", token: "forged", language: "es" });
     const page = await people.open("es", forged);
     await page.click("#join");
     await page.locator("body[data-state=failed]").waitFor({ timeout: 30_000 });
     expect(await page.textContent("#status")).toMatch(/^Could not join: .+\. Ask for a new link\.$/u);
     expect(await page.isEnabled("#join")).toBe(true);
-    people.consoleErrors.length = errorsBefore; // the refused handshake's own errors
+    // A share link this service never made: said at once, and nothing to join.
+    const made = await people.open("es", inviteLink(origin, "AQE" + "x".repeat(40)));
+    await made.locator("body[data-state=ended]").waitFor({ timeout: 30_000 });
+    expect(await made.textContent("#status")).toMatch(/^This link does not open a meeting: /u);
+    expect(await made.isVisible("#join")).toBe(false);
+    expect(await made.isVisible("#new-meeting")).toBe(true);
+    // A link whose LiveKit server is a script, not a web address: refused, never "Joining…" forever.
+    const scripted = await people.open(
+      "es",
+      tokenLink(origin, { room: "api-1", token: "t", language: "es", livekit: "javascript:alert(1)" }),
+    );
+    expect(await scripted.textContent("#status")).toMatch(/not a web address/u);
+    expect(await scripted.isVisible("#join")).toBe(false);
+    people.consoleErrors.length = errorsBefore; // the refused handshake's own errors, and the 404
   });
 
   it("joins LiveKit through livekit-client when the link names a LiveKit server (the CSP allows LIVEKIT_URL)", async () => {
@@ -207,7 +227,7 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
     try {
       const page = await people.open(
         "es",
-        inviteLink(withLiveKit.baseUrl.replace("127.0.0.1", "localhost"), {
+        tokenLink(withLiveKit.baseUrl.replace("127.0.0.1", "localhost"), {
           room: "api-00000000000000000000",
           token: "the-join-token",
           language: "es",

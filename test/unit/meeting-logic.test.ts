@@ -9,6 +9,7 @@ import {
   closeMessage,
   fromFloat32Le,
   inviteLink,
+  liveKitServerUrl,
   isEmbeddedRoomUrl,
   livekitCloseMessage,
   livekitUrlOf,
@@ -18,17 +19,29 @@ import {
   roomSocketUrl,
   toPcm16Le,
   trackLanguagesOf,
+  tokenLink,
   translatorTrackFor,
 } from "../../src/playground/meeting-logic.js";
 
 describe("share links", () => {
-  it("carry the room, token and language in the fragment (and LiveKit's URL when rooms are there)", () => {
-    const link = inviteLink("http://localhost:8080", { room: "api-0123", token: "a.b-c_d", language: "es" });
-    expect(link).toBe("http://localhost:8080/meeting#room=api-0123&token=a.b-c_d&language=es");
+  it("carry the participant's invitation in the fragment, never sent to a server", () => {
+    const link = inviteLink("http://localhost:8080", "AQFx9Jb3_-abcdefghijklmnopqrstuvwxyz0123");
+    expect(link).toBe("http://localhost:8080/meeting#join=AQFx9Jb3_-abcdefghijklmnopqrstuvwxyz0123");
     expect(new URL(link).search).toBe("");
+    expect(parseInvite(new URL(link).hash)).toEqual({
+      invitation: "AQFx9Jb3_-abcdefghijklmnopqrstuvwxyz0123",
+    });
+    // Cut short or mangled when pasted: said so, not sent.
+    expect(parseInvite("#join=AQFx")).toEqual({ error: expect.stringMatching(/incomplete or damaged/u) });
+    expect(parseInvite("#join=<script>alert(1)</script>xxxxxxxxxxxx")).toHaveProperty("error");
+  });
+
+  it("made by hand from a room token carry the room, token and language (and LiveKit's URL)", () => {
+    const link = tokenLink("http://localhost:8080", { room: "api-0123", token: "a.b-c_d", language: "es" });
+    expect(link).toBe("http://localhost:8080/meeting#room=api-0123&token=a.b-c_d&language=es");
     expect(parseInvite(new URL(link).hash)).toEqual({ room: "api-0123", token: "a.b-c_d", language: "es" });
 
-    const livekit = inviteLink("https://relay.example", {
+    const livekit = tokenLink("https://relay.example", {
       room: "api-1",
       token: "t",
       language: "de",
@@ -40,6 +53,16 @@ describe("share links", () => {
       language: "de",
       livekit: "wss://livekit.example:7880",
     });
+  });
+
+  it("refuse a LiveKit server that is not a web address (javascript:, data:, file:)", () => {
+    for (const url of ["javascript:alert(1)", "data:text/html,x", "file:///etc/passwd", "not a url"]) {
+      const hash = `#${new URLSearchParams({ room: "api-1", token: "t", language: "es", livekit: url })}`;
+      expect(parseInvite(hash), url).toEqual({ error: expect.stringMatching(/not a web address/u) });
+      expect(liveKitServerUrl(url), url).toBeUndefined();
+    }
+    for (const url of ["ws://localhost:7880", "wss://lk.example", "https://lk.example"])
+      expect(liveKitServerUrl(url)).toBe(url);
   });
 
   it("are no invitation without a room and a token", () => {
@@ -133,13 +156,17 @@ describe("names", () => {
     expect(participantLabel("client-3fa29c1d", "es", "client-0000")).toBe("Participant 3fa2 (es)");
     expect(participantLabel("client-3fa29c1d", undefined, "client-0000")).toBe("Participant 3fa2");
     expect(participantLabel("someone", "de", undefined)).toBe("Participant some (de)");
+    // The name they typed when joining, when they gave one.
+    expect(participantLabel("client-3fa29c1d", "es", "client-0000", "Ana")).toBe("Ana (es)");
+    expect(participantLabel("client-3fa29c1d", "es", "client-0000", "")).toBe("Participant 3fa2 (es)");
   });
 
-  it("reads joined.participants as identities or as {identity, language}", () => {
-    expect(participantOf("client-1")).toEqual({ identity: "client-1", language: undefined });
-    expect(participantOf({ identity: "client-1", language: "es" })).toEqual({
+  it("reads joined.participants as identities, and participant_info as {identity, language, name}", () => {
+    expect(participantOf("client-1")).toEqual({ identity: "client-1", language: undefined, name: undefined });
+    expect(participantOf({ identity: "client-1", language: "es", name: "Ana" })).toEqual({
       identity: "client-1",
       language: "es",
+      name: "Ana",
     });
   });
 });

@@ -113,6 +113,14 @@ export interface JoinedMessage {
   identity: string;
   /** Those already in the room. */
   participants: string[];
+  /** Those already in the room, with their language and name. */
+  participant_info?: {
+    identity: string;
+    /** The language they declared, when they did. */
+    language?: string;
+    /** The name they gave when they joined, when they did. */
+    name?: string;
+  }[];
   /** The language this participant speaks and hears; null when they declared none (a spec room). */
   language?: string | null;
   /** The room's languages. */
@@ -131,6 +139,8 @@ export interface ParticipantMessage {
   identity: string;
   /** participant_joined: the language they declared, when they did. */
   language?: string;
+  /** participant_joined: the name they gave when they joined, when they did. */
+  name?: string;
   timestamp: number;
 }
 

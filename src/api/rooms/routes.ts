@@ -5,11 +5,15 @@ import type { Accounts } from "../../auth/accounts.js";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import { recognitionAdvice, recognitionTier, unservable } from "../../engines/routing/languages.js";
+import { MAX_INVITATION_LENGTH } from "../../rooms/invites.js";
 import {
+  displayName,
   EmptyRoomsLimitError,
+  ROOM_ENDINGS,
   RoomCapacityError,
   RoomFullError,
   RoomServerError,
+  type InvitationState,
   type Rooms,
 } from "../../rooms/rooms.js";
 import { roomLanguageOf, roomRequirements, spokenLanguages } from "../../rooms/room-languages.js";
@@ -41,6 +45,25 @@ const endRequest = z.object(
   },
   { error: "the body must be a JSON object" },
 );
+
+/** A share link's invitation (src/rooms/invites.ts) and, to join, the name the person typed. */
+const invitationRequest = z.object(
+  {
+    invitation: z
+      .string({ error: "invitation is required: the code after #join= in a meeting's share link" })
+      .max(MAX_INVITATION_LENGTH, { error: "invitation is not a share link's code" })
+      .describe("The code after #join= in a meeting's share link"),
+    name: z
+      .string({ error: "name must be a string" })
+      .max(1000, { error: "name is too long (names are cut to 40 characters)" })
+      .optional()
+      .describe("How the others see this participant (at most 40 characters are kept)"),
+  },
+  { error: "the body must be a JSON object" },
+);
+
+/** How often a meeting page checks its link (the creator's checks keep an empty meeting open). */
+const INVITATION_CHECK_SEC = 15;
 
 /** Marks an end request one process of the fleet passed to the room's host (never passed on again). */
 const FORWARDED_HEADER = "x-relay-forwarded";
@@ -97,6 +120,7 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
           ...(room.language === undefined ? {} : { language: room.language }),
           ...(body.room.pair ? {} : { languages: [...body.room.languages] }),
           ...(listenOnly.length > 0 ? { listen_only: listenOnly } : {}),
+          ...(body.room.pair ? {} : { invitation: room.invitation }),
         };
       } catch (error) {
         if (error instanceof EmptyRoomsLimitError) {
@@ -167,6 +191,83 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
     },
   );
 
+  // Beyond the spec: share links. A link's invitation is the credential (no API key): it says
+  // where the meeting stands, and turns into a fresh room token whenever its participant joins.
+  const stateOf = async (invitation: string): Promise<InvitationState> => {
+    const state = await rooms.invitationState(invitation);
+    if (!state)
+      throw new ApiError(404, "not_found", "this link is not a meeting's share link of this service");
+    return state;
+  };
+  routes.post(
+    "/api/beta1/invitation",
+    {
+      schema: {
+        tags: ["rooms"],
+        summary: "Beyond the spec: where the meeting of a share link stands",
+        description:
+          "Checked by the meeting page while it is open; the creator's own link keeps an empty meeting open " +
+          "while their page checks it.",
+        body: invitationRequest,
+        response: { 200: invitationStatus, ...errorResponses(400, 404) },
+      },
+    },
+    async (request) => {
+      const state = await stateOf(request.body.invitation);
+      const { roomName, language, host } = state.invitation;
+      return {
+        status: state.state,
+        room_name: roomName,
+        ...(language === undefined ? {} : { language }),
+        ...(state.state === "open" && state.languages && !state.languages.pair
+          ? { languages: [...state.languages.languages] }
+          : {}),
+        listen_only: language !== undefined && registry.recognizer(language) === undefined,
+        host,
+        check_after_sec: INVITATION_CHECK_SEC,
+        ...(state.state === "ended" && state.reason ? { ended_reason: state.reason } : {}),
+        ...(state.state === "ended" ? { message: endedMessage(state) } : {}),
+      };
+    },
+  );
+  routes.post(
+    "/api/beta1/invitation/join",
+    {
+      schema: {
+        tags: ["rooms"],
+        summary: "Beyond the spec: a fresh room token for a share link's participant",
+        description:
+          "Valid for as long as the meeting is open: a participant who left (or whose earlier token expired) " +
+          "joins again as the same participant.",
+        body: invitationRequest,
+        response: {
+          200: roomAccess.extend({
+            identity: z.string().describe("The participant, the same at every join with this link"),
+            invitation: z.string().describe("The link's invitation"),
+            name: z.string().optional().describe("The name the others see, as kept"),
+          }),
+          ...errorResponses(400, 404),
+        },
+      },
+    },
+    async (request) => {
+      const state = await stateOf(request.body.invitation);
+      if (state.state === "ended") throw new ApiError(404, "not_found", endedMessage(state));
+      const name = displayName(request.body.name ?? "");
+      const access = await rooms.redeem(state, name, options.publicBaseUrl(request));
+      return {
+        url: access.url,
+        token: access.token,
+        room_name: access.roomName,
+        identity: access.identity,
+        invitation: access.invitation,
+        ...(access.language === undefined ? {} : { language: access.language }),
+        ...(state.languages && !state.languages.pair ? { languages: [...state.languages.languages] } : {}),
+        ...(name === undefined ? {} : { name }),
+      };
+    },
+  );
+
   // Beyond the spec: a token for one more participant of a room the caller created.
   routes.post(
     "/api/beta1/session/:roomName/participants",
@@ -178,7 +279,12 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
         params: z.object({ roomName: z.string() }),
         body: participantRequest,
         response: {
-          200: roomAccess.extend({ identity: z.string().describe("The new participant") }),
+          200: roomAccess.extend({
+            identity: z.string().describe("The new participant"),
+            invitation: z
+              .string()
+              .describe("Their share link's code (/meeting#join=<invitation>), valid while the room is open"),
+          }),
           ...errorResponses(400, 401, 403, 404, 429),
         },
       },
@@ -223,6 +329,7 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
         token: access.token,
         room_name: roomName,
         identity: access.identity,
+        invitation: access.invitation,
         ...(access.language === undefined ? {} : { language: access.language }),
         ...(room && !room.languages.pair ? { languages: [...room.languages.languages] } : {}),
       };
@@ -246,6 +353,13 @@ const roomAccess = z.object({
       "Beyond the spec: the room's languages no configured engine recognizes: their participants hear " +
         "the others translated, and are not heard",
     ),
+  invitation: z
+    .string()
+    .optional()
+    .describe(
+      "Beyond the spec, rooms created with languages: the creator's own share link code " +
+        "(/meeting#join=<invitation>), valid while the room is open",
+    ),
   voice_clone: z
     .enum(["tone-color", "library", "off"])
     .optional()
@@ -255,6 +369,28 @@ const roomAccess = z.object({
         "the deployment disabled voice cloning (VOICE_CLONE=off; the nearest library voice serves)",
     ),
 });
+
+const invitationStatus = z.object({
+  status: z.enum(["open", "ended"]),
+  room_name: z.string(),
+  language: z.string().optional().describe("The language the link's participant speaks and hears"),
+  languages: z.array(z.string()).optional().describe("The room's languages (while it is open)"),
+  listen_only: z
+    .boolean()
+    .describe("No configured engine recognizes their language: they hear the others, and are not heard"),
+  host: z.boolean().describe("The creator's own link"),
+  check_after_sec: z.number().int().describe("When a page showing the meeting checks again"),
+  ended_reason: z
+    .enum(Object.keys(ROOM_ENDINGS) as [keyof typeof ROOM_ENDINGS])
+    .optional()
+    .describe("Why the meeting ended, when this service still knows"),
+  message: z.string().optional().describe("For people: that the meeting ended, and why"),
+});
+
+/** "This meeting has ended: nobody was in it." */
+function endedMessage(state: InvitationState & { readonly state: "ended" }): string {
+  return `This meeting has ended${state.reason ? `: ${ROOM_ENDINGS[state.reason]}` : ""}.`;
+}
 
 const roomEnded = z.object({
   session_id: z.string().describe("The room's name"),

@@ -39,6 +39,13 @@ export interface EmbeddedRoomOptions {
   readonly hostOf?: (roomName: string) => Promise<string | undefined>;
 }
 
+/** A participant as others are told of them (no socket). */
+const memberOf = ({ identity, language, name }: RoomMember): RoomMember => ({
+  identity,
+  ...(language === undefined ? {} : { language }),
+  ...(name === undefined ? {} : { name }),
+});
+
 interface Participant extends RoomMember {
   readonly wire: SocketWire;
 }
@@ -86,6 +93,7 @@ export class EmbeddedRoomServer implements RoomBackend {
         roomName,
         identity: client.identity,
         ...(client.language === undefined ? {} : { language: client.language }),
+        ...(client.name === undefined ? {} : { name: client.name }),
         role: "client",
         ttlSec: tokenTtlSec,
       }),
@@ -100,10 +108,7 @@ export class EmbeddedRoomServer implements RoomBackend {
     room.translator = translator;
     return {
       events,
-      participants: [...room.participants.values()].map(({ identity, language }) => ({
-        identity,
-        ...(language === undefined ? {} : { language }),
-      })),
+      participants: [...room.participants.values()].map(memberOf),
       async publishAudio(samples, output) {
         for (const identity of output.listeners) room.participants.get(identity)?.wire.audio(samples);
       },
@@ -197,6 +202,7 @@ export class EmbeddedRoomServer implements RoomBackend {
             roomName,
             identity: verified.identity,
             ...(language === undefined ? {} : { language }),
+            ...(verified.name === undefined ? {} : { name: verified.name }),
           };
         },
       },
@@ -210,23 +216,26 @@ export class EmbeddedRoomServer implements RoomBackend {
   /** Puts a participant whose token was verified into its room: joins, relays its audio, leaves on close. */
   private attachParticipant(
     socket: WebSocket,
-    { roomName, identity, language }: { roomName: string; identity: string; language?: LanguageCode },
+    { roomName, ...member }: RoomMember & { roomName: string },
   ): void {
+    const { identity, language } = member;
     const room = this.rooms.get(roomName);
     const wire = new SocketWire(socket);
     if (!room) return wire.close(1000, "room closed");
     // As on LiveKit, a second connection with the same identity replaces the first.
     room.participants.get(identity)?.wire.close(1000, "replaced by a new connection with the same identity");
-    const participant: Participant = { identity, wire, ...(language === undefined ? {} : { language }) };
-    const others = [...room.participants.keys()].filter((other) => other !== identity);
+    const participant: Participant = { ...member, wire };
+    const others = [...room.participants.values()].filter((other) => other.identity !== identity);
     room.participants.set(identity, participant);
     const { translator } = room;
     const declared = language === undefined ? {} : { language };
+    const named = member.name === undefined ? {} : { name: member.name };
     wire.send({
       type: "joined",
       room_name: roomName,
       identity,
-      participants: others,
+      participants: others.map((other) => other.identity),
+      participant_info: others.map(memberOf),
       language: language ?? null,
       languages: [...room.languages.languages],
       translator: translator
@@ -239,10 +248,10 @@ export class EmbeddedRoomServer implements RoomBackend {
         : null,
     });
     room.broadcast(
-      { type: "participant_joined", identity, ...declared, timestamp: Date.now() / 1000 },
+      { type: "participant_joined", identity, ...declared, ...named, timestamp: Date.now() / 1000 },
       identity,
     );
-    room.tell({ type: "participant_joined", identity, ...declared });
+    room.tell({ type: "participant_joined", identity, ...declared, ...named });
 
     const input = new Pcm16Input((warning) => wire.error(warning));
     socket.on("message", (data: RawData, isBinary: boolean) => {
@@ -266,7 +275,7 @@ export class EmbeddedRoomServer implements RoomBackend {
 
 declare module "fastify" {
   interface FastifyRequest {
-    roomParticipant?: { roomName: string; identity: string; language?: LanguageCode };
+    roomParticipant?: RoomMember & { roomName: string };
     /** The host's URL of a room another process of the fleet hosts. */
     roomForward?: string;
   }

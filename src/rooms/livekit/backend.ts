@@ -111,6 +111,7 @@ export function createLiveKitBackend(options: LiveKitOptions): RoomBackend {
         roomName,
         identity: client.identity,
         ...(client.language === undefined ? {} : { language: client.language }),
+        ...(client.name === undefined ? {} : { name: client.name }),
         role: "client",
         ttlSec: options.tokenTtlSec,
       });
