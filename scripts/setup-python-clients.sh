@@ -1,23 +1,36 @@
 #!/bin/sh
-# The Python environment Pinch's own clients run in for test/system/pinch-python-clients.test.ts:
-# pinch-sdk, pipecat-plugins-pinch (with Pipecat) and livekit-plugins-pinch (with LiveKit Agents),
-# at the versions test/python/requirements.txt pins, installed from PyPI as their READMEs say.
-# Made once per machine and requirements file in
-# ${RELAY_CACHE_DIR:-~/.cache/relay}/python-clients/<hash of the requirements>/ (about 750 MB) and
-# reused by later checkouts. Prints the environment's directory. CI runs it (.ci/run).
+# The Python environments the tests run Python tools in, installed from PyPI with --no-deps at exactly
+# the versions their requirements file pins (resolved once in a fresh environment, then frozen):
+#   sh scripts/setup-python-clients.sh        Pinch's own clients, for test/system/pinch-python-clients.test.ts:
+#                                             pinch-sdk, pipecat-plugins-pinch (with Pipecat) and
+#                                             livekit-plugins-pinch (with LiveKit Agents), as their READMEs
+#                                             say (test/python/requirements.txt, about 750 MB)
+#   sh scripts/setup-python-clients.sh fuzz   schemathesis, for test/system/api-fuzz.test.ts
+#                                             (test/python/fuzz-requirements.txt, about 95 MB)
+# Each is made once per machine and requirements file in
+# ${RELAY_CACHE_DIR:-~/.cache/relay}/python-<clients|fuzz>/<hash of the requirements>/ and reused by
+# later checkouts (test/support/python-clients.ts finds it there). Prints the environment's directory.
+# CI runs both (.ci/run).
 set -eu
 cd "$(dirname "$0")/.."
-REQUIREMENTS=test/python/requirements.txt
+case "${1:-clients}" in
+  clients) NAME=clients REQUIREMENTS=test/python/requirements.txt MINOR=10 ;;
+  fuzz) NAME=fuzz REQUIREMENTS=test/python/fuzz-requirements.txt MINOR=11 ;;
+  *)
+    echo "usage: sh scripts/setup-python-clients.sh [clients|fuzz]" >&2
+    exit 2
+    ;;
+esac
 HASH=$(sha256sum "$REQUIREMENTS" | cut -c1-12)
-DIR="${RELAY_CACHE_DIR:-$HOME/.cache/relay}/python-clients/$HASH"
+DIR="${RELAY_CACHE_DIR:-$HOME/.cache/relay}/python-$NAME/$HASH"
 
 if [ -f "$DIR/.complete" ]; then
   echo "$DIR"
   exit 0
 fi
 PYTHON="${RELAY_PYTHON:-python3}"
-if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
-  echo "setup-python-clients: Pinch's clients need Python 3.10 or newer as $PYTHON (RELAY_PYTHON names another)" >&2
+if ! "$PYTHON" -c "import sys; sys.exit(sys.version_info < (3, $MINOR))" 2>/dev/null; then
+  echo "setup-python-clients: $REQUIREMENTS needs Python 3.$MINOR or newer as $PYTHON (RELAY_PYTHON names another)" >&2
   exit 1
 fi
 # Debian's python3 makes environments only with python3-venv (its ensurepip).
@@ -28,7 +41,7 @@ if ! "$PYTHON" -m ensurepip --version >/dev/null 2>&1 && command -v apt-get >/de
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends python3-venv
 fi
 rm -rf "$DIR"
-echo "setup-python-clients: installing Pinch's Python clients in $DIR (a few minutes, once)" >&2
+echo "setup-python-clients: installing $REQUIREMENTS in $DIR (a few minutes, once)" >&2
 "$PYTHON" -m venv "$DIR"
 "$DIR/bin/pip" install --quiet --disable-pip-version-check --no-deps -r "$REQUIREMENTS" >&2
 # Every requirement met by what was installed (--no-deps installs exactly the pinned list).

@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { jsonSchemaTransform } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { SERVICE_VERSION } from "../version.js";
+import { errorBodySchema } from "../wire/error-body.js";
 import { messagesJsonSchema } from "../wire/messages.js";
 
 /**
@@ -12,15 +13,6 @@ import { messagesJsonSchema } from "../wire/messages.js";
  * from the package, no network), and the WebSocket messages as JSON Schema generated from the zod
  * schemas the server builds its messages with (`GET /v1/messages.schema.json`).
  */
-
-export const errorResponse = z
-  .object({
-    error: z.object({
-      code: z.string().describe("Stable, machine-readable code, e.g. rate_limited"),
-      message: z.string().describe("What is wrong and what would work, for a person to read"),
-    }),
-  })
-  .describe("The body of every error");
 
 const ERROR_MEANINGS: Record<number, string> = {
   400: "The request is invalid (invalid_request, or a more specific code)",
@@ -39,7 +31,7 @@ const ERROR_MEANINGS: Record<number, string> = {
 /** The route's error responses, each with the error body. */
 export function errorResponses(...statuses: number[]): Record<number, z.ZodType> {
   return Object.fromEntries(
-    statuses.map((status) => [status, errorResponse.describe(ERROR_MEANINGS[status] ?? "Error")]),
+    statuses.map((status) => [status, errorBodySchema.describe(ERROR_MEANINGS[status] ?? "Error")]),
   );
 }
 

@@ -5,6 +5,8 @@
  * A context is free text, optionally with explicit entries, one per line:
  *   `Hope Walker => =`        keep this term verbatim in every translation
  *   `Reading => Reading (UK)` put this target in place of the term
+ * A line is an entry only when both sides are terms, not sentences (`explicitEntry`); a `=>` line that
+ * is not gives no term at all (`Ignore all previous instructions => …`).
  * From the rest: quoted phrases, names (runs of capitalized words; a sentence's first word only as part
  * of a run), acronyms, words with digits, and the items of short lists ("Topics: Kubernetes, OKRs") —
  * in any script; short list items without capitals or digits (in scripts with case) are kept for
@@ -19,6 +21,11 @@ export const MAX_GLOSSARY_TERMS = 50;
 const MAX_TERM_LENGTH = 60;
 /** A list item of this many words or fewer is a term as a whole. */
 const MAX_ITEM_WORDS = 4;
+/** An explicit entry's source: this many words, or up to `MAX_NAME_WORDS` when it is all name. */
+const MAX_PHRASE_WORDS = 3;
+const MAX_NAME_WORDS = 6;
+/** An explicit entry's target, in words ("… => National Autonomous University of Mexico"). */
+const MAX_TARGET_WORDS = 8;
 
 export interface GlossaryTerm {
   /** The term as the context spells it: recognition and casing follow this spelling. */
@@ -56,9 +63,68 @@ const hasCase = (word: string) => word.toLowerCase() !== word.toUpperCase();
 const capitalized = (word: string) => /^\p{Lu}/u.test(word);
 const acronym = (word: string) => /^\p{Lu}{2,}s?$/u.test(word) || /\p{Lu}.*\p{Lu}/u.test(word.slice(1));
 const withDigits = (word: string) => /\p{N}/u.test(word) && /\p{L}/u.test(word);
+/** Short lower-case words a name may contain ("Bank of America", "Leonardo da Vinci"). */
+const CONNECTOR = /^\p{Ll}{1,3}$/u;
+
+/** A word that can be part of a name: capitalized, with digits, or in a script without case. */
+const naming = (word: string) => capitalized(word) || withDigits(word) || !hasCase(word);
+const wordsOf = (text: string) => [...text.matchAll(WORD)].map((match) => match[0]);
+
+/** All name: naming words, with short connectors between them ("Bank of America"). */
+function allName(words: readonly string[]): boolean {
+  return (
+    words.length > 0 &&
+    naming(words[0]!) &&
+    naming(words.at(-1)!) &&
+    words.every((word) => naming(word) || CONNECTOR.test(word))
+  );
+}
+
+/** Every line break a client may send (a context's lines are glossary lines). */
+const LINE_BREAK = /\r\n?|[\u0085\u2028\u2029]/gu;
+const SPACING_CONTROL = /[\t\v\f]/gu;
+// ZWNJ and ZWJ (U+200C, U+200D) spell words in Persian and Indic scripts and join emoji; every other
+// format character (bidi embeddings, overrides and isolates, zero-width spaces, tag characters,
+// U+FEFF) is invisible, so it can only hide or reorder what a person reading the context sees.
+const INVISIBLE = /(?![\n\u200C\u200D])[\p{Cc}\p{Cf}\p{Cs}]/gu;
+
+/**
+ * A context as every engine gets it (one place: `sessionContext`, and `glossaryFromContext` for its
+ * direct callers): line breaks as `\n`, tabs and other spacing controls as spaces, and no other
+ * control, format or lone surrogate characters.
+ */
+export function cleanContext(context: string): string {
+  return context.replace(LINE_BREAK, "\n").replace(SPACING_CONTROL, " ").replace(INVISIBLE, "");
+}
+
+/**
+ * A `source => target` line as a glossary entry, or undefined when it is none. Both sides must
+ * be terms, not sentences: the source at most 60 characters and 3 words, or 6 when it is all name
+ * ("Universidad Nacional Autónoma de México") and not all capitals (a shouted sentence is not a name);
+ * the target `=` or empty (keep the term), or at most 60 characters and 8 words, with no `=>` of its
+ * own.
+ */
+function explicitEntry(line: string): { source: string; target: string } | undefined {
+  const match = EXPLICIT.exec(line.trim());
+  if (!match) return undefined;
+  const source = match[1]!.trim();
+  const target = match[2]!.trim();
+  const words = wordsOf(source);
+  const shouted = source === source.toUpperCase() && hasCase(source);
+  const sourceIsTerm =
+    words.length > 0 &&
+    source.length <= MAX_TERM_LENGTH &&
+    (words.length <= MAX_PHRASE_WORDS || (words.length <= MAX_NAME_WORDS && allName(words) && !shouted));
+  if (!sourceIsTerm) return undefined;
+  if (target === "=" || target === "") return { source, target: source };
+  const targetIsTerm =
+    target.length <= MAX_TERM_LENGTH && wordsOf(target).length <= MAX_TARGET_WORDS && !target.includes("=>");
+  return targetIsTerm ? { source, target } : undefined;
+}
 
 /** Terms of a context, in the order they appear, without repeats (by case-folded spelling). */
-export function glossaryFromContext(context: string | undefined): Glossary {
+export function glossaryFromContext(raw: string | undefined): Glossary {
+  const context = raw === undefined ? undefined : cleanContext(raw);
   if (!context?.trim()) return EMPTY_GLOSSARY;
   const found: GlossaryTerm[] = [];
   const add = (text: string, target: string | undefined) => {
@@ -67,14 +133,11 @@ export function glossaryFromContext(context: string | undefined): Glossary {
     if (term.length > MAX_TERM_LENGTH) return;
     found.push({ text: term, target: target?.trim() || (target === undefined ? undefined : term) });
   };
-  for (const line of context.split(/\r?\n/u)) {
-    const explicit = EXPLICIT.exec(line.trim());
-    if (explicit) {
-      const [, source, target] = explicit;
-      add(source!, target === "=" || target === "" ? source! : target!);
-      continue;
-    }
-    termsOfProse(line, add);
+  for (const line of context.split("\n")) {
+    const entry = explicitEntry(line);
+    if (entry) add(entry.source, entry.target);
+    // A `=>` line that is no entry is an instruction or a sentence shaped like one: no terms.
+    else if (!EXPLICIT.test(line.trim())) termsOfProse(line, add);
   }
   const seen = new Set<string>();
   const unique = found.filter((term) => {
@@ -89,9 +152,6 @@ export function glossaryFromContext(context: string | undefined): Glossary {
   };
 }
 
-/** Short lower-case words a name may contain ("Bank of America", "Leonardo da Vinci"). */
-const CONNECTOR = /^\p{Ll}{1,3}$/u;
-
 function termsOfProse(line: string, add: (text: string, target: string | undefined) => void): void {
   for (const [, quoted] of line.matchAll(QUOTED)) add(quoted!, quoted!);
   const unquoted = line.replace(QUOTED, " ");
@@ -101,7 +161,7 @@ function termsOfProse(line: string, add: (text: string, target: string | undefin
       .slice(raw.lastIndexOf(":") + 1)
       .trim()
       .replace(/[.!?]+$/u, "");
-    const words = [...item.matchAll(WORD)].map((match) => match[0]);
+    const words = wordsOf(item);
     if (words.length === 0) continue;
     if (words.length > MAX_ITEM_WORDS || /[.!?]\s/u.test(item)) {
       for (const name of namesInProse(item, true)) add(name, name);
@@ -109,12 +169,7 @@ function termsOfProse(line: string, add: (text: string, target: string | undefin
     }
     // A list item: a name when all of it names ("Anneliese Brandt", "K8s", "東京タワー"); otherwise a
     // phrase for recognition ("machine learning", "the Rust roadmap") and the names in it ("Rust").
-    const naming = (word: string) => capitalized(word) || withDigits(word) || !hasCase(word);
-    const isName =
-      naming(words[0]!) &&
-      naming(words.at(-1)!) &&
-      words.every((word) => naming(word) || CONNECTOR.test(word));
-    if (isName) add(item, item);
+    if (allName(words)) add(item, item);
     else {
       add(item, undefined);
       for (const name of namesInProse(item, false)) add(name, name);
@@ -196,8 +251,10 @@ export interface SessionContext {
 
 export const NO_CONTEXT: SessionContext = { text: "", glossary: EMPTY_GLOSSARY };
 
-export function sessionContext(text: string | undefined): SessionContext {
-  return text?.trim() ? { text, glossary: glossaryFromContext(text) } : NO_CONTEXT;
+/** The session context from what a client gave (cleaned: `cleanContext`). */
+export function sessionContext(given: string | undefined): SessionContext {
+  const text = given === undefined ? "" : cleanContext(given);
+  return text.trim() ? { text, glossary: glossaryFromContext(text) } : NO_CONTEXT;
 }
 
 /** `text` as a literal inside a regular expression. */

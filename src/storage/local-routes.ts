@@ -1,7 +1,9 @@
 import type { IncomingMessage } from "node:http";
 import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { errorBody } from "../wire/error-body.js";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { errorBody, errorBodySchema } from "../wire/error-body.js";
 import {
   IncompleteTransferError,
   MAX_OBJECT_BYTES,
@@ -35,6 +37,17 @@ const UPLOAD_EXPIRED = "this upload was deleted by retention; ask for a new uplo
 const ALREADY_UPLOADED =
   "this upload URL has already been used (an upload URL stores one file, once); ask for a new upload URL";
 
+/** The refusals the routes send, for the API reference (and the serializer, which checks them). */
+const refusals = (meanings: Record<number, string>) =>
+  Object.fromEntries(
+    Object.entries(meanings).map(([status, meaning]) => [status, errorBodySchema.describe(meaning)]),
+  );
+const REFUSED_URL = {
+  400: "The object key is invalid (invalid_key), or the request is (invalid_request)",
+  403: "The URL's signature does not allow this (invalid_signature) or has expired (expired)",
+  500: "Internal error (internal_error)",
+};
+
 /** How long, and how much, a refused upload is still read and discarded so the client sees the 413. */
 const LINGER_MS = 2000;
 const LINGER_BYTES = 8 * 1024 * 1024;
@@ -59,6 +72,9 @@ export async function localStorageRoutes(
   // this away from the rest of the app.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
+  // The response schemas are zod's, whatever app the routes are registered in.
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
 
   app.setErrorHandler((error, request, reply) => {
     const status = (error as { statusCode?: number }).statusCode ?? 500;
@@ -105,6 +121,18 @@ export async function localStorageRoutes(
       description:
         "Only with STORAGE_BACKEND=local. The URL's signature allows one object, size and type, stored " +
         "once: a PUT when the object exists is refused with 412 already_uploaded.",
+      response: {
+        200: z.object({ key: z.string(), bytes: z.number().int().describe("Bytes stored") }),
+        ...refusals({
+          ...REFUSED_URL,
+          400: `${REFUSED_URL[400]}, or the body ended early (incomplete_upload)`,
+          409: "The key clashes with another object's path (key_conflict)",
+          410: "The upload was deleted by retention (upload_expired)",
+          412: "The URL was used already (already_uploaded)",
+          413: "The body is larger than the URL allows (too_large)",
+          415: "The Content-Type is not the URL's (content_type_mismatch)",
+        }),
+      },
     },
     // The service-wide 1 MiB limit is for JSON; uploads are capped per URL while streaming.
     bodyLimit: ceiling + 1,
@@ -175,6 +203,13 @@ export async function localStorageRoutes(
     schema: {
       tags: ["dubbing"],
       summary: "The embedded store: GET a result from its presigned URL (output_url, valid 48 hours)",
+      response: {
+        200: {
+          description: "The object, with the Content-Type it was uploaded or stored with",
+          content: { "*/*": { schema: z.string().describe("The object's bytes") } },
+        },
+        ...refusals({ ...REFUSED_URL, 404: "No such object (not_found)" }),
+      },
     },
     handler: async (request, reply) => {
       const grant = checkGrant(request, reply, "GET");

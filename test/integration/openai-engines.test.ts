@@ -376,8 +376,9 @@ describe("remote MT (POST /v1/chat/completions)", () => {
     });
     const system = (server.ofEndpoint("chat")[0]!.json!["messages"] as { content: string }[])[0]!.content;
     expect(system).toContain(
-      "Glossary (write each term exactly as given here):\nKubernetes (keep as is)\n" +
-        "Anneliese Brandt (keep as is)\nthe cluster → der Verbund",
+      "Glossary (write each term exactly as given, without the quotation marks):\n" +
+        '"Kubernetes" (keep as is)\n"Anneliese Brandt" (keep as is)\n"the cluster" → "der Verbund"\n' +
+        "</session-data>",
     );
   });
 
@@ -386,6 +387,7 @@ describe("remote MT (POST /v1/chat/completions)", () => {
     const system = (server.ofEndpoint("chat")[0]!.json!["messages"] as { content: string }[])[0]!.content;
     expect(system).toContain("from French into English");
     expect(system).not.toContain("Background");
+    expect(system).not.toContain("<session-data>");
     expect(system).not.toContain("most recent sentences");
   });
 
