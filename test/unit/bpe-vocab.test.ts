@@ -4,7 +4,8 @@
  * Python prints the model's float32.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, truncate, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -278,4 +279,28 @@ describe("against the Python sentencepiece module", () => {
       expect(bpeVocabFromModel(await readFile(ours))).toBe(await readFile(`${ours}.vocab`, "utf8"));
     },
   );
+});
+
+describe("a crafted bpe.model (a mirror's): bounded before it is read, refused fast", () => {
+  it("refuses a file over 16 MiB before reading it, writing no bpe.vocab", async () => {
+    const model = path.join(dir, "huge-bpe.model");
+    const vocab = path.join(dir, "huge-bpe.vocab");
+    // 256 MiB, sparse: what the 9 kB archive of issue 48 unpacked to, without the disk it took.
+    await writeFile(model, "");
+    await truncate(model, 256 * 1024 * 1024);
+    await expect(writeBpeVocab(model, vocab)).rejects.toThrow(
+      `${model}: not a SentencePiece model (bpe.model): it is 268435456 bytes, more than the 16777216 a SentencePiece model may have`,
+    );
+    expect(existsSync(vocab)).toBe(false);
+    expect(existsSync(`${vocab}.partial`)).toBe(false);
+  });
+
+  it("stops decoding at the 262,144th piece rather than decoding every piece first", () => {
+    // 262,145 empty pieces (two bytes each: the field's tag and a zero length), 512 kB.
+    const pieces = Buffer.alloc(2 * 262_145);
+    for (let at = 0; at < pieces.length; at += 2) pieces[at] = 0x0a;
+    expect(() => readSentencePieceModel(pieces)).toThrow(
+      "not a SentencePiece model (bpe.model): it has more than 262144 pieces",
+    );
+  });
 });

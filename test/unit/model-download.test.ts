@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, stat, truncate, writeFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createNetServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -17,7 +18,9 @@ import {
   ModelError,
   modelUrl,
   type DownloadProgress,
+  type DownloadTarget,
 } from "../../src/engines/kit/models/download.js";
+import { transferLimit } from "../../src/engines/kit/models/sizes.js";
 import { resolveModel, verifyModel } from "../../src/engines/whisper-cpp/models.js";
 import { freePort } from "../support/ports.js";
 
@@ -48,13 +51,22 @@ type Mode =
   | { kind: "stall"; bytes: number }
   /** Accepts the request and never answers. */
   | { kind: "silent" }
-  | { kind: "status"; status: number };
+  | { kind: "status"; status: number }
+  /**
+   * Streams random bytes until the client goes, or `upTo` bytes (a hostile mirror's endless body),
+   * with a Content-Length when `contentLength` is given.
+   */
+  | { kind: "endless"; upTo: number; contentLength?: number }
+  /** Sends a byte every 5 ms, for ever: too slow, never idle. */
+  | { kind: "dribble" };
 
 let server: Server;
 let baseUrl: string;
 let mode: Mode = { kind: "normal" };
 let body: Buffer = FIXTURE;
 let requests: { url: string; range: string | undefined }[] = [];
+/** Bytes the last endless answer sent before the client went (or it reached its end). */
+let endlessSent = 0;
 let tmp: string;
 let dir: string;
 
@@ -67,6 +79,27 @@ function serve(request: IncomingMessage, response: ServerResponse): void {
   if (mode.kind === "silent") return;
   if (mode.kind === "status") {
     response.writeHead(mode.status).end();
+    return;
+  }
+  if (mode.kind === "endless") {
+    const { upTo, contentLength } = mode;
+    response.writeHead(200, contentLength === undefined ? {} : { "content-length": contentLength });
+    endlessSent = 0;
+    const chunk = randomBytes(64 * 1024);
+    const pump = (): void => {
+      while (!response.destroyed && endlessSent < upTo) {
+        endlessSent += chunk.length;
+        if (!response.write(chunk)) return void response.once("drain", pump);
+      }
+      if (!response.destroyed) response.end();
+    };
+    pump();
+    return;
+  }
+  if (mode.kind === "dribble") {
+    response.writeHead(200);
+    const timer = setInterval(() => response.write("x"), 5);
+    response.once("close", () => clearInterval(timer));
     return;
   }
   const range = /^bytes=(\d+)-$/u.exec(request.headers.range ?? "");
@@ -178,10 +211,18 @@ describe("downloadModel", () => {
     await expectComplete();
   });
 
-  it("restarts when a .partial is longer than the file", async () => {
+  it("restarts when a .partial is longer than the file: at once when its size is published, else after a 416", async () => {
     await mkdir(dir, { recursive: true });
     await writeFile(partialPath(), Buffer.concat([FIXTURE, Buffer.from("junk")]));
     await downloadModel(entry, dir, { baseUrl });
+    expect(requests.map((r) => r.range)).toEqual([undefined]);
+    await expectComplete();
+
+    const unpublished: ModelEntry = { ...entry, sha1: undefined, bytes: undefined };
+    await rm(finalPath());
+    await writeFile(partialPath(), Buffer.concat([FIXTURE, Buffer.from("junk")]));
+    requests = [];
+    await downloadModel(unpublished, dir, { baseUrl });
     expect(requests.map((r) => r.range)).toEqual([`bytes=${SIZE + 4}-`, undefined]);
     await expectComplete();
   });
@@ -307,6 +348,139 @@ describe("downloadModel", () => {
     await downloadModel(entry, dir, { baseUrl: `${baseUrl}/`, fetchImpl });
     expect(seen).toEqual([`${baseUrl}/ggml-fixture.bin`]);
     await expectComplete();
+  });
+});
+
+describe("downloadModel from a hostile mirror: bounded while streaming, in time, and on disk", () => {
+  const MiB = 1024 * 1024;
+  const expectNothingLeft = () => {
+    expect(existsSync(finalPath())).toBe(false);
+    expect(existsSync(partialPath())).toBe(false);
+  };
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => new Error("no error"),
+      (e: unknown) => e,
+    );
+
+  it("stops at the published size while the body streams (a HEAD said 500 bytes, the body goes on)", async () => {
+    mode = { kind: "endless", upTo: 64 * MiB };
+    const stated: ModelEntry = { ...entry, bytes: 500, sha1: undefined };
+    const error = await failure(downloadModel(stated, dir, { baseUrl }));
+    expect(error).toBeInstanceOf(ModelError);
+    expect((error as Error).message).toBe(
+      `download of ggml-fixture.bin refused: ${new URL(baseUrl).host} sent more than the 500 bytes allowed ` +
+        `(its published size); the download was deleted (${baseUrl}/ggml-fixture.bin)`,
+    );
+    expectNothingLeft();
+    // The client went at once: the server got no further than its socket buffers let it.
+    expect(endlessSent).toBeLessThan(16 * MiB);
+  });
+
+  it("refuses a Content-Length over the bound before writing a byte", async () => {
+    mode = { kind: "endless", upTo: 64 * MiB, contentLength: 400 * MiB };
+    const stated: ModelEntry = { ...entry, bytes: 500, sha1: undefined };
+    const error = await failure(downloadModel(stated, dir, { baseUrl }));
+    expect((error as Error).message).toMatch(
+      /^download of ggml-fixture\.bin refused: 127\.0\.0\.1:\d+ states 419430400 bytes, more than the 500 bytes allowed \(its published size\); the download was deleted/u,
+    );
+    expectNothingLeft();
+  });
+
+  it("allows an approximate size half again plus 8 MiB, and deletes a .partial already past that", async () => {
+    const about: DownloadTarget = { name: "archive", file: entry.file, url: entry.url, approxMiB: 1 };
+    const limit = Math.ceil(1.5 * MiB + 8 * MiB);
+    // An earlier pull's .partial, grown far past the model (sparse: no disk taken).
+    await mkdir(dir, { recursive: true });
+    await writeFile(partialPath(), "");
+    await truncate(partialPath(), 400 * MiB);
+    mode = { kind: "endless", upTo: 64 * MiB };
+    const error = await failure(downloadModel(about, dir, { baseUrl }));
+    expect((error as Error).message).toContain(
+      `sent more than the ${limit} bytes allowed (about 1 MiB, plus 50 % and 8 MiB); the download was deleted`,
+    );
+    // Started over (no Range for the 400 MiB), and nothing kept.
+    expect(requests.map((r) => r.range)).toEqual([undefined]);
+    expectNothingLeft();
+    // What is within the bound downloads.
+    mode = { kind: "normal" };
+    expect((await downloadModel(about, dir, { baseUrl })).bytes).toBe(SIZE);
+  });
+
+  it("bounds a file nothing states the size of (2 GiB) and a rounded size (5 % or 2 MiB)", () => {
+    const bare: DownloadTarget = { name: "bare", file: "f", url: "https://example.invalid/f" };
+    expect(transferLimit(bare).bytes).toBe(2 * 1024 * MiB);
+    expect(transferLimit({ ...bare, sizeMiB: 142 }).bytes).toBe(Math.floor(142 * MiB * 1.05));
+    expect(transferLimit({ ...bare, sizeMiB: 10 }).bytes).toBe(12 * MiB);
+    expect(transferLimit({ ...bare, bytes: 10, maxBytes: 5 })).toEqual({
+      bytes: 5,
+      why: "what is left of the model's size",
+    });
+  });
+
+  it("ends a pull at its overall deadline, keeping what came for a resume", async () => {
+    mode = { kind: "stall", bytes: 100_000 };
+    const error = await failure(downloadModel(entry, dir, { baseUrl, deadlineMs: 300 }));
+    expect((error as Error).message).toMatch(
+      /^download of ggml-fixture\.bin interrupted at 0\.1 MiB of 1\.0 MiB: not done within 0\.3 s; kept .*\.partial: run the same pull again to resume$/u,
+    );
+    expect((await stat(partialPath())).size).toBe(100_000);
+  });
+
+  it("ends a transfer that stays under the minimum rate, though bytes keep coming", async () => {
+    mode = { kind: "dribble" };
+    const error = await failure(
+      downloadModel({ ...entry, sha1: undefined, bytes: undefined }, dir, {
+        baseUrl,
+        minBytesPerSecond: 1024 * 1024,
+        rateWindowMs: 200,
+      }),
+    );
+    expect((error as Error).message).toMatch(
+      /^download of ggml-fixture\.bin interrupted at .* MiB: slower than 1024 KiB\/s for 0\.2 s; kept /u,
+    );
+  });
+
+  it("checks free disk space for the file (and what the pull adds to it) before the transfer", async () => {
+    const huge: ModelEntry = { ...entry, bytes: 2 ** 50, sha1: undefined };
+    const error = await failure(downloadModel(huge, dir, { baseUrl }));
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `^not enough disk space for ggml-fixture\\.bin: it needs 1073741824\\.0 MiB in ${dir.replaceAll(/[.\\/]/gu, "\\$&")}, [\\d.]+ MiB are free$`,
+        "u",
+      ),
+    );
+    expectNothingLeft();
+    const unpacked = await failure(downloadModel(entry, dir, { baseUrl, extraSpace: 2 ** 50 }));
+    expect((unpacked as Error).message).toMatch(
+      /^not enough disk space for ggml-fixture\.bin: it needs 1073741825\.0 MiB/u,
+    );
+    expectNothingLeft();
+  });
+
+  it("quotes a mirror's reason phrase as plain text", async () => {
+    // Node's own server refuses to write control characters in a status line; fetch reads them.
+    const raw = createNetServer((socket) =>
+      socket.once("data", () =>
+        socket.end(
+          Buffer.concat([
+            Buffer.from("HTTP/1.1 502 Bad\u001b]0;pwned\u0007 Gateway"),
+            Buffer.from([0x9b]),
+            Buffer.from("2J\r\ncontent-length: 0\r\n\r\n"),
+          ]),
+        ),
+      ),
+    );
+    await new Promise<void>((resolve) => raw.listen(0, "127.0.0.1", resolve));
+    const rawUrl = `http://127.0.0.1:${(raw.address() as { port: number }).port}`;
+    try {
+      const error = await failure(downloadModel(entry, dir, { baseUrl: rawUrl }));
+      expect((error as Error).message).toBe(
+        `download of ggml-fixture.bin failed: HTTP 502 Bad ]0;pwned Gateway\ufffd2J from ${rawUrl}/ggml-fixture.bin`,
+      );
+    } finally {
+      raw.close();
+    }
   });
 });
 

@@ -20,6 +20,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { checkTree, unpackTarBz2, UnsafeArchiveError } from "../../src/engines/kit/models/unpack.js";
+import { findOnPath } from "../../src/os/programs.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 
 /**
@@ -128,6 +129,13 @@ async function freshTarget(): Promise<string> {
   return into;
 }
 
+/** A directory with no program in it, for PATH. */
+async function emptyBin(): Promise<string> {
+  const bin = path.join(tmp, "bin-empty");
+  await mkdir(bin, { recursive: true });
+  return bin;
+}
+
 const SENTINEL = "untouched\n";
 
 async function expectNothingOutside(into: string): Promise<void> {
@@ -226,10 +234,63 @@ describe("unpackTarBz2", () => {
     await checkTree(into);
   });
 
-  it("stops at the end-of-archive record and accepts tar's zero padding", async () => {
+  it("ignores what follows the end-of-archive record (tar's zero padding), up to 16 MiB of it", async () => {
     const into = await freshTarget();
     const data = Buffer.concat([tar([{ name: "a.txt", data: "a" }]), Buffer.alloc(8 * 1024 * 1024)]);
     expect(await unpackTarBz2(await archiveOf(bzip2(data)), into)).toEqual({ files: 1, bytes: 1 });
+    // Decoded to the end (every block's checksum is checked), so the tail is bounded.
+    const long = Buffer.concat([tar([{ name: "a.txt", data: "a" }]), Buffer.alloc(17 * 1024 * 1024)]);
+    const refused = await freshTarget();
+    await expect(unpackTarBz2(await archiveOf(bzip2(long)), refused)).rejects.toThrow(
+      /holds more than 16777216 bytes after the end of its tar archive; the archive was not unpacked$/u,
+    );
+    await expectNothingOutside(refused);
+  });
+
+  describe("refuses a bzip2 checksum that fails after the tar data is complete, whichever decodes", () => {
+    /** The stored CRC of a stream's first block (bytes 10–13: after "BZh9" and the block magic), broken. */
+    const badFirstCrc = (stream: Buffer): Buffer => {
+      const broken = Buffer.from(stream);
+      broken[10] = broken[10]! ^ 0xff;
+      return broken;
+    };
+    const files = tar([{ name: "model/a.bin", data: randomBytes(50_000) }]);
+    const archives: [string, () => Buffer][] = [
+      // The block holding the end-of-archive record, with GNU tar's padding after it: bzip2 hands
+      // the block's output on before it checks the block.
+      [
+        "in the block holding the end of the archive",
+        () => badFirstCrc(bzip2(Buffer.concat([files, Buffer.alloc(65_536)]))),
+      ],
+      // A second stream (as pbzip2 writes them) holding only padding.
+      [
+        "in a stream after the end of the archive",
+        () => Buffer.concat([bzip2(files), badFirstCrc(bzip2(Buffer.alloc(65_536)))]),
+      ],
+    ];
+    const decoders: [string, boolean][] = [
+      ["by the bzip2 program", true],
+      ["in JavaScript", false],
+    ];
+    for (const [where, build] of archives) {
+      for (const [decoder, program] of decoders) {
+        it.skipIf(program && !findOnPath("bzip2"))(`${where}, decoded ${decoder}`, async () => {
+          const archive = await archiveOf(build());
+          const into = await freshTarget();
+          const searchPath = process.env.PATH;
+          // unpack.ts looks for bzip2 on PATH at each unpacking: without it, the JavaScript decoder runs.
+          if (!program) process.env.PATH = await emptyBin();
+          try {
+            await expect(unpackTarBz2(archive, into)).rejects.toThrow(
+              /is not a valid bzip2 archive \(.+\)$/u,
+            );
+          } finally {
+            process.env.PATH = searchPath;
+          }
+          await expectNothingOutside(into);
+        });
+      }
+    }
   });
 
   it("reads concatenated bzip2 streams (as pbzip2 and lbzip2 write them)", async () => {
@@ -307,6 +368,17 @@ describe("unpackTarBz2", () => {
     it("a block device", () => expectRefused([{ name: "sda", type: "4" }], /"sda" is a block device/u));
 
     it("a FIFO", () => expectRefused([{ name: "pipe", type: "6" }], /"pipe" is a FIFO/u));
+
+    it("a FIFO whose name holds terminal escapes, named with every control character escaped", async () => {
+      // JSON escapes ESC and BEL but leaves the C1 CSI (U+009B) and format characters as they are.
+      const name = "p\u001b]0;x\u0007\u009b2J\u200e";
+      await expectRefused([{ name, type: "6" }], /"p\\u001b\]0;x\\u0007\\u009b2J\\u200e" is a FIFO/u);
+      const error = await unpackTarBz2(
+        await archiveOf(bzip2(tar([{ name, type: "6" }]))),
+        await freshTarget(),
+      ).catch((caught: unknown) => caught as Error);
+      expect([...(error as Error).message].filter((char) => /[\p{Cc}\p{Cf}]/u.test(char))).toEqual([]);
+    });
 
     it("an unsupported type (GNU sparse file)", () =>
       expectRefused([{ name: "sparse", type: "S", data: "x" }], /"sparse" has an unsupported type/u));

@@ -30,7 +30,8 @@
  * as sentencepiece's loader checks it (ModelInterface::InitializePieces), since upstream's script fails
  * on what that loader refuses.
  */
-import { readFile, rename, writeFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { open, rename, rm, writeFile } from "node:fs/promises";
 import protobuf from "protobufjs/minimal.js";
 
 /** SentencePiece.Type (sentencepiece_model.proto). */
@@ -61,6 +62,16 @@ export interface SentencePieceModel {
   readonly modelType: number;
   readonly byteFallback: boolean;
 }
+
+/**
+ * The most a bpe.model may hold. The file comes from a model archive (a mirror's, in principle), and
+ * decoding keeps every piece in memory: unbounded, 9 kB of archive unpacking to 256 MiB of empty
+ * pieces took 5.9 GiB and ended the process. The largest SentencePiece models published are a few
+ * MB (Gemma's 256,000 pieces: 4.2 MB; the zipformer's 500: 240 kB), so the bounds leave room for
+ * those and refuse the rest before it is read (the size) or as soon as it is seen (the pieces).
+ */
+export const MAX_BPE_MODEL_BYTES = 16 * 1024 * 1024;
+export const MAX_PIECES = 262_144;
 
 const WIRE_VARINT = 0;
 const WIRE_BYTES = 2;
@@ -147,6 +158,8 @@ function decode(bytes: Uint8Array): SentencePieceModel {
     const { field, wire } = readTag(reader);
     if (field === 1) {
       expectWire("field 1 (pieces)", wire, WIRE_BYTES);
+      if (pieces.length === MAX_PIECES)
+        throw new NotASentencePieceModel(`it has more than ${MAX_PIECES} pieces`);
       const length = reader.uint32();
       pieces.push(decodePiece(reader, reader.pos + length, pieces.length));
     } else if (field === 2) {
@@ -267,15 +280,46 @@ export function bpeVocabFromModel(modelBytes: Uint8Array): string {
     .join("");
 }
 
-/** Reads `modelFile` (bpe.model) and writes its bpe.vocab to `vocabFile` (via a temporary file beside it). */
+/** The bytes of `file` (never through a link), refused before they are read when over MAX_BPE_MODEL_BYTES. */
+async function readBounded(file: string): Promise<Buffer> {
+  const handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW);
+  try {
+    const { size } = await handle.stat();
+    if (size > MAX_BPE_MODEL_BYTES)
+      throw new NotASentencePieceModel(
+        `it is ${size} bytes, more than the ${MAX_BPE_MODEL_BYTES} a SentencePiece model may have`,
+      );
+    // Exactly the size seen: a file growing meanwhile is not read further.
+    const bytes = Buffer.alloc(size);
+    let read = 0;
+    while (read < size) {
+      const { bytesRead } = await handle.read(bytes, read, size - read, read);
+      if (bytesRead === 0) break;
+      read += bytesRead;
+    }
+    return bytes.subarray(0, read);
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Reads `modelFile` (bpe.model) and writes its bpe.vocab to `vocabFile` (via a temporary file beside
+ * it, removed if writing fails).
+ */
 export async function writeBpeVocab(modelFile: string, vocabFile: string): Promise<void> {
   let vocab: string;
   try {
-    vocab = bpeVocabFromModel(await readFile(modelFile));
+    vocab = bpeVocabFromModel(await readBounded(modelFile));
   } catch (error) {
     throw new Error(`${modelFile}: ${(error as Error).message}`, { cause: error });
   }
   const partial = `${vocabFile}.partial`;
-  await writeFile(partial, vocab, "utf8");
-  await rename(partial, vocabFile);
+  try {
+    await writeFile(partial, vocab, "utf8");
+    await rename(partial, vocabFile);
+  } catch (error) {
+    await rm(partial, { force: true });
+    throw error;
+  }
 }

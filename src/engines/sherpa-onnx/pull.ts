@@ -4,12 +4,14 @@
  * directories only, nothing outside the staging directory, no owners or setuid bits kept, and no
  * `bzip2` program needed) beside the final directory, its tree checked, and renamed into place, so
  * `<models>/<dir>` is never half-unpacked. What upstream leaves out is made from what it ships (the
- * zipformer's `bpe.vocab` from its `bpe.model`). A manifest in the directory records the archive's
+ * zipformer's `bpe.vocab` from its `bpe.model`), in the staging directory too, so a pull that fails
+ * or dies there leaves no model directory behind (and the next pull clears what such a pull left in
+ * staging). A manifest in the directory records the archive's
  * SHA-256 and each loaded file's SHA-256 and size, and `verify` checks the files against it and
  * against the metadata sherpa-onnx needs (a file without it would end the process that loads it).
  */
 import { existsSync } from "node:fs";
-import { lstat, mkdir, mkdtemp, readFile, rename, rm, stat } from "node:fs/promises";
+import { lstat, mkdir, mkdtemp, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { z } from "zod";
 import { checkKokoroVoices, checkModelFile, ModelFileError, type ModelFileKind } from "./model-check.js";
@@ -36,6 +38,15 @@ const manifestSchema = z.object({
   /** What the model's own card says of its licence, when it says (shown beside the catalogue's). */
   licence: z.string().optional(),
 });
+
+/**
+ * Room an archive's unpacked tree needs beside it, per byte of its approximate size: bzip2 saves
+ * little on model weights (the zipformer's archive, about 300 MiB, unpacks to about 323 MiB).
+ */
+const UNPACKED_PER_ARCHIVE_BYTE = 1.25;
+const MiB = 1024 * 1024;
+/** A check of the files quotes them (ONNX metadata): plain, and long enough to say what is wrong. */
+const PROBLEM_CHARS = 400;
 
 /** Where a model archive states its licence: the model card first, then a README. */
 const CARDS = ["MODEL_CARD", "MODEL_CARD.md", "README.md"];
@@ -97,46 +108,29 @@ export async function pullSherpaModel(
   const archive = entry.file.endsWith(".tar.bz2");
   const target = sherpaModelDir(entry, modelsDir);
   await mkdir(modelsDir, { recursive: true });
+  const stagingPrefix = `.unpack-${entry.dir}-`;
+  // What an earlier pull of this model left when it died while unpacking (ended, out of memory).
+  for (const name of await readdir(modelsDir))
+    if (name.startsWith(stagingPrefix))
+      await rm(path.join(modelsDir, name), { recursive: true, force: true });
   // Whatever is where the model goes and is not a real directory (a planted link) is replaced.
   const existing = await lstat(target).catch(() => undefined);
   if (existing && !existing.isDirectory()) await rm(target, { force: true });
-  // A single model file downloads straight into its directory; an archive next to it.
+  // A single model file downloads straight into its directory; an archive next to it, with room
+  // for its unpacked tree checked before the transfer.
   const downloadDir = archive ? modelsDir : target;
-  const result = await downloadModel(entry, downloadDir, options);
+  const extraSpace = archive ? Math.ceil(entry.approxMiB * MiB * UNPACKED_PER_ARCHIVE_BYTE) : 0;
+  const result = await downloadModel(entry, downloadDir, { ...options, extraSpace });
   if (archive) {
-    const staging = await mkdtemp(path.join(modelsDir, `.unpack-${entry.dir}-`));
+    const staging = await mkdtemp(path.join(modelsDir, stagingPrefix));
     try {
-      await unpackTarBz2(result.path, staging);
-      const unpacked = path.join(staging, entry.dir);
-      if (!(await lstat(unpacked).catch(() => undefined))?.isDirectory())
-        throw new Error(`the archive has no directory ${entry.dir}/`);
-      await checkTree(unpacked);
+      const unpacked = await unpack(entry, result.path, staging);
+      await completeLayout(entry, unpacked);
       await rm(target, { recursive: true, force: true });
       await rename(unpacked, target);
-    } catch (error) {
-      const unsafe = error instanceof UnsafeArchiveError ? "refused: " : "";
-      throw new ModelError(
-        `${entry.file} did not unpack into ${entry.dir}/ (${unsafe}${plainText((error as Error).message)}); ` +
-          "the archive was deleted: pull again",
-      );
     } finally {
       await rm(staging, { recursive: true, force: true });
       await rm(result.path, { force: true });
-    }
-  }
-  // Upstream's zipformer ships bpe.model only: its hotwords need bpe.vocab (k2-fsa's hotwords docs).
-  if (entry.kind === "streaming-asr") {
-    const vocab = path.join(target, entry.asr.bpeVocab);
-    const model = path.join(target, entry.asr.bpeModel);
-    if (!existsSync(vocab) && existsSync(model)) {
-      try {
-        await writeBpeVocab(model, vocab);
-      } catch (error) {
-        await rm(target, { recursive: true, force: true });
-        throw new ModelError(
-          `${entry.name}: ${plainText((error as Error).message)}; the download was deleted`,
-        );
-      }
     }
   }
   const problem = await problemWith(entry, modelsDir);
@@ -169,6 +163,45 @@ export async function pullSherpaModel(
   };
 }
 
+/** Unpacks `archive` into `staging` and checks the tree: the model's directory in it. */
+async function unpack(entry: SherpaModelEntry, archive: string, staging: string): Promise<string> {
+  try {
+    await unpackTarBz2(archive, staging);
+    const unpacked = path.join(staging, entry.dir);
+    if (!(await lstat(unpacked).catch(() => undefined))?.isDirectory())
+      throw new Error(`the archive has no directory ${entry.dir}/`);
+    await checkTree(unpacked);
+    return unpacked;
+  } catch (error) {
+    const unsafe = error instanceof UnsafeArchiveError ? "refused: " : "";
+    throw new ModelError(
+      `${entry.file} did not unpack into ${entry.dir}/ (${unsafe}${plainText((error as Error).message)}); ` +
+        "the archive was deleted: pull again",
+    );
+  }
+}
+
+/**
+ * Makes what upstream leaves out of the unpacked model `dir`: the zipformer ships bpe.model only, and
+ * its hotwords need bpe.vocab (k2-fsa's hotwords docs). The streaming models are all archives.
+ */
+async function completeLayout(entry: SherpaModelEntry, dir: string): Promise<void> {
+  if (entry.kind !== "streaming-asr") return;
+  const vocab = path.join(dir, entry.asr.bpeVocab);
+  const model = path.join(dir, entry.asr.bpeModel);
+  if (existsSync(vocab) || !existsSync(model)) return;
+  try {
+    await writeBpeVocab(model, vocab);
+  } catch (error) {
+    // What was wrong with the file, without the staging path writeBpeVocab names it by.
+    const reason =
+      (error as Error).cause instanceof Error ? (error as { cause: Error }).cause : (error as Error);
+    throw new ModelError(
+      `${entry.name}: ${entry.asr.bpeModel}: ${plainText(reason.message)}; the download was deleted`,
+    );
+  }
+}
+
 /** What keeps the pulled files from loading, if anything (missing files, missing metadata). */
 async function problemWith(entry: SherpaModelEntry, modelsDir: string): Promise<string | undefined> {
   const missing = requiredFiles(entry, modelsDir).filter((file) => !existsSync(file));
@@ -179,7 +212,7 @@ async function problemWith(entry: SherpaModelEntry, modelsDir: string): Promise<
       if (entry.kind === "tts" && entry.tts.kind === "kokoro")
         await checkKokoroVoices(path.join(sherpaModelDir(entry, modelsDir), entry.tts.voices), metadata);
     } catch (error) {
-      if (error instanceof ModelFileError) return error.message;
+      if (error instanceof ModelFileError) return plainText(error.message, PROBLEM_CHARS);
       throw error;
     }
   }

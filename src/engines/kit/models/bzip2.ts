@@ -71,13 +71,14 @@ export async function* decompressed(
   }
   const child = spawn(program, ["-dc", archive], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
-  child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr = (stderr + text).slice(-500)));
+  // Its first line says what is wrong ("Data integrity error when decompressing."); advice follows.
+  child.stderr.setEncoding("utf8").on("data", (text: string) => (stderr = (stderr + text).slice(0, 500)));
   const exited = new Promise<number | null>((resolve) => child.once("close", (code) => resolve(code)));
   child.once("error", () => undefined);
   try {
     for await (const chunk of child.stdout) yield chunk as Buffer;
     const code = await exited;
-    if (code !== 0) throw new CorruptBzip2(stderr.trim().split("\n").at(-1) || `bzip2 exited with ${code}`);
+    if (code !== 0) throw new CorruptBzip2(stderr.trim().split("\n")[0] || `bzip2 exited with ${code}`);
   } finally {
     // Stopped early (a bound passed, a refusal, cancellation): the program goes too.
     if (child.exitCode === null) child.kill("SIGKILL");

@@ -3,6 +3,10 @@ import { createReadStream } from "node:fs";
 import { mkdir, open, rename, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { plainText } from "./model-dir.js";
+import { expectedSize, formatMiB, freeSpaceProblem, transferLimit, type PublishedSize } from "./sizes.js";
+
+export { formatMiB, outsidePublishedSize } from "./sizes.js";
 
 /**
  * Fetching catalogue models into the models directory, checking them, and finding them again.
@@ -10,19 +14,21 @@ import { fileURLToPath } from "node:url";
  * A download streams into `<file>.partial` and is renamed to `<file>` only once complete and (when
  * upstream publishes one) its SHA-1 matches, so `<file>` is never a truncated or wrong model. An
  * interrupted transfer leaves the `.partial` behind and the next attempt resumes it with a Range request.
+ *
+ * What a host sends is not trusted to be what it says (a mirror set by RELAY_MODELS_BASE_URL may be
+ * hostile): each transfer stops, and its `.partial` is deleted, once it passes the file's size as
+ * published (exact, or rounded or approximate plus a margin: `transferLimit`); the disk must have
+ * room for the rest of it before it starts; and the transfer ends (its `.partial` kept, within that
+ * bound, for a resume) at an overall deadline or when it stays below a minimum rate.
  */
 
 /** What a download needs to know of a model: a catalogue entry, whisper's or sherpa-onnx's. */
-export interface DownloadTarget {
+export interface DownloadTarget extends PublishedSize {
   readonly name: string;
   /** The file's name on disk (in the models directory). */
   readonly file: string;
   /** Official download location. */
   readonly url: string;
-  /** Size as upstream states it, in MiB (rounded by upstream: only a sanity bound, never exact). */
-  readonly sizeMiB?: number;
-  /** Exact size in bytes, when known. */
-  readonly bytes?: number;
   /** SHA-1 of the file as published upstream (lower-case hex). */
   readonly sha1?: string;
   /** SHA-256 the file must have (lower-case hex), when the source states one. */
@@ -31,7 +37,12 @@ export interface DownloadTarget {
 
 /** A failure phrased for the user (the CLI prints the message as is). */
 export class ModelError extends Error {
-  override readonly name = "ModelError";
+  override readonly name: string = "ModelError";
+}
+
+/** The source sent something other than the file (too much, a wrong checksum): nothing of it was kept. */
+export class RefusedDownload extends ModelError {
+  override readonly name = "RefusedDownload";
 }
 
 /** The service's default data directory, as src/config.ts computes it (`<project>/data`). */
@@ -75,6 +86,14 @@ export interface DownloadOptions {
   readonly connectTimeoutMs?: number;
   /** No data for this long and the transfer counts as interrupted (default 60 s). */
   readonly idleTimeoutMs?: number;
+  /** The whole download, connecting included, must end within this long (default 4 h). */
+  readonly deadlineMs?: number;
+  /** Slower than this over a whole `rateWindowMs` and the transfer counts as interrupted (default 32 KiB/s). */
+  readonly minBytesPerSecond?: number;
+  /** The window the minimum rate is measured over (default 60 s). */
+  readonly rateWindowMs?: number;
+  /** Bytes the pull needs on the same disk besides the file (an archive's unpacked tree), checked with it. */
+  readonly extraSpace?: number;
   readonly signal?: AbortSignal;
 }
 
@@ -91,13 +110,21 @@ export interface DownloadResult {
   readonly resumedFrom: number;
 }
 
-const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = 30_000;
 const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
-const MiB = 1024 * 1024;
-
-export function formatMiB(bytes: number): string {
-  return `${(bytes / MiB).toFixed(1)} MiB`;
-}
+/**
+ * A download that takes longer than this is better resumed later: the largest catalogue model
+ * (whisper large-v3-turbo, 1.5 GiB) needs 110 KiB/s to finish in time. A host dribbling bytes just
+ * fast enough for the idle and rate checks cannot hold a pull (and its disk) for longer.
+ */
+export const DEFAULT_DEADLINE_MS = 4 * 60 * 60_000;
+/**
+ * Below this, over a whole window, a transfer counts as stalled: 32 KiB/s is a poor mobile link, and
+ * a host sending a byte now and then (which the idle timeout alone would allow) is stopped within
+ * one window.
+ */
+const DEFAULT_MIN_BYTES_PER_SECOND = 32 * 1024;
+const DEFAULT_RATE_WINDOW_MS = 60_000;
 
 /** What went wrong on the network, from fetch's error (undici hides the cause one level down). */
 function networkReason(error: unknown): string {
@@ -116,9 +143,11 @@ function networkReason(error: unknown): string {
     EHOSTUNREACH: "host unreachable",
     UND_ERR_SOCKET: "the connection was closed",
   };
-  if (typeof code === "string") return `${reasons[code] ?? String(message ?? "network error")} (${code})`;
+  // The client's own words, but they may quote what the host sent (a header's value): plain text.
+  if (typeof code === "string")
+    return plainText(`${reasons[code] ?? String(message ?? "network error")} (${code})`);
   const outer = error instanceof Error ? error.message : String(error);
-  return typeof message === "string" && message !== outer ? `${outer}: ${message}` : outer;
+  return plainText(typeof message === "string" && message !== outer ? `${outer}: ${message}` : outer);
 }
 
 function byHand(entry: DownloadTarget, dir: string): string {
@@ -202,24 +231,53 @@ export async function downloadModel(
   const host = new URL(url).host;
   const final = modelPath(entry, dir);
   const partial = partialPath(entry, dir);
+  const limit = transferLimit(entry);
+  const cancelled = () => new ModelError(`download of ${entry.file} cancelled`);
+  const refused = async (said: string): Promise<never> => {
+    await rm(partial, { force: true });
+    throw new RefusedDownload(
+      `download of ${entry.file} refused: ${host} ${said} the ${limit.bytes} bytes allowed (${limit.why}); ` +
+        `the download was deleted (${url})`,
+    );
+  };
   await mkdir(dir, { recursive: true });
+  // A .partial past the bound is no prefix of the file: start over rather than grow it.
+  if (((await sizeOf(partial)) ?? 0) > limit.bytes) await rm(partial, { force: true });
 
-  // At most two requests: a 206 for the wrong range or a 416 for a bad partial restarts from zero once.
-  for (let attempt = 0; ; attempt++) {
-    const kept = attempt === 0 ? ((await sizeOf(partial)) ?? 0) : 0;
-    if (attempt > 0) await rm(partial, { force: true });
-
-    const controller = new AbortController();
-    const onCancel = () => controller.abort(options.signal?.reason);
-    options.signal?.addEventListener("abort", onCancel, { once: true });
-    let timedOut: "connect" | "idle" | undefined;
-    const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    let timer = setTimeout(() => {
-      timedOut = "connect";
-      controller.abort();
-    }, connectTimeoutMs);
-    try {
-      if (options.signal?.aborted) throw new ModelError(`download of ${entry.file} cancelled`);
+  // One controller for the whole download: the deadline, the timeouts and a cancellation end it.
+  const controller = new AbortController();
+  let stopped: "connect" | "idle" | "slow" | "deadline" | undefined;
+  const stop = (why: typeof stopped) => {
+    stopped ??= why;
+    controller.abort();
+  };
+  const onCancel = () => controller.abort(options.signal?.reason);
+  options.signal?.addEventListener("abort", onCancel, { once: true });
+  const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const minRate = options.minBytesPerSecond ?? DEFAULT_MIN_BYTES_PER_SECOND;
+  const rateWindowMs = options.rateWindowMs ?? DEFAULT_RATE_WINDOW_MS;
+  const deadline = setTimeout(() => stop("deadline"), deadlineMs);
+  let timer: NodeJS.Timeout | undefined;
+  let rate: NodeJS.Timeout | undefined;
+  const stoppedBecause = (error: unknown): string =>
+    options.signal?.aborted
+      ? "cancelled"
+      : stopped === "deadline"
+        ? `not done within ${deadlineMs / 1000} s`
+        : stopped === "idle"
+          ? `no data for ${idleTimeoutMs / 1000} s`
+          : stopped === "slow"
+            ? `slower than ${minRate / 1024} KiB/s for ${rateWindowMs / 1000} s`
+            : networkReason(error);
+  try {
+    // At most two requests: a 206 for the wrong range or a 416 for a bad partial restarts from zero once.
+    for (let attempt = 0; ; attempt++) {
+      const kept = attempt === 0 ? ((await sizeOf(partial)) ?? 0) : 0;
+      if (attempt > 0) await rm(partial, { force: true });
+      const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+      timer = setTimeout(() => stop("connect"), connectTimeoutMs);
+      if (options.signal?.aborted) throw cancelled();
       let response: Response;
       try {
         response = await fetchImpl(url, {
@@ -227,9 +285,9 @@ export async function downloadModel(
           signal: controller.signal,
         });
       } catch (error) {
-        if (options.signal?.aborted) throw new ModelError(`download of ${entry.file} cancelled`);
+        if (options.signal?.aborted) throw cancelled();
         const reason =
-          timedOut === "connect" ? `no response within ${connectTimeoutMs / 1000} s` : networkReason(error);
+          stopped === "connect" ? `no response within ${connectTimeoutMs / 1000} s` : stoppedBecause(error);
         throw new ModelError(
           `cannot reach ${host}: ${reason}. Is this machine offline? ${byHand(entry, dir)}`,
         );
@@ -262,29 +320,48 @@ export async function downloadModel(
         await response.body?.cancel().catch(() => undefined);
         const hint = response.status === 404 ? " (no such file there)" : "";
         throw new ModelError(
-          `download of ${entry.file} failed: HTTP ${response.status} ${response.statusText}${hint} from ${url}`,
+          `download of ${entry.file} failed: HTTP ${response.status} ${plainText(response.statusText)}${hint} from ${url}`,
         );
+      }
+      // What the host says it will send is checked before a byte of it is written.
+      if (total !== undefined && total > limit.bytes) {
+        await response.body?.cancel().catch(() => undefined);
+        await refused(`states ${total} bytes, more than`);
+      }
+      const needed =
+        Math.max(0, Math.max(total ?? 0, expectedSize(entry) ?? 0) - offset) + (options.extraSpace ?? 0);
+      const noRoom = await freeSpaceProblem(dir, needed, entry.file);
+      if (noRoom) {
+        await response.body?.cancel().catch(() => undefined);
+        throw new ModelError(noRoom);
       }
 
       const hash = createHash("sha1");
       const hash256 = createHash("sha256");
       await hashPrefix([hash, hash256], partial, offset);
       let received = offset;
+      let tooMuch = false;
       options.onProgress?.({ received, total, resumedFrom: offset });
-      const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
       const armIdle = () => {
         clearTimeout(timer);
-        timer = setTimeout(() => {
-          timedOut = "idle";
-          controller.abort();
-        }, idleTimeoutMs);
+        timer = setTimeout(() => stop("idle"), idleTimeoutMs);
       };
       const file = await open(partial, offset > 0 ? "a" : "w");
       try {
         if (response.status !== 416 && response.body) {
           armIdle();
+          let windowStart = received;
+          rate = setInterval(() => {
+            if (received - windowStart < (minRate * rateWindowMs) / 1000) stop("slow");
+            windowStart = received;
+          }, rateWindowMs);
           for await (const chunk of response.body) {
             armIdle();
+            // Stopped while streaming, not after the transfer: nothing past the bound is written.
+            if (received + chunk.length > limit.bytes) {
+              tooMuch = true;
+              break;
+            }
             await file.write(chunk);
             hash.update(chunk);
             hash256.update(chunk);
@@ -292,22 +369,19 @@ export async function downloadModel(
             options.onProgress?.({ received, total, resumedFrom: offset });
           }
           clearTimeout(timer);
+          clearInterval(rate);
         }
         await file.datasync();
       } catch (error) {
-        const why = options.signal?.aborted
-          ? "cancelled"
-          : timedOut === "idle"
-            ? `no data for ${idleTimeoutMs / 1000} s`
-            : networkReason(error);
         throw new ModelError(
           `download of ${entry.file} interrupted at ${formatMiB(received)}` +
-            `${total ? ` of ${formatMiB(total)}` : ""}: ${why}; ` +
+            `${total ? ` of ${formatMiB(total)}` : ""}: ${stoppedBecause(error)}; ` +
             `kept ${partial}: run the same pull again to resume`,
         );
       } finally {
         await file.close();
       }
+      if (tooMuch) await refused("sent more than");
 
       if (total !== undefined && received !== total) {
         throw new ModelError(
@@ -320,7 +394,7 @@ export async function downloadModel(
       const problem = mismatch(entry, received, sha1, sha256);
       if (problem) {
         await rm(partial, { force: true });
-        throw new ModelError(`${problem}; the download was deleted (${url})`);
+        throw new RefusedDownload(`${problem}; the download was deleted (${url})`);
       }
       await rename(partial, final);
       return {
@@ -331,10 +405,12 @@ export async function downloadModel(
         checksumVerified: entry.sha1 !== undefined || entry.sha256 !== undefined,
         resumedFrom: offset,
       };
-    } finally {
-      clearTimeout(timer);
-      options.signal?.removeEventListener("abort", onCancel);
     }
+  } finally {
+    clearTimeout(deadline);
+    clearTimeout(timer);
+    clearInterval(rate);
+    options.signal?.removeEventListener("abort", onCancel);
   }
 }
 
@@ -350,14 +426,4 @@ function mismatch(entry: DownloadTarget, bytes: number, sha1: string, sha256: st
     return `checksum mismatch for ${entry.file}: expected SHA-256 ${entry.sha256}, got ${sha256}`;
   }
   return undefined;
-}
-
-/**
- * Upstream's sizes are rounded ("75 MiB" for 74.1 MiB): a file this far off is truncated or another
- * file, whatever its checksum.
- */
-export function outsidePublishedSize(entry: DownloadTarget, bytes: number): boolean {
-  if (entry.sizeMiB === undefined) return false;
-  const expected = entry.sizeMiB * MiB;
-  return Math.abs(bytes - expected) > Math.max(0.05 * expected, 2 * MiB);
 }

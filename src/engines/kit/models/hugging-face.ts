@@ -10,6 +10,11 @@
  * refused and deleted. Small files (JSON) have no such statement; the manifest records every
  * file's SHA-256 and size as pulled, and `verify` checks the files against it and checks that the
  * model has what its engine needs (the family's own check).
+ *
+ * Sizes: the answer states each file's size (`X-Linked-Size`, or a small file's `Content-Length`, as
+ * huggingface_hub reads them), and its download stops there (download.ts); a model with an
+ * approximate size is bounded as a whole too. What the source or the files say is quoted as plain
+ * text: a mirror's bytes never reach a terminal as they are.
  */
 import { existsSync } from "node:fs";
 import { lstat, mkdir, rename, rm, stat } from "node:fs/promises";
@@ -17,13 +22,17 @@ import path from "node:path";
 import { z } from "zod";
 import {
   checkPulledFiles,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  DEFAULT_DEADLINE_MS,
   downloadModel,
   fileDigest,
   formatMiB,
   ModelError,
+  RefusedDownload,
   type DownloadOptions,
 } from "./download.js";
-import { readRecord, writeRecord } from "./model-dir.js";
+import { plainText, readRecord, writeRecord } from "./model-dir.js";
+import { APPROX_MARGIN_TEXT, approxLimit } from "./sizes.js";
 
 export const HUGGING_FACE = "https://huggingface.co";
 
@@ -36,6 +45,8 @@ export interface HubModel {
   readonly licence: string;
   /** Paths inside the repository to download (kept as they are in the model's directory). */
   readonly files: readonly string[];
+  /** The whole model's approximate size, MiB: all its files together are bounded by it (sizes.ts's approxLimit). */
+  readonly approxMiB?: number;
 }
 
 /** What keeps the files in `dir` from loading as the family's model, if anything. */
@@ -86,25 +97,64 @@ interface Statement {
   readonly bytes?: number;
 }
 
-/** Asks for the file without following the redirect: Hugging Face's answer states an LFS file's SHA-256 and size. */
-async function statementOf(url: string, options: DownloadOptions): Promise<Statement> {
+/** A family's check quotes the files (a JSON value, an ONNX input): plain, and long enough to say what is wrong. */
+const PROBLEM_CHARS = 400;
+
+/** A size header's value, if it is a whole number of bytes. */
+function sizeHeader(value: string | null): number | undefined {
+  return value !== null && /^\d{1,16}$/u.test(value.trim()) ? Number(value) : undefined;
+}
+
+/**
+ * Asks for the file without following the redirect: Hugging Face's answer states an LFS file's
+ * SHA-256 and size, or is a small file's own answer with its Content-Length (huggingface_hub reads
+ * the size the same way, asking for the identity encoding so the length is the file's).
+ */
+async function statementOf(url: string, options: DownloadOptions, timeoutMs: number): Promise<Statement> {
   const fetchImpl = options.fetchImpl ?? fetch;
+  const timeout = AbortSignal.timeout(timeoutMs);
   let response: Response;
   try {
-    response = await fetchImpl(url, { method: "HEAD", redirect: "manual", signal: options.signal ?? null });
+    response = await fetchImpl(url, {
+      method: "HEAD",
+      redirect: "manual",
+      headers: { "accept-encoding": "identity" },
+      signal: options.signal ? AbortSignal.any([options.signal, timeout]) : timeout,
+    });
   } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
-    throw new Unreachable(`cannot reach ${new URL(url).host} (${cause}). Is this machine offline?`);
+    if (options.signal?.aborted) throw new ModelError(`pull cancelled`);
+    const cause = timeout.aborted
+      ? `no response within ${timeoutMs / 1000} s`
+      : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message);
+    throw new Unreachable(
+      `cannot reach ${new URL(url).host} (${plainText(cause)}). Is this machine offline?`,
+    );
   }
   if (response.status === 404) return { exists: false };
   if (response.status >= 400) throw new ModelError(`HTTP ${response.status} for ${url}`);
   const etag = response.headers.get("x-linked-etag")?.replace(/^W\//u, "").replaceAll('"', "");
-  const size = Number(response.headers.get("x-linked-size") ?? NaN);
+  const size =
+    sizeHeader(response.headers.get("x-linked-size")) ??
+    (response.ok ? sizeHeader(response.headers.get("content-length")) : undefined);
   return {
     exists: true,
     ...(etag && /^[0-9a-f]{64}$/u.test(etag) ? { sha256: etag } : {}),
-    ...(Number.isFinite(size) ? { bytes: size } : {}),
+    ...(size !== undefined ? { bytes: size } : {}),
   };
+}
+
+/**
+ * Runs the downloads of a pull staged in `staging`: a source that sent or stated something other
+ * than a file is not trusted for the others either, and the files it sent before go with it (an
+ * interrupted transfer keeps them, for a resume).
+ */
+async function clearedOnRefusal(staging: string, downloads: () => Promise<void>): Promise<void> {
+  try {
+    await downloads();
+  } catch (error) {
+    if (error instanceof RefusedDownload) await rm(staging, { recursive: true, force: true });
+    throw error;
+  }
 }
 
 export interface HubPullResult {
@@ -146,51 +196,71 @@ export async function pullHubModel(
   }
   let bytes = 0;
   let resumedFrom = 0;
-  for (const file of model.files) {
-    const url = `${base}/${model.repo}/resolve/main/${file}`;
-    const dir = path.join(staging, path.dirname(file));
-    const local = path.join(staging, file);
-    const statement = await statementOf(url, options).catch((error: unknown): Statement => {
-      if (!(error instanceof Unreachable)) throw error;
-      // Offline: a file already here (copied by hand, or from an earlier pull) is taken as it is.
-      if (existsSync(local) || optional.has(file)) return { exists: existsSync(local) };
-      throw new Unreachable(`${error.message} ${byHand(model, base, staging)}`);
-    });
-    if (!statement.exists) {
-      if (optional.has(file)) continue;
-      throw new ModelError(`${model.repo} has no ${file} (${url})`);
-    }
-    // A file completed by an interrupted pull is kept when it still matches.
-    const done = existsSync(local) ? await fileDigest(local, "sha256") : undefined;
-    if (done !== undefined && (statement.sha256 === undefined || done === statement.sha256)) {
-      digests[file] = done;
+  // One deadline for the whole pull, every file's statement and download within it.
+  const startedAt = Date.now();
+  const left = (ms: number) => Math.max(0, ms - (Date.now() - startedAt));
+  const deadlineMs = options.deadlineMs ?? DEFAULT_DEADLINE_MS;
+  const modelLimit = model.approxMiB === undefined ? undefined : approxLimit(model.approxMiB);
+  await clearedOnRefusal(staging, async () => {
+    for (const file of model.files) {
+      const url = `${base}/${model.repo}/resolve/main/${file}`;
+      const dir = path.join(staging, path.dirname(file));
+      const local = path.join(staging, file);
+      const timeoutMs = Math.min(options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, left(deadlineMs));
+      const statement = await statementOf(url, options, timeoutMs).catch((error: unknown): Statement => {
+        if (!(error instanceof Unreachable)) throw error;
+        // Offline: a file already here (copied by hand, or from an earlier pull) is taken as it is.
+        if (existsSync(local) || optional.has(file)) return { exists: existsSync(local) };
+        throw new Unreachable(`${error.message} ${byHand(model, base, staging)}`);
+      });
+      if (!statement.exists) {
+        if (optional.has(file)) continue;
+        throw new ModelError(`${model.repo} has no ${file} (${url})`);
+      }
+      // A file completed by an interrupted pull is kept when it still matches.
+      const done = existsSync(local) ? await fileDigest(local, "sha256") : undefined;
+      const doneSize = done === undefined ? undefined : (await stat(local)).size;
+      if (
+        done !== undefined &&
+        (statement.sha256 === undefined || done === statement.sha256) &&
+        (statement.bytes === undefined || doneSize === statement.bytes)
+      ) {
+        digests[file] = done;
+        if (statement.sha256) checked.push(file);
+        sizes[file] = doneSize!;
+        bytes += doneSize!;
+        continue;
+      }
+      await rm(local, { force: true });
+      const remaining = modelLimit === undefined ? undefined : modelLimit - bytes;
+      if (remaining !== undefined && (statement.bytes ?? 0) > remaining)
+        throw new RefusedDownload(
+          `${model.name}: ${base} states ${file} is ${statement.bytes} bytes, more than the ${remaining} bytes ` +
+            `left of the ${modelLimit} the model may take (about ${model.approxMiB} MiB, ${APPROX_MARGIN_TEXT}); the pull's files were deleted`,
+        );
+      const result = await downloadModel(
+        {
+          name: `${model.name}: ${file}`,
+          file: path.basename(file),
+          url,
+          ...(statement.sha256 ? { sha256: statement.sha256 } : {}),
+          ...(statement.bytes !== undefined ? { bytes: statement.bytes } : {}),
+          ...(remaining !== undefined ? { maxBytes: remaining } : {}),
+        },
+        dir,
+        { ...options, baseUrl: undefined, deadlineMs: left(deadlineMs) },
+      );
+      digests[file] = result.sha256;
+      sizes[file] = result.bytes;
       if (statement.sha256) checked.push(file);
-      sizes[file] = (await stat(local)).size;
-      bytes += sizes[file];
-      continue;
+      bytes += result.bytes;
+      resumedFrom += result.resumedFrom;
     }
-    await rm(local, { force: true });
-    const result = await downloadModel(
-      {
-        name: `${model.name}: ${file}`,
-        file: path.basename(file),
-        url,
-        ...(statement.sha256 ? { sha256: statement.sha256 } : {}),
-        ...(statement.bytes !== undefined ? { bytes: statement.bytes } : {}),
-      },
-      dir,
-      { ...options, baseUrl: undefined },
-    );
-    digests[file] = result.sha256;
-    sizes[file] = result.bytes;
-    if (statement.sha256) checked.push(file);
-    bytes += result.bytes;
-    resumedFrom += result.resumedFrom;
-  }
+  });
   const problem = await plan.check(staging);
   if (problem) {
     await rm(staging, { recursive: true, force: true });
-    throw new ModelError(`${model.name}: ${problem}; the download was deleted`);
+    throw new ModelError(`${model.name}: ${plainText(problem, PROBLEM_CHARS)}; the download was deleted`);
   }
   const manifest: HubManifest = {
     name: model.name,
@@ -230,7 +300,7 @@ export async function verifyHubModel(model: { name: string }, plan: HubVerifyPla
   const loading = plan.loadProblem();
   if (loading) return { ok: false, message: `${loading} (run \`relay models pull ${model.name}\`)` };
   const problem = await plan.check(plan.dir);
-  if (problem) return { ok: false, message: problem };
+  if (problem) return { ok: false, message: plainText(problem, PROBLEM_CHARS) };
   const files = Object.keys(manifest!.files).length;
   return {
     ok: true,

@@ -38,7 +38,8 @@ export function plainText(text: string, max = 200): string {
 function treeProblem(tree: string, root: string): string | undefined {
   for (const entry of readdirSync(tree, { withFileTypes: true, recursive: true })) {
     const file = path.join(entry.parentPath, entry.name);
-    const shown = path.relative(tree, file);
+    // Names come from the archive: printed plain.
+    const shown = plainText(path.relative(tree, file));
     if (entry.isSymbolicLink()) {
       let real: string;
       try {

@@ -56,6 +56,13 @@ const DEFAULT_MAX_BYTES = 4 * 1024 ** 3;
  */
 const TAR_OVERHEAD_PER_ENTRY = 16 * 1024;
 const TAR_OVERHEAD = 1024 * 1024;
+/**
+ * Data after the end-of-archive record that is still decoded, so that every bzip2 block's checksum
+ * and the program's exit status are checked (stopping at the record would let a damaged last block
+ * pass: `bzip2` hands a block's output on before it checks the block). tar pads to its record size,
+ * 10 KiB by default; 16 MiB is far beyond any blocking factor in use and keeps a crafted tail cheap.
+ */
+const TAR_TRAILER = 16 * 1024 * 1024;
 
 const FILE_TYPES = new Set(["File", "OldFile", "ContiguousFile"]);
 const REFUSED_TYPES: Record<string, string> = {
@@ -67,9 +74,19 @@ const REFUSED_TYPES: Record<string, string> = {
   GNUDumpDir: "a GNU dump directory",
 };
 
-/** An entry's name as printed in messages: quoted, escaped, and cut when very long. */
+/**
+ * An entry's name as printed in messages: quoted, escaped (JSON leaves C1 controls such as U+009B,
+ * a terminal's CSI, and format characters as they are: escaped too), and cut when very long.
+ */
 function quoted(name: string): string {
-  const text = JSON.stringify(name);
+  // Each UTF-16 unit, as JSON writes what it escapes (a format character may be astral).
+  const escape = (char: string): string => {
+    let units = "";
+    for (let at = 0; at < char.length; at++)
+      units += `\\u${char.charCodeAt(at).toString(16).padStart(4, "0")}`;
+    return units;
+  };
+  const text = JSON.stringify(name).replace(/[\p{Cc}\p{Cf}]/gu, escape);
   return text.length > 200 ? `${text.slice(0, 200)}…"` : text;
 }
 
@@ -179,10 +196,20 @@ class Unpacker {
 
     const maxTarBytes = this.maxBytes + this.maxEntries * TAR_OVERHEAD_PER_ENTRY + TAR_OVERHEAD;
     let tarBytes = 0;
+    let trailer = 0;
     try {
       try {
         for await (const chunk of decompressed(this.archive, this.signal)) {
           this.signal?.throwIfAborted();
+          // Past the end-of-archive record: decoded to the end (checksums), never parsed.
+          if (sawEnd) {
+            trailer += chunk.length;
+            if (trailer > TAR_TRAILER)
+              throw new UnsafeArchiveError(
+                `${this.label} holds more than ${TAR_TRAILER} bytes after the end of its tar archive; the archive was not unpacked`,
+              );
+            continue;
+          }
           if (tarBytes === 0 && isCompressed(chunk))
             throw new Error(`${this.label} holds compressed data inside its bzip2, not a tar archive`);
           tarBytes += chunk.length;
@@ -192,8 +219,6 @@ class Unpacker {
             );
           if (!parser.write(chunk)) await this.drained(parser);
           if (this.failure) throw this.failure.error;
-          // Past the end-of-archive record: nothing more is read (node-tar would only buffer it).
-          if (sawEnd) break;
         }
       } catch (error) {
         if (this.failure) throw this.failure.error;
