@@ -23,6 +23,8 @@ const PLAYGROUND_FILES: Record<string, string> = {
   "meeting.js": "text/javascript; charset=utf-8",
   "meeting-logic.js": "text/javascript; charset=utf-8",
   "meeting-room.js": "text/javascript; charset=utf-8",
+  "meeting-create.js": "text/javascript; charset=utf-8",
+  "meeting-captions.js": "text/javascript; charset=utf-8",
   "meeting.css": "text/css; charset=utf-8",
 };
 /** The SDK modules the browser imports (the Node-only test client is not among them). */

@@ -60,3 +60,4 @@ export function livekitCloseMessage(
   reason: string | undefined,
   options?: { leaving?: boolean },
 ): { state: "left" | "ended" | "disconnected"; text: string };
+export function peoplesMessage(message: string, nameOf: (code: string) => string): string;

@@ -156,6 +156,14 @@ export function participantOf(entry) {
   };
 }
 
+/**
+ * A service's error message in people's words: the request fields it names (`languages[1] "de"`,
+ * `language "de"`) become the language's name ("German (de)").
+ */
+export function peoplesMessage(message, nameOf) {
+  return String(message).replace(/\blanguages?(?:\[\d+\])? "([^"]*)"/gu, (_, code) => nameOf(code));
+}
+
 /** What the page says when the room's connection closes (embedded: WebSocket close code and reason). */
 export function closeMessage(code, reason, { leaving = false, joined = true } = {}) {
   if (leaving) return { state: "left", text: "You left the meeting." };

@@ -20,16 +20,18 @@
 /* global window, sessionStorage, localStorage */
 import {
   TRANSLATOR_IDENTITY,
-  inviteLink,
   languageName,
   livekitUrlOf,
   parseInvite,
   participantLabel,
   participantOf,
 } from "/playground/meeting-logic.js";
+import { loadLanguages, post as postTo, shareLinkItem } from "/playground/meeting-create.js";
+import { showCaption } from "/playground/meeting-captions.js";
 import { joinRoom } from "/playground/meeting-room.js";
 
 const $ = (id) => document.getElementById(id);
+const post = (path, body, apiKey) => postTo(path, body, apiKey, nameOf);
 const locales = [navigator.language, "en"];
 const nameOf = (code) => languageName(code, locales);
 
@@ -44,27 +46,6 @@ function setState(state) {
 
 function describe(error) {
   return error instanceof Error ? error.message : String(error);
-}
-
-// ---------------------------------------------------------------- the service's answers
-
-/** POSTs JSON to the service; throws its error message (`{"error": {"code", "message"}}`). */
-async function post(path, body, apiKey) {
-  const response = await fetch(path, {
-    method: "POST",
-    headers: {
-      ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
-      "content-type": "application/json",
-    },
-    body: JSON.stringify(body),
-  });
-  const answer = await response.json().catch(() => ({}));
-  if (!response.ok) {
-    const error = new Error(answer.error?.message ?? `the service answered HTTP ${response.status}`);
-    error.code = answer.error?.code;
-    throw error;
-  }
-  return answer;
 }
 
 // ---------------------------------------------------------------- making a meeting (creator)
@@ -89,87 +70,6 @@ function ownerKey() {
   return key;
 }
 
-/**
- * The recognition this server offers, for the people of a meeting: which languages are heard. What
- * the operator could do about it goes under "For the server's operator", not in people's way.
- */
-function explainRecognition(tier, recognized) {
-  if (!tier?.upgrade) return;
-  $("operator-hint").textContent = `${tier.summary}. ${tier.upgrade}`;
-  $("operator").hidden = false;
-  return (
-    `This server recognizes speech in ${recognized.map(nameOf).join(", ") || "no language"} only: ` +
-    "people who speak another language hear the meeting translated, but nobody hears them."
-  );
-}
-
-/**
- * The languages a meeting can use here: spoken by the configured engines (voice output) and either
- * recognized, or reached by translation from a recognized language: those are listen-only (their
- * participants hear the others and are not heard), as the server decides too.
- */
-async function loadLanguages() {
-  const report = await fetch("/v1/languages").then((response) => response.json());
-  const recognized = new Set(report.recognition.map((entry) => entry.language));
-  const voiced = new Set(report.voice_output.map((entry) => entry.language));
-  const reached = new Set(
-    report.translation.filter((pair) => recognized.has(pair.from)).map((pair) => pair.to),
-  );
-  const usable = [...voiced].filter((code) => recognized.has(code) || reached.has(code));
-  const label = (code) => (recognized.has(code) ? nameOf(code) : `${nameOf(code)} (listens only)`);
-  const options = usable.map((code) => [code, label(code)]).sort(([, a], [, b]) => a.localeCompare(b));
-  const preferred = [navigator.language.split("-")[0], "en", "es", "de", "fr"].filter((code) =>
-    usable.includes(code),
-  );
-  // A recognized language first, so the creator can speak.
-  const defaults = [
-    ...new Set([...preferred.filter((code) => recognized.has(code)), ...preferred, ...usable]),
-  ];
-  const heard = explainRecognition(report.recognition_tier, [...recognized]);
-  if (usable.length < 2 || !usable.some((code) => recognized.has(code)))
-    setStatus(
-      `A meeting needs two languages this server speaks, one of them recognized; it has ` +
-        `${usable.map(nameOf).join(", ") || "none"}.`,
-      true,
-    );
-  else if (heard) setStatus(heard);
-  document.querySelectorAll("#languages select").forEach((select, index) => {
-    const none = index === 0 ? [] : [["", "—"]];
-    const selected = index < 2 ? (defaults[index] ?? "") : "";
-    select.replaceChildren(
-      ...[...none, ...options].map(([value, label]) => {
-        const option = new Option(label, value);
-        option.selected = value === selected;
-        return option;
-      }),
-    );
-  });
-}
-
-function showShareLink({ language, invitation, identity }) {
-  const link = inviteLink(location.origin, invitation);
-  const item = document.createElement("li");
-  item.dataset.language = language;
-  const anchor = Object.assign(document.createElement("a"), {
-    className: "share-link",
-    href: link,
-    target: "_blank",
-    rel: "noopener noreferrer",
-    textContent: link,
-  });
-  anchor.dataset.language = language;
-  anchor.dataset.identity = identity ?? "";
-  const copy = Object.assign(document.createElement("button"), { textContent: "Copy" });
-  // Without the clipboard (a plain-HTTP page not at localhost), the link is selected to copy by hand.
-  const select = () => window.getSelection()?.selectAllChildren(anchor);
-  copy.addEventListener("click", () => {
-    if (!navigator.clipboard) return select();
-    navigator.clipboard.writeText(link).then(() => (copy.textContent = "Copied"), select);
-  });
-  item.append(`${nameOf(language)}: `, anchor, copy);
-  $("links").append(item);
-}
-
 async function addParticipantLink(language) {
   const access = await post(
     `/api/beta1/session/${encodeURIComponent(creator.room)}/participants`,
@@ -183,7 +83,7 @@ async function addParticipantLink(language) {
   };
   creator.links.push(link);
   keepMeeting();
-  showShareLink(link);
+  $("links").append(shareLinkItem(link, nameOf));
 }
 
 /** The creator's view of their meeting: its links, End, and the meeting itself. */
@@ -193,7 +93,7 @@ function showCreatorMeeting() {
   $("end").hidden = false;
   $("add-language").replaceChildren(...creator.languages.map((code) => new Option(nameOf(code), code)));
   $("links").replaceChildren();
-  for (const link of creator.links) showShareLink(link);
+  $("links").append(...creator.links.map((link) => shareLinkItem(link, nameOf)));
   $("owner-key-controls").hidden = creator.apiKey !== undefined;
   showMeeting({ invitation: creator.invitation });
 }
@@ -427,54 +327,12 @@ function learnLanguage(identity, language) {
   relabel(identity);
 }
 
-/**
- * A caption line: one item per utterance (speaker and correlation id), holding its original and
- * the translation this page received. Every translation received is shown, whatever its language:
- * the server decides who hears what.
- */
+/** A transcript: a caption line (meeting-captions.js); an original also says who is speaking. */
 function showTranscript(message) {
-  const kind = message.type === "original_transcript" ? "original" : "translated";
-  const participant = message.participant ?? "";
-  const language =
-    message.language ??
-    (kind === "original"
-      ? (message.detected_language ?? message.source_language)
-      : message.target_language) ??
-    "";
-  const text = kind === "translated" ? (message.translated_text ?? message.text) : message.text;
-  if (kind === "original") {
-    learnLanguage(participant, language);
-    if (participant !== self) markSpeaking(participant, message.is_final ? 1000 : 2500);
-  }
-  const key = `${participant} ${message.correlation_id}`;
-  let item = utterances.get(key);
-  if (!item) {
-    item = document.createElement("li");
-    Object.assign(item.dataset, { participant, correlationId: message.correlation_id ?? "" });
-    const who = Object.assign(document.createElement("span"), {
-      className: "who",
-      textContent: labelOf(participant),
-    });
-    who.dataset.participant = participant;
-    item.append(who);
-    utterances.set(key, item);
-    const list = $("captions");
-    const follow =
-      list.lastElementChild === null ||
-      window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
-    list.append(item);
-    if (follow) item.scrollIntoView({ block: "end" });
-  }
-  let line = [...item.querySelectorAll(".caption")].find(
-    (candidate) => candidate.dataset.kind === kind && candidate.dataset.language === language,
-  );
-  if (!line) {
-    line = Object.assign(document.createElement("p"), { className: "caption" });
-    Object.assign(line.dataset, { kind, participant, language });
-    item.append(line);
-  }
-  line.dataset.final = String(message.is_final === true);
-  line.textContent = `[${language}] ${text}`;
+  const { kind, participant, language } = showCaption($("captions"), utterances, message, labelOf);
+  if (kind !== "original") return;
+  learnLanguage(participant, language);
+  if (participant !== self) markSpeaking(participant, message.is_final ? 1000 : 2500);
 }
 
 /** What a connection reports, embedded or LiveKit, in the embedded server's message shapes. */
@@ -619,5 +477,7 @@ if (linked?.error) {
 } else {
   $("create").hidden = false;
   setStatus("");
-  loadLanguages().catch((error) => setStatus(`Cannot read the server's languages: ${describe(error)}`, true));
+  loadLanguages({ nameOf, setStatus }).catch((error) =>
+    setStatus(`Cannot read the server's languages: ${describe(error)}`, true),
+  );
 }

@@ -9,6 +9,7 @@ import {
   closeMessage,
   fromFloat32Le,
   inviteLink,
+  languageName,
   liveKitServerUrl,
   isEmbeddedRoomUrl,
   livekitCloseMessage,
@@ -16,6 +17,7 @@ import {
   parseInvite,
   participantLabel,
   participantOf,
+  peoplesMessage,
   roomSocketUrl,
   toPcm16Le,
   trackLanguagesOf,
@@ -192,5 +194,18 @@ describe("audio", () => {
       [5, 6, 7, 8],
     ]);
     expect(framer.push(new Float32Array([10, 11, 12])).map((frame) => [...frame])).toEqual([[9, 10, 11, 12]]);
+  });
+});
+
+describe("the service's messages on the page", () => {
+  it("name languages as people do, not as request fields", () => {
+    const nameOf = (code: string) => languageName(code, ["en"]);
+    expect(peoplesMessage('languages[1] "de" has no voice output with the configured engines', nameOf)).toBe(
+      "German (de) has no voice output with the configured engines",
+    );
+    expect(peoplesMessage('language "xx" is not one of the room\'s languages', nameOf)).toBe(
+      "xx is not one of the room's languages",
+    );
+    expect(peoplesMessage("no room capacity right now", nameOf)).toBe("no room capacity right now");
   });
 });

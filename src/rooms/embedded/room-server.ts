@@ -3,7 +3,8 @@ import type { FastifyInstance } from "fastify";
 import type { RawData, WebSocket } from "ws";
 import { forwardSocket } from "../../fleet/forward-socket.js";
 import { Channel } from "../../core/channel.js";
-import { errorBody } from "../../wire/error-body.js";
+import { jsonSchemaTransform } from "fastify-type-provider-zod";
+import { errorBody, errorBodySchema } from "../../wire/error-body.js";
 import { Pcm16Input, SocketWire } from "../../wire/socket-wire.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import { mintRoomToken, verifyRoomToken, type RoomTokenKeys } from "../tokens.js";
@@ -38,6 +39,11 @@ export interface EmbeddedRoomOptions {
    */
   readonly hostOf?: (roomName: string) => Promise<string | undefined>;
 }
+
+const notUpgraded = errorBody(
+  "upgrade_required",
+  "this URL is a WebSocket endpoint: connect with a WebSocket client",
+);
 
 /** A participant as others are told of them (no socket). */
 const memberOf = ({ identity, language, name }: RoomMember): RoomMember => ({
@@ -147,14 +153,31 @@ export class EmbeddedRoomServer implements RoomBackend {
           summary: "Join an embedded room (the url of POST /api/beta1/session) as a WebSocket",
           description:
             "?access_token=<token>. PCM16 LE mono 16 kHz in; the translator's float32 24 kHz speech and " +
-            "JSON events (transcripts, joins and leaves) out. Refused at the handshake with 401, 403 or 404.",
+            "JSON events (transcripts, joins and leaves) out. Refused at the handshake with 400, 401, 403 " +
+            "or 404; a plain GET answers 426.",
+          response: {
+            400: errorBodySchema.describe("The join URL's language is not the room's (invalid_language)"),
+            401: errorBodySchema.describe("No room token, or an invalid one (unauthorized)"),
+            403: errorBodySchema.describe("The room is full (room_full)"),
+            404: errorBodySchema.describe("The room has ended (not_found)"),
+            426: errorBodySchema.describe("Fetched without upgrading (upgrade_required)"),
+          },
         },
-        // @fastify/websocket hides WebSocket routes from the API reference; this one belongs there.
+        // @fastify/websocket hides WebSocket routes from the API reference; this one belongs there,
+        // with its success (the 101 upgrade, which has no body for the serializer).
         config: {
-          swaggerTransform: ({ schema, url }: { schema: object; url: string }) => ({
-            schema: { ...schema, hide: false },
-            url,
-          }),
+          swaggerTransform: (document: Parameters<typeof jsonSchemaTransform>[0]) => {
+            const transformed = jsonSchemaTransform({
+              ...document,
+              schema: { ...document.schema, hide: false },
+            });
+            const upgraded = { type: "null", description: "Switching Protocols: the WebSocket is open" };
+            const response = transformed.schema.response as Record<string, unknown>;
+            return {
+              ...transformed,
+              schema: { ...transformed.schema, response: { 101: upgraded, ...response } },
+            };
+          },
         },
         // Refuse the upgrade itself (HTTP 401/404/403) so a client never joins with a bad token.
         preValidation: async (request, reply) => {
@@ -177,6 +200,7 @@ export class EmbeddedRoomServer implements RoomBackend {
             forward.searchParams.set("access_token", token);
             const { language } = request.query as Record<string, unknown>;
             if (typeof language === "string") forward.searchParams.set("language", language);
+            if (!request.ws) return reply.code(426).header("upgrade", "websocket").send(notUpgraded);
             request.roomForward = forward.toString();
             return;
           }
@@ -198,6 +222,10 @@ export class EmbeddedRoomServer implements RoomBackend {
             if (!read.ok) return reply.code(400).send(errorBody("invalid_language", read.message));
             language = read.language;
           }
+          // Every refusal above is told a plain GET too (the meeting page asks why it was refused);
+          // past them a plain GET (a link previewer) joins nothing, where @fastify/websocket would
+          // answer an empty 404.
+          if (!request.ws) return reply.code(426).header("upgrade", "websocket").send(notUpgraded);
           request.roomParticipant = {
             roomName,
             identity: verified.identity,
