@@ -27,6 +27,8 @@ function hubModel(entry: ToneColorModelEntry): HubModel {
     repo: entry.repo,
     licence: entry.licence,
     files: [config, extractor, converter],
+    // The whole model's bound while it downloads (src/engines/kit/models/sizes.ts).
+    approxMiB: entry.approxMiB,
   };
 }
 
