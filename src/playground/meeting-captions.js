@@ -5,7 +5,8 @@
 /**
  * Shows one transcript message in `list`: the item of its utterance (speaker and correlation id,
  * kept in `utterances`) gets or updates its line of that kind and language. Every translation
- * received is shown, whatever its language: the server decides who hears what. `labelOf(identity)`
+ * received for an utterance whose original it shows is shown, whatever its language: the server
+ * decides who hears what. `labelOf(identity)`
  * names the speaker. Returns what the line is: { kind, participant, language }.
  */
 export function showCaption(list, utterances, message, labelOf) {
@@ -20,6 +21,9 @@ export function showCaption(list, utterances, message, labelOf) {
   const text = kind === "translated" ? (message.translated_text ?? message.text) : message.text;
   const key = `${participant} ${message.correlation_id}`;
   let item = utterances.get(key);
+  // A translation of an utterance whose original this page never saw (it joined after the original
+  // was said) would be a fragment of a conversation shown as what was said: left out.
+  if (!item && kind === "translated") return { kind, participant, language };
   if (!item) {
     item = document.createElement("li");
     Object.assign(item.dataset, { participant, correlationId: message.correlation_id ?? "" });

@@ -107,9 +107,40 @@ describe.skipIf(problem !== undefined)("a meeting's links in Chromium", () => {
     expect(await bruno.isVisible("#listen-only")).toBe(true);
     const b = await identityOf(bruno);
 
+    // The creator's room connection passes through the test, which can add a frame of its own.
+    let toCreator: ((frame: string) => void) | undefined;
+    await creator.routeWebSocket(/\/rooms\//u, (socket) => {
+      socket.connectToServer();
+      toCreator = (frame) => socket.send(frame);
+    });
     await creator.fill("#name", "Alice");
     await creator.click("#join");
     await creator.locator("body[data-state=joined]").waitFor({ timeout: 60_000 });
+    // A translation of something said before this page joined (its original never reached it) is
+    // not shown as if it were what was said; one whose original it shows is.
+    const translation = (id: string) =>
+      JSON.stringify({
+        type: "translated_transcript",
+        text: `translation ${id}`,
+        is_final: true,
+        correlation_id: id,
+        participant: b,
+        language: "en",
+      });
+    toCreator!(translation("said-before-joining"));
+    toCreator!(
+      JSON.stringify({
+        type: "original_transcript",
+        text: "dicho",
+        is_final: true,
+        correlation_id: "said-after",
+        participant: b,
+        language: "es",
+      }),
+    );
+    toCreator!(translation("said-after"));
+    await expect.poll(() => creator.textContent("#captions"), WAIT).toContain("translation said-after");
+    expect(await creator.textContent("#captions")).not.toContain("said-before-joining");
     // Each sees the other by name and language, as text (the markup Bruno typed is not markup).
     await expect.poll(() => creator.textContent("#participants"), WAIT).toContain("Bruno <b>B</b> (es)");
     await expect.poll(() => bruno.textContent("#participants"), WAIT).toContain("Alice (en)");
