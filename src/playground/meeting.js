@@ -15,8 +15,8 @@
 // samples played, embedded rooms); body[data-identity]; #participants
 // li[data-identity][data-language][data-self]; #speaking[data-identities]; #captions
 // .caption[data-kind=original|translated][data-participant][data-language][data-final]; #name;
-// buttons #join, #mute (aria-pressed), #leave, #end; #owner-key; #new-meeting; share links
-// #links .share-link[data-language].
+// body[data-room] (once joining); buttons #join, #mute (aria-pressed), #leave, #end; #owner-key;
+// #new-meeting; share links #links .share-link[data-language].
 /* global window, sessionStorage, localStorage */
 import {
   TRANSLATOR_IDENTITY,
@@ -155,10 +155,12 @@ $("add-link").addEventListener("click", async () => {
 $("end").addEventListener("click", async () => {
   $("end").disabled = true;
   try {
+    ending = true;
     await post("/api/beta1/session/end", { session_id: creator.room }, ownerKey());
-    // A page in the meeting learns it from its connection closing too; this one says it now.
     meetingEnded("You ended the meeting.");
   } catch (error) {
+    ending = false;
+    void checkInvitation();
     $("end").disabled = false;
     setStatus(`Could not end the meeting: ${describe(error)}`, true);
   }
@@ -177,6 +179,11 @@ let self;
 let listenOnly = false;
 /** Set once the meeting has ended: nothing more is offered but a new meeting. */
 let over = false;
+/**
+ * The creator asked to end the meeting: its connection closing, or a check of the link, says so
+ * before the answer comes; the page waits for the answer ("You ended the meeting.").
+ */
+let ending = false;
 /** identity → { language, name } (each undefined until known) of everyone in the meeting, this page included. */
 const present = new Map();
 /** identity → timer clearing their "speaking" mark. */
@@ -211,7 +218,7 @@ function showListenOnly(language) {
 let checkTimer;
 async function checkInvitation() {
   clearTimeout(checkTimer);
-  if (over) return;
+  if (over || ending) return;
   let status;
   try {
     status = await post("/api/beta1/invitation", { invitation: invite.invitation });
@@ -222,6 +229,8 @@ async function checkInvitation() {
     checkTimer = setTimeout(checkInvitation, 15_000);
     return;
   }
+  // The creator ended it meanwhile: their answer says so.
+  if (ending) return;
   if (status.status === "ended") return meetingEnded(status.message);
   if (status.language) describeLanguage(status.language);
   if (status.listen_only) showListenOnly(status.language);
@@ -232,6 +241,7 @@ async function checkInvitation() {
 
 /** The meeting is over: the page says why and offers only a new meeting. */
 function meetingEnded(text) {
+  if (over) return;
   over = true;
   clearTimeout(checkTimer);
   if (creator) sessionStorage.removeItem(KEPT);
@@ -382,7 +392,7 @@ function onRoomMessage(message) {
 /** The connection closed: `outcome` is { state, text } (meeting-logic.js's closeMessage). */
 function meetingOver(outcome) {
   call = undefined;
-  if (over) return;
+  if (over || ending) return;
   // Ended while in it: a share link's page asks the service why.
   if (outcome.state === "ended" && invite.invitation) return void checkInvitation();
   if (outcome.state === "ended") return meetingEnded(outcome.text);
@@ -426,6 +436,7 @@ $("join").addEventListener("click", async () => {
   utterances.clear();
   try {
     const access = await accessOf(invite);
+    document.body.dataset.room = access.room;
     call = await joinRoom(access, {
       message: onRoomMessage,
       closed: meetingOver,
