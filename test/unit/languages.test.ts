@@ -91,6 +91,24 @@ describe("unservable", () => {
     });
   });
 
+  it("offers a target only the languages that would meet all it needed: translated into and voiced", () => {
+    // "de" has no voice, nor a translation from "en": of the voices (es, fr), only es is reached from en.
+    expect(
+      unservable(engines, [
+        { kind: "recognition", language: "en" },
+        { kind: "voice", language: "de" },
+        { kind: "translation", from: "en", to: "de" },
+      ]),
+    ).toEqual({ kind: "voice", language: "de", available: ["es"], throughTranslation: true });
+    // Spoken "fr" is not reached from "es"; of the targets of "es" (en), none has a voice.
+    expect(
+      unservable(engines, [
+        { kind: "voice", language: "fr" },
+        { kind: "translation", from: "es", to: "fr" },
+      ]),
+    ).toEqual({ kind: "translation", from: "es", language: "fr", available: [] });
+  });
+
   it("lists the recognized languages that translate into a target", () => {
     expect(translatableSources(engines, "es")).toEqual(["en"]);
     expect(translatableSources(engines, "fr")).toEqual([]);

@@ -161,8 +161,11 @@ function rejectUnservable(
   const { kind, language, available } = problem;
   const key = (code: LanguageCode) => `${roles.keyOf(kind, code)}="${code}"`;
   if (kind === "voice") {
+    const offered = problem.throughTranslation
+      ? "translation with voice output is available for"
+      : "voice output is available for";
     reject(
-      `${key(language)} has no voice output with the configured engines; voice output is available for: ${available.join(", ")}`,
+      `${key(language)} has no voice output with the configured engines; ${offered}: ${available.join(", ") || "none"}`,
     );
   }
   if (kind === "recognition" && language === "auto") {

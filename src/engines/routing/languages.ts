@@ -64,8 +64,12 @@ export type Unservable =
   | {
       readonly kind: "voice";
       readonly language: LanguageCode;
-      /** The languages with voice output. */
+      /**
+       * The languages with voice output; where the request also translates into `language`, only
+       * those its sources translate into (`throughTranslation`).
+       */
       readonly available: LanguageCode[];
+      readonly throughTranslation?: true;
     };
 
 /**
@@ -78,9 +82,39 @@ export function unservable(
 ): Unservable | undefined {
   for (const requirement of requirements) {
     const problem = check(registry, requirement);
-    if (problem) return problem;
+    if (problem) return withWorkingAlternatives(registry, requirements, problem);
   }
   return undefined;
+}
+
+/**
+ * A language the request translates into and speaks is offered only alternatives that meet every
+ * requirement it had: a target with no voice lists the voiced languages its sources translate
+ * into, not every voice (93 with eSpeak NG, most unreachable), and an untranslatable one the
+ * targets that also have a voice.
+ */
+function withWorkingAlternatives(
+  registry: LanguageCapabilities,
+  requirements: readonly Requirement[],
+  problem: Unservable,
+): Unservable {
+  if (problem.kind !== "voice" && problem.kind !== "translation") return problem;
+  const { language } = problem;
+  const into = requirements.filter(
+    (requirement) =>
+      (requirement.kind === "voice" && requirement.language === language) ||
+      (requirement.kind === "translation" && requirement.to === language),
+  );
+  const instead = (requirement: Requirement, alternative: LanguageCode): Requirement =>
+    requirement.kind === "translation"
+      ? { ...requirement, to: alternative }
+      : { kind: "voice", language: alternative };
+  const available = problem.available.filter((alternative) =>
+    into.every((requirement) => !check(registry, instead(requirement, alternative))),
+  );
+  if (problem.kind === "translation") return { ...problem, available };
+  const translated = into.some((requirement) => requirement.kind === "translation");
+  return { ...problem, available, ...(translated ? { throughTranslation: true as const } : {}) };
 }
 
 function check(registry: LanguageCapabilities, requirement: Requirement): Unservable | undefined {
