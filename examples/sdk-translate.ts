@@ -27,15 +27,34 @@ void (async () => {
   session.finalize();
 })();
 
+// An utterance's finals grow (finalizeMode "stable", the default): each repeats the one before,
+// under the same correlation_id, plus the words just settled. So each utterance is printed once, as
+// its last finals, when the next one starts or the recording ends.
+let utterance = "";
+const lines = new Map<string, string>(); // the utterance's last final of each kind
+const printUtterance = () => {
+  for (const line of lines.values()) console.log(line);
+  lines.clear();
+};
+
 // Messages are a discriminated union on `type`; interims (is_final: false) may still change.
 for await (const message of session) {
-  if (message.type === "original_transcript" && message.is_final)
-    console.log(`[${message.source_language}] ${message.text}`);
-  if (message.type === "translated_transcript" && message.is_final)
-    console.log(`[${message.target_language}] ${message.text}`);
+  if (
+    (message.type === "original_transcript" || message.type === "translated_transcript") &&
+    message.is_final
+  ) {
+    if (message.correlation_id !== utterance) printUtterance();
+    utterance = message.correlation_id;
+    const language =
+      message.type === "original_transcript" ? message.source_language : message.target_language;
+    lines.set(message.type, `[${language}] ${message.text}`);
+  }
   if (message.type === "error") console.error(`server error: ${message.error}`);
   // Every final, translation and speech of the recording has come: closing now loses nothing,
   // however long a loaded server took (a fixed wait would cut the tail off).
-  if (message.type === "finalized") session.close();
+  if (message.type === "finalized") {
+    printUtterance();
+    session.close();
+  }
 }
 console.log(`received ${(speechSamples / 24_000).toFixed(2)} s of translated speech`);

@@ -14,11 +14,14 @@ const DECODE_TIMEOUT_MS = 120_000;
 /** `file` as PCM16 mono at `sampleRate`. */
 export async function readAudioInput(file: string, sampleRate = 16_000): Promise<Int16Array> {
   const head = new Uint8Array(12);
-  const handle = await open(file, "r").catch((error: NodeJS.ErrnoException) => {
+  const cannotRead = (error: NodeJS.ErrnoException): never => {
     throw new CliError(`cannot read ${file} (${error.code ?? error.message})`);
-  });
+  };
+  const handle = await open(file, "r").catch(cannotRead);
   try {
-    await handle.read(head, 0, head.length, 0);
+    // A directory opens like a file; reading it is what fails.
+    if ((await handle.stat()).isDirectory()) throw new CliError(`${file} is a directory; pass an audio file`);
+    await handle.read(head, 0, head.length, 0).catch(cannotRead);
   } finally {
     await handle.close();
   }

@@ -1,4 +1,6 @@
-import { readFile } from "node:fs/promises";
+import { constants } from "node:fs";
+import { access, readFile, stat } from "node:fs/promises";
+import path from "node:path";
 import { concatFloat32 } from "../audio/pcm.js";
 import { CliError, networkCause, request } from "./network.js";
 import {
@@ -168,6 +170,26 @@ export async function closeNormally(socket: RealtimeSocket): Promise<void> {
   if (socket.closeCode !== undefined) return;
   socket.close(1000);
   await socket.closed(5_000).catch(() => socket.terminate());
+}
+
+/**
+ * Refuses an output path the command could not write, before a session or a job is paid for: it
+ * must not be a directory, its directory must exist and be writable, and an existing file writable.
+ */
+export async function checkOutputPath(out: string, flag = "--out"): Promise<void> {
+  const directory = path.dirname(path.resolve(out));
+  if ((await stat(out).catch(() => undefined))?.isDirectory())
+    throw new CliError(`${flag} ${out} is a directory; name a file to write`);
+  if (!(await stat(directory).catch(() => undefined))?.isDirectory())
+    throw new CliError(`${flag}: the directory ${directory} does not exist`);
+  for (const [target, what] of [
+    [directory, `the directory ${directory}`],
+    [out, out],
+  ] as const) {
+    await access(target, constants.W_OK).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== "ENOENT") throw new CliError(`${flag}: cannot write to ${what} (${error.code})`);
+    });
+  }
 }
 
 /** Concatenates the received speech frames into one float32 24 kHz WAV; returns its duration in s. */

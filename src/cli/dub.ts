@@ -13,7 +13,15 @@ import {
   type JobStatus,
 } from "@relay-translate/client";
 import { parseLanguageTag } from "../core/language-tags.js";
-import { CliError, contextOption, describeError, request, requireKey, type Connection } from "./common.js";
+import {
+  checkOutputPath,
+  CliError,
+  contextOption,
+  describeError,
+  request,
+  requireKey,
+  type Connection,
+} from "./common.js";
 import { ProgressLine } from "./progress.js";
 
 /** `relay dub`: a local file or URL through the dubbing REST API, polled to the end, result saved to disk. */
@@ -153,10 +161,7 @@ function formatBytes(bytes: number): string {
 
 /** Usage problems are reported before anything is uploaded or a job is created. */
 async function checkUsage(connection: Connection, input: string, options: DubCommandOptions): Promise<void> {
-  const outDir = path.dirname(path.resolve(options.out));
-  if (!(await stat(outDir).catch(() => undefined))?.isDirectory()) {
-    throw new CliError(`--out: the directory ${outDir} does not exist`);
-  }
+  await checkOutputPath(options.out);
   if (!isUrl(input)) await checkInputFile(input);
   await checkLanguages(connection, options);
 }

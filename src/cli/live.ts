@@ -1,6 +1,7 @@
 import { readAudioInput } from "./audio-input.js";
 import type { RealtimeSocket, ServerMessage } from "./recording-socket.js";
 import {
+  checkOutputPath,
   checkSession,
   closeNormally,
   CliError,
@@ -40,6 +41,7 @@ const IDLE_TIMEOUT_MS = 60_000;
 export async function live(connection: Connection, options: LiveOptions): Promise<number> {
   // Usage problems first, before the input is read or a session is spent.
   if (options.audio && !options.out) throw new CliError("--out is required (or pass --no-audio)");
+  if (options.audio && options.out) await checkOutputPath(options.out);
   requireKey(connection);
   const context = await contextOption(options);
   const pcm = await readAudioInput(options.in, 16_000);
@@ -56,11 +58,17 @@ export async function live(connection: Connection, options: LiveOptions): Promis
   const view = new TranscriptView(process.stdout, options.json);
   const messages: ServerMessage[] = [];
   let cursor = 0;
+  let probeAnswered = false;
   // The client library only records what arrives; this shows each new message once, in order.
   const drain = () => {
     for (; cursor < socket.received.length; cursor++) {
       const { message } = socket.received[cursor]!;
       if (!message) continue;
+      // The answer to the acceptance check below is the CLI's own, not the session's.
+      if (message.type === "metadata_ack" && !probeAnswered) {
+        probeAnswered = true;
+        continue;
+      }
       messages.push(message);
       view.show(messages, messages.length - 1);
     }
@@ -68,7 +76,13 @@ export async function live(connection: Connection, options: LiveOptions): Promis
   const follow = setInterval(drain, 20);
   try {
     await expectMessage(socket, (m) => m.type === "ready", "ready");
-    process.stderr.write(`session ${session.session_id} (${session.model_version_id})\n`);
+    // A refused session answers `ready`, its error, then closes; an accepted one answers this (as
+    // the SDK checks), so the session is announced only once it has started.
+    socket.send({ type: "update_metadata", metadata: {} });
+    await expectMessage(socket, (m) => m.type === "metadata_ack", "session start");
+    // The model and its version; `relay languages` lists the engines behind them.
+    const model = session.model_version_id.split("/").slice(0, 2).join("/");
+    process.stderr.write(`session ${session.session_id} (${model})\n`);
     await socket.stream(pcm, { chunkMs: 20, speed: options.speed });
     checkSession(socket);
     socket.finalize();

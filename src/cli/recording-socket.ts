@@ -39,6 +39,24 @@ export interface Received {
   readonly audio?: Float32Array;
 }
 
+/**
+ * A text frame as a message; one that is not a relay message (not JSON, no `type`) becomes an
+ * `error` saying so, which the commands report as they do the server's own, rather than a crash.
+ */
+function parseMessage(text: string): ServerMessage {
+  try {
+    const message = JSON.parse(text) as ServerMessage | null;
+    if (typeof message?.type === "string") return message;
+  } catch {
+    // Reported below.
+  }
+  const shown = text.length > 80 ? `${text.slice(0, 80)}…` : text;
+  return {
+    type: "error",
+    error: `the server sent a frame that is not a relay message: ${JSON.stringify(shown)}`,
+  };
+}
+
 export class RealtimeSocket {
   /** Every JSON message and audio frame received, in order, with its arrival time (performance.now()). */
   readonly received: Received[] = [];
@@ -55,7 +73,7 @@ export class RealtimeSocket {
         new Uint8Array(aligned.buffer).set(buffer);
         this.received.push({ at, audio: aligned });
       } else {
-        this.received.push({ at, message: JSON.parse(buffer.toString("utf8")) as ServerMessage });
+        this.received.push({ at, message: parseMessage(buffer.toString("utf8")) });
       }
       this.wake();
     });

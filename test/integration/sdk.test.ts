@@ -4,22 +4,29 @@
  * the bounded buffer, text to speech, a session refused at its start, the dubbing client from
  * upload to subtitles, and what a client that cannot reach the service is told.
  */
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocketServer, type WebSocket } from "ws";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import {
   ConnectionError,
   createSession,
   DubbingClient,
   HttpError,
+  MAX_FRAME_BYTES,
+  ProtocolError,
   RealtimeSession,
   SessionError,
   type ServerMessage,
 } from "@relay-translate/client";
 import { makeTestVideo } from "../support/media.js";
 import { freePort } from "../support/ports.js";
+import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 
@@ -188,6 +195,54 @@ describe.skipIf(SKIP)("the SDK in Node", () => {
   });
 });
 
+/**
+ * The README's first example as a program: its placeholders defined (the key, `play`, and a
+ * `microphone` that sends `pcmFile` as fast as the socket takes it, then finalizes and closes the
+ * session once `finalized` says every result is out), the SDK imported from its build.
+ */
+async function readmeExample(pcmFile: string): Promise<string> {
+  const readme = await readFile(path.join(PROJECT_ROOT, "packages/client/README.md"), "utf8");
+  const section = readme.slice(readme.indexOf("## Real-time translation"));
+  const example = /```ts\n([\s\S]*?)```/u.exec(section)![1]!;
+  const sdk = pathToFileURL(path.join(PROJECT_ROOT, "packages/client/dist/index.js")).href;
+  const program = `import { readFileSync } from "node:fs";
+const apiKey = process.env.RELAY_API_KEY;
+const play = (_samples: Float32Array) => undefined;
+const microphone = {
+  on(_event: "frame", listener: (pcm16: Int16Array) => void) {
+    const bytes = readFileSync(${JSON.stringify(pcmFile)});
+    const pcm = new Int16Array(bytes.buffer, bytes.byteOffset, bytes.byteLength >> 1);
+    for (let at = 0; at < pcm.length; at += 320) listener(pcm.subarray(at, at + 320));
+    session.onMessage = (message) => message.type === "finalized" && session.close();
+    session.finalize();
+  },
+};
+${example
+  .replace('"@relay-translate/client"', JSON.stringify(sdk))
+  .replace('"https://translate.example.com"', "process.env.RELAY_SERVER")}`;
+  const file = path.join(dir, "readme-example.mts");
+  await writeFile(file, program);
+  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", file], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, RELAY_SERVER: server.baseUrl, RELAY_API_KEY: API_KEY },
+  });
+  return stdout;
+}
+
+describe.skipIf(SKIP)("the SDK README's first example", () => {
+  it("prints each utterance's translation once, on one line, however many growing finals it had", async () => {
+    // A reading with long utterances: in finalizeMode "stable" each comes as several finals.
+    const clip = await readWavAsPcm16(sharedPath("data/speech/misc/librispeech-1995-1837-0001.wav"));
+    const pcmFile = path.join(dir, "reading.pcm");
+    await writeFile(pcmFile, new Uint8Array(clip.buffer, clip.byteOffset, clip.byteLength));
+    const lines = (await readmeExample(pcmFile)).split("\n").filter((line) => line.trim());
+    expect(lines.length).toBeGreaterThan(0);
+    // No line is an earlier, shorter version of a later one.
+    for (const [i, line] of lines.entries())
+      for (const later of lines.slice(i + 1)) expect(later.startsWith(line)).toBe(false);
+  });
+});
+
 describe("the SDK when the service cannot be reached", () => {
   it("names the URL and the network's reason, keeping fetch's error as the cause", async () => {
     const origin = `127.0.0.1:${await freePort()}`;
@@ -210,5 +265,89 @@ describe("the SDK when the service cannot be reached", () => {
     await expect(dubbing.job("job-1")).rejects.toThrow(
       `cannot reach http://${origin}/api/dubbing/jobs/job-1: ECONNREFUSED`,
     );
+  });
+});
+
+/**
+ * A server that is not quite relay: it accepts sessions as relay does (`ready`, then a
+ * `metadata_ack` for the SDK's empty `update_metadata`) and runs `misbehave` on the client's next
+ * message, or on connection when `beforeReady`. `closedWith` has the close codes it was sent.
+ */
+async function misbehavingServer(
+  misbehave: (socket: WebSocket) => void,
+  beforeReady = false,
+): Promise<{ url: string; closedWith: number[]; close: () => Promise<void> }> {
+  const server = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  await new Promise((resolve) => server.once("listening", resolve));
+  const closedWith: number[] = [];
+  server.on("connection", (socket) => {
+    socket.on("close", (code) => closedWith.push(code));
+    if (beforeReady) return misbehave(socket);
+    socket.send(JSON.stringify({ type: "ready", session_id: "s-1", worker_id: "w-1" }));
+    socket.once("message", () => {
+      socket.send(JSON.stringify({ type: "metadata_ack", applied: {} }));
+      socket.once("message", () => misbehave(socket));
+    });
+  });
+  const { port } = server.address() as { port: number };
+  return {
+    url: `ws://127.0.0.1:${port}/v1/ws?token=secret`,
+    closedWith,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe("the SDK when the server breaks the protocol", () => {
+  it("rejects connect() with a ProtocolError showing the frame when the first frame is not a relay message", async () => {
+    const server = await misbehavingServer(
+      (socket) => socket.send("<html><body>502 Bad Gateway</body></html>"),
+      true,
+    );
+    const error = await RealtimeSession.connect(server.url).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ProtocolError);
+    expect((error as ProtocolError).message).toBe(
+      `${server.url.split("?")[0]} sent a frame that is not a relay message: "<html><body>502 Bad Gateway</body></html>"`,
+    );
+    await expect.poll(() => server.closedWith).toEqual([1002]);
+    await server.close();
+  });
+
+  it("reports frames that are not relay messages on onError and goes on with the session", async () => {
+    const server = await misbehavingServer((socket) => {
+      socket.send("not json");
+      socket.send("null");
+      socket.send(JSON.stringify({ type: "notice", code: "c", message: "still here", timestamp: 1 }));
+    });
+    const session = await RealtimeSession.connect(server.url);
+    const errors: ProtocolError[] = [];
+    session.onError = (error) => errors.push(error);
+    session.finalize();
+    expect(await session.next()).toMatchObject({ type: "notice", message: "still here" });
+    expect(errors.map((error) => error.message)).toEqual([
+      expect.stringMatching(/sent a frame that is not a relay message: "not json"$/u),
+      expect.stringMatching(/sent a frame that is not a relay message: "null"$/u),
+    ]);
+    expect(session.isOpen).toBe(true);
+    session.close();
+    await session.closed;
+    await server.close();
+  });
+
+  it("closes the socket (1009 to the server) on a frame over MAX_FRAME_BYTES instead of taking it", async () => {
+    // 64 MiB: what a server, or whatever answers in its place, could make a client hold.
+    const server = await misbehavingServer((socket) => socket.send(Buffer.alloc(64 << 20)));
+    const session = await RealtimeSession.connect(server.url);
+    const errors: ProtocolError[] = [];
+    session.onError = (error) => errors.push(error);
+    let audio = 0;
+    session.onAudio = (samples) => (audio += samples.length);
+    session.finalize();
+    await session.closed;
+    expect(audio).toBe(0);
+    expect(errors.map((error) => error.message)).toEqual([
+      `${server.url.split("?")[0]} sent a frame over MAX_FRAME_BYTES (${MAX_FRAME_BYTES} bytes)`,
+    ]);
+    await expect.poll(() => server.closedWith).toEqual([1009]);
+    await server.close();
   });
 });

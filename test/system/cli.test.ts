@@ -120,6 +120,51 @@ describe.skipIf(SPEECH_MISSING)("relay live", () => {
     ]);
     expect(existsSync(path.join(tmp, "ja.wav"))).toBe(false);
   });
+
+  it("answers an unknown --to with the languages it can translate into and speak, not every voice", async () => {
+    const report = (await (await fetch(new URL("/v1/languages", server.baseUrl))).json()) as {
+      translation: { from: string; to: string }[];
+      voice_output: { language: string }[];
+    };
+    const voiced = new Set(report.voice_output.map((voice) => voice.language));
+    const reached = ["en", ...report.translation.filter((pair) => pair.from === "en").map((pair) => pair.to)];
+    const result = await relay("live", goForward, "--to", "xx", "--out", path.join(tmp, "xx.wav"));
+    expect(result.code).not.toBe(0);
+    const [line] = errorLines(result);
+    expect(line).toMatch(
+      /^relay: session rejected: --to xx has no voice output with the configured engines; /u,
+    );
+    const offered = /available for: (.*)$/u.exec(line!)![1]!.split(", ");
+    expect(offered.sort()).toEqual(reached.filter((language) => voiced.has(language)).sort());
+    // Voices the service has, but no translation from English reaches (it has far more voices).
+    expect(voiced.size).toBeGreaterThan(offered.length);
+  });
+
+  it("refuses an --out it could not write and an input directory before any session, and names a refused session only once", async () => {
+    const noDirectory = await relay("live", goForward, "--out", "/nonexistent-dir/x.wav");
+    expect(noDirectory.code).not.toBe(0);
+    // Nothing but the reason: no session line, no transcript (the session was never opened).
+    expect(noDirectory.stderr.trim()).toBe("relay: --out: the directory /nonexistent-dir does not exist");
+    expect(noDirectory.stdout).toBe("");
+    const outIsDirectory = await relay("live", goForward, "--out", tmp);
+    expect(outIsDirectory.stderr.trim()).toBe(`relay: --out ${tmp} is a directory; name a file to write`);
+
+    const directoryIn = await relay("live", tmp, "--no-audio");
+    expect(directoryIn.code).not.toBe(0);
+    expect(directoryIn.stderr.trim()).toBe(`relay: ${tmp} is a directory; pass an audio file`);
+
+    const refused = await relay("live", goForward, "--from", "xx", "--no-audio");
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(
+        /^relay: session rejected: --from xx cannot be recognized by the configured engines; /u,
+      ),
+    ]);
+    // An accepted session is named, briefly: its id and model.
+    const accepted = await relay("live", goForward, "--no-audio", "--speed", "0");
+    expect(accepted.code, accepted.stderr).toBe(0);
+    expect(accepted.stderr).toMatch(/^session [0-9a-f-]{36} \(relay-1\/[^/\s]+\)$/mu);
+  });
 });
 
 describe("relay speak, voices, languages", () => {
@@ -131,6 +176,22 @@ describe("relay speak, voices, languages", () => {
     expect(speech.sampleRate).toBe(24_000);
     expect(speech.samples.length).toBeGreaterThan(0);
     expect(speech.samples.some((sample) => sample !== 0)).toBe(true);
+  });
+
+  it("speak says a text past the service's 5,000 characters a line, cut into lines after its sentences", async () => {
+    const out = path.join(tmp, "long.wav");
+    const text = "The meeting starts at nine. ".repeat(400); // 11,200 characters
+    const result = await relay("speak", text, "--to", "en", "--out", out);
+    expect(errorLines(result)).toEqual([]);
+    expect(result.code).toBe(0);
+    expect(result.stderr).toMatch(/^wrote .*long\.wav: [\d.]+ s of speech \(the text in 3 lines\)$/mu);
+    const speech = await readWav(out);
+    expect(speech.samples.length).toBeGreaterThan(0);
+
+    const empty = await relay("speak", "  ", "--to", "en", "--out", out);
+    expect(errorLines(empty)).toEqual(["relay: nothing to speak: the text is empty"]);
+    const nowhere = await relay("speak", "Hola", "--to", "es", "--out", "/nonexistent-dir/x.wav");
+    expect(errorLines(nowhere)).toEqual(["relay: --out: the directory /nonexistent-dir does not exist"]);
   });
 
   it("voices --gender female prints a table of exactly the female voices", async () => {
@@ -189,7 +250,10 @@ describe.skipIf(SPEECH_MISSING)("examples/sdk-translate.ts", () => {
     const result = await run("examples/sdk-translate.ts", [goForward]);
     expect(result.stderr).not.toMatch(/error/iu);
     expect(result.code).toBe(0);
-    expect(result.stdout).toContain("[en] go forward ten meters");
+    // The utterance once, whole, however many growing finals it came as.
+    expect(result.stdout.split("\n").filter((line) => line.startsWith("[en]"))).toEqual([
+      "[en] go forward ten meters",
+    ]);
     expect(result.stdout).toMatch(/^\[es\] .*diez metros/imu);
     expect(Number(/^received (\d+\.\d+) s of translated speech/mu.exec(result.stdout)?.[1])).toBeGreaterThan(
       0,

@@ -5,10 +5,12 @@
  * an agent's own, and the README's examples and examples/livekit-agent type-checked there with tsc
  * (strict) and the runnable one run with node against the service on real speech.
  */
+import { execFile } from "node:child_process";
 import { copyFile, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   installedPackages,
@@ -19,6 +21,7 @@ import {
   TSC,
   type Packed,
 } from "../support/npm-package.js";
+import { freePort } from "../support/ports.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
@@ -84,7 +87,7 @@ describe("the LiveKit Agents plugin package", () => {
   });
 
   it.skipIf(sharedMissing(SPEECH))(
-    "installs alone in seconds, type-checks its README and the example agent, and runs the README's example against relay",
+    "installs alone in seconds, type-checks its README and the example agent, and runs the README's example against relay and with none",
     async () => {
       const app = path.join(dir, "agent");
       await mkdir(app);
@@ -161,6 +164,21 @@ describe("the LiveKit Agents plugin package", () => {
           .map((line) => line.slice(7))
           .join(" "),
       ).toBe("go forward ten meters");
+
+      // With no relay there, what a person sees is the line that says so: the URL and the cause.
+      const nowhere = `http://127.0.0.1:${await freePort()}`;
+      const failed = (await promisify(execFile)(
+        process.execPath,
+        ["dist/speak-and-hear.js", sharedPath(SPEECH)],
+        {
+          cwd: app,
+          env: { ...process.env, RELAY_SERVER: nowhere, RELAY_API_KEY: API_KEY },
+        },
+      ).catch((error: unknown) => error)) as { code?: number; stdout: string; stderr: string };
+      expect(failed.code).toBe(1);
+      expect(`${failed.stdout}${failed.stderr}`.trim()).toBe(
+        `relay.ChunkedStream: cannot reach ${nowhere}/v1/session: ECONNREFUSED`,
+      );
     },
     180_000,
   );

@@ -154,8 +154,9 @@ describe("the SDK package", () => {
     });
     const lines = stdout.trim().split("\n");
     expect(lines[0]).toBe(
-      "exports: ConnectionError DubbingClient HttpError MAX_SPEAK_CHARACTERS MAX_WAITING_SPEAKS " +
-        "RealtimeSession SessionError UPLOAD_CONTENT_TYPES contentTypeFor createSession storageErrorBody",
+      "exports: ConnectionError DubbingClient HttpError MAX_FRAME_BYTES MAX_SPEAK_CHARACTERS " +
+        "MAX_WAITING_SPEAKS ProtocolError RealtimeSession SessionError UPLOAD_CONTENT_TYPES " +
+        "contentTypeFor createSession speakableLines storageErrorBody",
     );
     expect(lines).toContainEqual(
       expect.stringMatching(/^refused: true sourceLanguage="vo" cannot be recognized/u),

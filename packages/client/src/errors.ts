@@ -32,6 +32,15 @@ export class ConnectionError extends TypeError {
   }
 }
 
+/**
+ * The service sent a frame that is not one of relay's messages (not JSON, or JSON without a
+ * `type`): a server that is not relay, or a proxy's page in its place. The message shows the
+ * frame's beginning.
+ */
+export class ProtocolError extends Error {
+  override readonly name = "ProtocolError";
+}
+
 /** A URL as errors show it: without its query (see ConnectionError.url). */
 export function shownUrl(url: string | URL): string {
   const parsed = new URL(url);

@@ -3,9 +3,10 @@
  * "@relay-translate/client"`. The message types are those the server builds its messages with (its
  * zod schemas are checked against them).
  */
-export { ConnectionError, HttpError } from "./errors.js";
+export { ConnectionError, HttpError, ProtocolError } from "./errors.js";
 export {
   createSession,
+  MAX_FRAME_BYTES,
   RealtimeSession,
   SessionError,
   type ClientOptions,
@@ -27,6 +28,7 @@ export {
   type UploadGrant,
 } from "./dubbing.js";
 export { MAX_SPEAK_CHARACTERS, MAX_WAITING_SPEAKS } from "./messages.js";
+export { speakableLines } from "./speak-lines.js";
 export type {
   ClientMessage,
   ErrorMessage,

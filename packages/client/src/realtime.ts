@@ -1,5 +1,5 @@
 import type { ClientMessage, ServerMessage } from "./messages.js";
-import { ConnectionError, requestJson, shownUrl } from "./errors.js";
+import { ConnectionError, ProtocolError, requestJson, shownUrl } from "./errors.js";
 
 /**
  * The real-time interface for applications, in Node (20+) and browsers: create a session, open its
@@ -24,11 +24,21 @@ export interface WebSocketLike {
 }
 export type WebSocketConstructor = new (url: string) => WebSocketLike;
 
+/**
+ * The largest frame taken from the service: its biggest are transcripts of a few kB and 80 ms of
+ * speech (7.5 kB). A bigger one closes the socket (1009) rather than being held in memory. Set on
+ * the `ws` sockets the SDK opens in Node; browsers apply their own bounds.
+ */
+export const MAX_FRAME_BYTES = 1 << 20;
+
 export interface ClientOptions {
   /** The service, e.g. `https://translate.example.com`. */
   readonly baseUrl: string;
   readonly apiKey?: string;
-  /** A WebSocket implementation; by default the platform's, or the `ws` package on Node 20. */
+  /**
+   * A WebSocket implementation; by default the `ws` package in Node (its frames bounded by
+   * MAX_FRAME_BYTES; Node's own WebSocket takes frames of any size), the platform's elsewhere.
+   */
   readonly WebSocket?: WebSocketConstructor;
   /**
    * Messages kept until read (default 256). Beyond it the oldest interim transcripts are dropped
@@ -121,13 +131,51 @@ function connectFailure(event: { error?: { code?: unknown; message?: unknown }; 
   return status ? `HTTP ${status}` : detail;
 }
 
-async function webSocketClass(options: ClientOptions): Promise<WebSocketConstructor> {
-  if (options.WebSocket) return options.WebSocket;
+/** The session's socket: the application's WebSocket class, else `ws` in Node, else the platform's. */
+async function openSocket(url: string, options: Omit<ClientOptions, "baseUrl">): Promise<WebSocketLike> {
+  if (options.WebSocket) return new options.WebSocket(url);
   const platform = (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-  if (platform) return platform;
-  // Node 20 has no WebSocket of its own; the import is never reached in browsers.
+  const inNode =
+    typeof (globalThis as { process?: { versions?: { node?: unknown } } }).process?.versions?.node ===
+    "string";
+  if (platform && !inNode) return new platform(url);
+  // Browsers never get here: they have a WebSocket and no `process` (bundlers also map `ws` away).
   const { WebSocket } = await import("ws");
-  return WebSocket as unknown as WebSocketConstructor;
+  return new WebSocket(url, { maxPayload: MAX_FRAME_BYTES }) as unknown as WebSocketLike;
+}
+
+/**
+ * Why an open socket failed, where the platform says: `ws` names the frame it refused (browsers
+ * give no reason, and the close says the rest).
+ */
+function brokenProtocol(
+  wsUrl: string,
+  event: Parameters<typeof connectFailure>[0],
+): ProtocolError | undefined {
+  const { code, message } = event.error ?? {};
+  if (code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH")
+    return new ProtocolError(
+      `${shownUrl(wsUrl)} sent a frame over MAX_FRAME_BYTES (${MAX_FRAME_BYTES} bytes)`,
+    );
+  return typeof message === "string" ? new ProtocolError(`${shownUrl(wsUrl)}: ${message}`) : undefined;
+}
+
+/** Up to this many characters of a bad frame are shown in its ProtocolError. */
+const SHOWN_FRAME_CHARACTERS = 80;
+
+/** A text frame as a server message, or the ProtocolError saying what came instead. */
+function parseFrame(data: string, wsUrl: string): ServerMessage | ProtocolError {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    // Reported below with the frame's beginning.
+  }
+  if (typeof (parsed as { type?: unknown } | null)?.type === "string") return parsed as ServerMessage;
+  const shown = data.length > SHOWN_FRAME_CHARACTERS ? `${data.slice(0, SHOWN_FRAME_CHARACTERS)}…` : data;
+  return new ProtocolError(
+    `${shownUrl(wsUrl)} sent a frame that is not a relay message: ${JSON.stringify(shown)}`,
+  );
 }
 
 export class RealtimeSession implements AsyncIterable<ServerMessage> {
@@ -145,9 +193,17 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
    * the iterator as well.
    */
   onMessage: ((message: ServerMessage) => void) | undefined;
+  /**
+   * Called when the service breaks the protocol on an open session: a frame that is not a relay
+   * message (skipped; the session goes on), or one over MAX_FRAME_BYTES (the socket is then closed,
+   * with 1009 to the server). Unset, the error is written with `console.warn`: it never ends the
+   * process.
+   */
+  onError: ((error: ProtocolError) => void) | undefined;
   readonly closed: Promise<CloseInfo>;
 
   private constructor(
+    private readonly wsUrl: string,
     private readonly socket: WebSocketLike,
     /** The first `ready` message: `session_id` and `worker_id`. */
     readonly ready: Extract<ServerMessage, { session_id: string }>,
@@ -180,8 +236,7 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
     wsUrl: string,
     options: Omit<ClientOptions, "baseUrl"> = {},
   ): Promise<RealtimeSession> {
-    const WebSocketClass = await webSocketClass(options as ClientOptions);
-    const socket = new WebSocketClass(wsUrl);
+    const socket = await openSocket(wsUrl, options);
     socket.binaryType = "arraybuffer";
     const made: { session?: RealtimeSession } = {};
     // What follows `ready` until the session exists, for it: frames can arrive together.
@@ -195,8 +250,12 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
       socket.addEventListener("message", (event: { data: unknown }) => {
         if (made.session) return made.session.receive(event.data);
         if (accepted) return void early.push(event.data);
-        const message =
-          typeof event.data === "string" ? (JSON.parse(event.data) as ServerMessage) : undefined;
+        const message = typeof event.data === "string" ? parseFrame(event.data, wsUrl) : undefined;
+        if (message instanceof ProtocolError) {
+          // Not relay speaking: nothing that follows can be trusted (1002: protocol error).
+          socket.close(1002, "not a relay message");
+          return reject(message);
+        }
         if (message?.type === "error") refusal ??= message.error;
         if (!ready) {
           if (message?.type === "ready" && "session_id" in message) {
@@ -216,7 +275,13 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
         reject(new SessionError(refusal ?? `the session closed before it started (${described})`, close));
       });
       socket.addEventListener("error", (event: Parameters<typeof connectFailure>[0]) => {
-        if (opened) return; // the close that follows says what happened
+        if (opened) {
+          // The close that follows ends the session; `ws` says why first (a frame over MAX_FRAME_BYTES).
+          const failure = brokenProtocol(wsUrl, event);
+          if (failure && made.session) made.session.report(failure);
+          else if (failure) reject(failure);
+          return;
+        }
         const url = shownUrl(wsUrl);
         reject(
           new ConnectionError(`cannot connect to ${url}: ${connectFailure(event)}`, url, {
@@ -225,7 +290,7 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
         );
       });
     });
-    const session = new RealtimeSession(socket, ready, options.maxBufferedMessages ?? 256);
+    const session = new RealtimeSession(wsUrl, socket, ready, options.maxBufferedMessages ?? 256);
     made.session = session;
     for (const data of early) session.receive(data);
     return session;
@@ -299,7 +364,8 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
       this.onAudio?.(samples);
       return;
     }
-    const message = JSON.parse(data) as ServerMessage;
+    const message = parseFrame(data, this.wsUrl);
+    if (message instanceof ProtocolError) return this.report(message);
     this.onMessage?.(message);
     this.queue.push(message);
     if (this.queue.length > this.maxBuffered) {
@@ -308,6 +374,11 @@ export class RealtimeSession implements AsyncIterable<ServerMessage> {
       this.dropped++;
     }
     this.wake();
+  }
+
+  private report(error: ProtocolError): void {
+    if (this.onError) this.onError(error);
+    else console.warn(`relay: ${error.message}`);
   }
 
   private wake(): void {

@@ -1,7 +1,8 @@
-import { APIConnectionError, APIError, APIStatusError } from "@livekit/agents";
+import { APIConnectionError, APIError, APIStatusError, log } from "@livekit/agents";
 import {
   ConnectionError,
   HttpError,
+  ProtocolError,
   RealtimeSession,
   SessionError,
   type SessionParams,
@@ -39,7 +40,9 @@ function messageOf(error: HttpError): string {
  * `retryable`): each names the service's URL and relay's own message.
  * - unreachable, or a 5xx/429: APIConnectionError / APIStatusError, retried;
  * - a refused key (401) or request (4xx): APIStatusError, not retried;
- * - parameters the service cannot serve (the `error` frame after `ready`): APIError, not retried.
+ * - parameters the service cannot serve (the `error` frame after `ready`): APIError, not retried;
+ * - an answer that is not relay's (a ProtocolError: a proxy's page, another server): APIError,
+ *   not retried.
  */
 export async function openSession(
   connection: RelayConnection,
@@ -48,7 +51,11 @@ export async function openSession(
 ): Promise<RealtimeSession> {
   const { baseUrl, apiKey } = connection;
   try {
-    return await RealtimeSession.open({ baseUrl, apiKey, maxBufferedMessages: 1024 }, params);
+    const session = await RealtimeSession.open({ baseUrl, apiKey, maxBufferedMessages: 1024 }, params);
+    // A frame relay cannot have sent is skipped (an oversized one also ends the session, which the
+    // caller sees as a drop): worth a warning, not the agent's process.
+    session.onError = (error) => log().warn(`${label}: ${error.message}`);
+    return session;
   } catch (error) {
     if (error instanceof HttpError) {
       throw new APIStatusError({
@@ -59,6 +66,9 @@ export async function openSession(
     if (error instanceof ConnectionError) {
       throw new APIConnectionError({ message: `${label}: ${error.message}` });
     }
+    if (error instanceof ProtocolError) {
+      throw new APIError(`${label}: ${error.message}`, { retryable: false });
+    }
     if (error instanceof SessionError) {
       throw new APIError(`${label}: ${baseUrl} cannot serve this session: ${error.message}`, {
         retryable: false,
@@ -66,6 +76,16 @@ export async function openSession(
     }
     throw error;
   }
+}
+
+/**
+ * What an `error` event nobody listens for does instead of Node's default, an ERR_UNHANDLED_ERROR
+ * thrown into the agents' own promises (one that ends the process, the event nested in itself over
+ * 30 lines): it is logged, as the one line naming relay's URL and the cause. An agent session
+ * always listens; a script using the classes alone may not.
+ */
+export function logUnheardError(event: { readonly error: Error; readonly recoverable: boolean }): void {
+  log().error({ recoverable: event.recoverable }, event.error.message);
 }
 
 /** A session that ended while it was still needed: retried, as a dropped socket is. */

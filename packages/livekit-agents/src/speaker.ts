@@ -1,6 +1,6 @@
 import { APIError } from "@livekit/agents";
 import type { AudioFrame } from "@livekit/rtc-node";
-import { MAX_SPEAK_CHARACTERS, MAX_WAITING_SPEAKS, type RealtimeSession } from "@relay-translate/client";
+import { MAX_WAITING_SPEAKS, speakableLines, type RealtimeSession } from "@relay-translate/client";
 import { SpeechFramer } from "./audio.js";
 
 interface Line<Tag> {
@@ -82,12 +82,13 @@ export class LineSpeaker<Tag = undefined> {
   }
 
   /**
-   * Speaks a line (cut at word boundaries if over relay's bound), waiting first while relay holds
-   * as many lines as it takes; resolves when the line has been spoken.
+   * Speaks a line (cut after a sentence, else a word, where over relay's bound: the SDK's
+   * `speakableLines`), waiting first while relay holds as many lines as it takes; resolves when
+   * the line has been spoken.
    */
   async speak(text: string, tag: Tag, options: { voiceId?: number; language?: string } = {}): Promise<void> {
     const spoken: Promise<void>[] = [];
-    const parts = partsOf(text);
+    const parts = speakableLines(text);
     for (const [index, part] of parts.entries()) {
       while (this.session.isOpen && this.waiting.length + (this.speaking ? 1 : 0) >= MAX_WAITING_SPEAKS)
         await new Promise<void>((resolve) => this.room.push(resolve));
@@ -103,18 +104,4 @@ export class LineSpeaker<Tag = undefined> {
     await Promise.all(spoken);
     if (this.failure) throw this.failure;
   }
-}
-
-/** A line as relay takes it: at most MAX_SPEAK_CHARACTERS characters, cut at whitespace. */
-function partsOf(text: string): string[] {
-  const parts: string[] = [];
-  let rest = text.trim();
-  while ([...rest].length > MAX_SPEAK_CHARACTERS) {
-    const head = [...rest].slice(0, MAX_SPEAK_CHARACTERS).join("");
-    const cut = head.lastIndexOf(" ") > 0 ? head.lastIndexOf(" ") : head.length;
-    parts.push(head.slice(0, cut));
-    rest = rest.slice(cut).trim();
-  }
-  if (rest) parts.push(rest);
-  return parts;
 }

@@ -10,6 +10,7 @@ import type { RealtimeSession, SessionParams } from "@relay-translate/client";
 import { INPUT_SAMPLE_RATE, monoSamples } from "./audio.js";
 import {
   droppedError,
+  logUnheardError,
   openSession,
   relayConnection,
   type RelayConnection,
@@ -78,6 +79,16 @@ export class STT extends stt.STT {
 
   override get provider(): string {
     return "relay";
+  }
+
+  /** An `error` with no listener is logged rather than thrown (`logUnheardError`). */
+  override emit<E extends keyof stt.STTCallbacks>(
+    event: E,
+    ...args: Parameters<stt.STTCallbacks[E]>
+  ): boolean {
+    if (event !== "error" || this.listenerCount("error") > 0) return super.emit(event, ...args);
+    logUnheardError(args[0] as Parameters<stt.STTCallbacks["error"]>[0]);
+    return false;
   }
 
   /** The service this STT uses. */

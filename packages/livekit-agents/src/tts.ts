@@ -2,7 +2,13 @@ import { type APIConnectOptions, tokenize, tts } from "@livekit/agents";
 import type { AudioFrame } from "@livekit/rtc-node";
 import type { SessionParams } from "@relay-translate/client";
 import { OUTPUT_SAMPLE_RATE } from "./audio.js";
-import { openSession, relayConnection, type RelayConnection, type RelayOptions } from "./connection.js";
+import {
+  logUnheardError,
+  openSession,
+  relayConnection,
+  type RelayConnection,
+  type RelayOptions,
+} from "./connection.js";
 import { LineSpeaker } from "./speaker.js";
 
 export interface TTSOptions extends RelayOptions {
@@ -37,6 +43,16 @@ export class TTS extends tts.TTS {
 
   override get provider(): string {
     return "relay";
+  }
+
+  /** An `error` with no listener is logged rather than thrown (`logUnheardError`). */
+  override emit<E extends keyof tts.TTSCallbacks>(
+    event: E,
+    ...args: Parameters<tts.TTSCallbacks[E]>
+  ): boolean {
+    if (event !== "error" || this.listenerCount("error") > 0) return super.emit(event, ...args);
+    logUnheardError(args[0] as Parameters<tts.TTSCallbacks["error"]>[0]);
+    return false;
   }
 
   /** The service this TTS uses. */

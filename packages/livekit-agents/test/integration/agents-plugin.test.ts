@@ -7,9 +7,10 @@
  * (no LiveKit server can run here).
  */
 import { EventEmitter } from "node:events";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, Socket, type Server } from "node:net";
 import { ReadableStream } from "node:stream/web";
-import { APIStatusError, initializeLogger, stt, tts } from "@livekit/agents";
+import { APIStatusError, initializeLogger, log, stt, tts } from "@livekit/agents";
 
 /** What the agents' STT and TTS emit on `error` (not exported by name). */
 type STTError = Parameters<stt.STTCallbacks["error"]>[0];
@@ -17,6 +18,7 @@ type TTSError = Parameters<tts.TTSCallbacks["error"]>[0];
 import * as rtc from "@livekit/rtc-node";
 import { AudioFrame, AudioResampler } from "@livekit/rtc-node";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { WebSocketServer } from "ws";
 import { readWavAsPcm16 } from "../../../../src/audio/wav.js";
 import { API_KEY, startServer, type TestServer } from "../../../../test/support/server.js";
 import { sharedMissing, sharedPath } from "../../../../test/support/shared.js";
@@ -249,6 +251,86 @@ describe.skipIf(SPEECH_MISSING)("relay.STT through the agents' SpeechStream", ()
     expect(() => stream.pushFrame(frames48k[0]!)).toThrow(/closed/u);
     await vi.waitFor(async () => expect(await liveSessions()).toBe(0), { timeout: 30_000, interval: 50 });
     expect(errors).toEqual([]);
+  });
+});
+
+/**
+ * A relay that answers like relay except for one frame: `GET /v1/session`, then a session that
+ * answers the first audio with a frame that is not JSON and then a final transcript, and
+ * `finalize` with `finalized`.
+ */
+async function relayWithABadFrame(): Promise<{ baseUrl: string; close: () => Promise<void> }> {
+  const http = createHttpServer((request, response) => {
+    const { port } = http.address() as { port: number };
+    response.setHeader("content-type", "application/json");
+    response.end(
+      JSON.stringify({
+        session_id: "s-1",
+        ws_url: `ws://127.0.0.1:${port}/v1/ws?token=t`,
+        expires_in: 60,
+        model_version_id: "relay-1/fake",
+      }),
+    );
+    request.resume();
+  });
+  const sockets = new WebSocketServer({ server: http });
+  sockets.on("connection", (socket) => {
+    socket.send(JSON.stringify({ type: "ready", session_id: "s-1", worker_id: "w-1" }));
+    let heard = false;
+    socket.on("message", (data, isBinary) => {
+      if (isBinary) {
+        if (heard) return;
+        heard = true;
+        socket.send("<html>502 Bad Gateway</html>");
+        const transcript = {
+          type: "original_transcript",
+          text: "hello there",
+          correlation_id: "c-1",
+          is_final: true,
+          source_language: "en",
+          target_language: "en",
+          detected_language: "en",
+          timestamp: 1,
+        };
+        return socket.send(JSON.stringify(transcript));
+      }
+      const { type } = JSON.parse(String(data)) as { type: string };
+      if (type === "update_metadata") socket.send(JSON.stringify({ type: "metadata_ack", applied: {} }));
+      if (type === "finalize") socket.send(JSON.stringify({ type: "finalized", timestamp: 2 }));
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const { port } = http.address() as { port: number };
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    close: () => new Promise((resolve) => sockets.close(() => http.close(() => resolve()))),
+  };
+}
+
+describe("relay.STT when relay's socket carries a frame that is not relay's", () => {
+  it("logs it and goes on: the stream's transcripts still come, nothing ends the process", async () => {
+    const fake = await relayWithABadFrame();
+    const warn = vi.spyOn(log(), "warn");
+    const recognizer = new relay.STT({ baseUrl: fake.baseUrl, apiKey: API_KEY });
+    const errors: unknown[] = [];
+    recognizer.on("error", (error) => errors.push(error));
+    const stream = recognizer.stream();
+    // 200 ms: enough for the agents' resampler to hand some on.
+    for (let i = 0; i < 20; i++) stream.pushFrame(new AudioFrame(new Int16Array(480), 48_000, 1, 480));
+    const events: stt.SpeechEvent[] = [];
+    for await (const event of stream) {
+      events.push(event);
+      if (event.type === stt.SpeechEventType.END_OF_SPEECH) stream.endInput();
+    }
+    expect(texts(events, stt.SpeechEventType.FINAL_TRANSCRIPT)).toEqual(["hello there"]);
+    expect(errors).toEqual([]);
+    expect(warn).toHaveBeenCalledWith(
+      expect.stringMatching(
+        /^relay\.SpeechStream: ws:\/\/127\.0\.0\.1:\d+\/v1\/ws sent a frame that is not a relay message: "<html>502 Bad Gateway<\/html>"$/u,
+      ),
+    );
+    warn.mockRestore();
+    await fake.close();
   });
 });
 
