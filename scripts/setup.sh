@@ -1,7 +1,7 @@
 #!/bin/sh
 # One-time setup for a fresh Debian/Ubuntu machine with Node.js 20.19+, 22.13+ or 24+ (package.json's
-# engines): the Debian packages the embedded engines run on and the toolchain whisper.cpp is built with (only those missing), the npm
-# dependencies, whisper.cpp built for this CPU, and the build.
+# engines): the Debian packages the embedded engines run on and the toolchain whisper.cpp is built
+# with (only those missing), the npm dependencies, whisper.cpp built for this CPU, and the build.
 set -eu
 cd "$(dirname "$0")/.."
 
