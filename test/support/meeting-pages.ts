@@ -76,6 +76,8 @@ export class MeetingPages {
   async open(language: Language, url: string): Promise<Page> {
     const page = await this.browsers[language].newPage({ viewport: { width: 1000, height: 900 } });
     this.pages.push(page);
+    // A loaded machine may take minutes where a quiet one takes a second (no wall-clock verdicts).
+    page.setDefaultTimeout(WAIT.timeout);
     if (this.options.initScript) await page.addInitScript({ content: this.options.initScript });
     page.on("request", (request) => this.requested.push(request.url()));
     page.on("websocket", (socket) => this.requested.push(socket.url()));
@@ -124,7 +126,7 @@ export class MeetingPages {
     );
     const all = [creator, ...others];
     for (const page of all) await page.click("#join");
-    for (const page of all) await page.locator("body[data-state=joined]").waitFor({ timeout: 30_000 });
+    for (const page of all) await page.locator("body[data-state=joined]").waitFor({ timeout: WAIT.timeout });
     return all;
   }
 

@@ -252,13 +252,13 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
 
     // Clara leaves: the others see her go.
     await clara.click("#leave");
-    await clara.locator("body[data-state=left]").waitFor({ timeout: 30_000 });
+    await clara.locator("body[data-state=left]").waitFor({ timeout: WAIT.timeout });
     expect(await clara.textContent("#status")).toBe("You left the meeting.");
     await expect.poll(() => listedOf(alice), WAIT).not.toContain(c);
     await expect.poll(() => listedOf(bruno), WAIT).not.toContain(c);
     // She comes back with her link, and hears the others again in German.
     await clara.click("#join");
-    await clara.locator("body[data-state=joined]").waitFor({ timeout: 30_000 });
+    await clara.locator("body[data-state=joined]").waitFor({ timeout: WAIT.timeout });
     await expect.poll(() => listedOf(alice), WAIT).toContain(c);
     await expect.poll(() => finalsFrom(clara, b, "translated"), WAIT).toBeGreaterThan(0);
 
@@ -266,7 +266,7 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
     errorsBeforeEnd = people.consoleErrors.length;
     await alice.click("#end");
     for (const page of pages) {
-      await page.locator("body[data-state=ended]").waitFor({ timeout: 30_000 });
+      await page.locator("body[data-state=ended]").waitFor({ timeout: WAIT.timeout });
       // The others are told why; after the end the page offers a new meeting, nothing else.
       expect(await page.textContent("#status")).toBe(
         page === alice

@@ -157,13 +157,13 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
     await expect.poll(() => listedOf(alice), WAIT).toEqual([await identityOf(alice)]);
     // Clara comes back with her link.
     await clara.click("#join");
-    await clara.locator("body[data-state=joined]").waitFor({ timeout: 30_000 });
+    await clara.locator("body[data-state=joined]").waitFor({ timeout: WAIT.timeout });
     await expect.poll(() => listedOf(alice), WAIT).toContain(c);
 
     // The creator ends the meeting: every page in it says so.
     await alice.click("#end");
     for (const page of [alice, clara]) {
-      await page.locator("body[data-state=ended]").waitFor({ timeout: 30_000 });
+      await page.locator("body[data-state=ended]").waitFor({ timeout: WAIT.timeout });
       // The others are told why; after the end the page offers a new meeting, nothing else.
       expect(await page.textContent("#status")).toBe(
         page === alice
@@ -181,12 +181,12 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
     const forged = tokenLink(origin, { room: "api-00000000000000000000", token: "forged", language: "es" });
     const page = await people.open("es", forged);
     await page.click("#join");
-    await page.locator("body[data-state=failed]").waitFor({ timeout: 30_000 });
+    await page.locator("body[data-state=failed]").waitFor({ timeout: WAIT.timeout });
     expect(await page.textContent("#status")).toMatch(/^Could not join: .+\. Ask for a new link\.$/u);
     expect(await page.isEnabled("#join")).toBe(true);
     // A share link this service never made: said at once, and nothing to join.
     const made = await people.open("es", inviteLink(origin, "AQE" + "x".repeat(40)));
-    await made.locator("body[data-state=ended]").waitFor({ timeout: 30_000 });
+    await made.locator("body[data-state=ended]").waitFor({ timeout: WAIT.timeout });
     expect(await made.textContent("#status")).toMatch(/^This link does not open a meeting: /u);
     expect(await made.isVisible("#join")).toBe(false);
     expect(await made.isVisible("#new-meeting")).toBe(true);
@@ -235,7 +235,7 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
         }),
       );
       await page.click("#join");
-      await page.locator("body[data-state=failed]").waitFor({ timeout: 30_000 });
+      await page.locator("body[data-state=failed]").waitFor({ timeout: WAIT.timeout });
       expect(await page.textContent("#status")).toMatch(/^Could not join: /u);
       // livekit-client asked LiveKit's signalling endpoint, with the link's token, subscribing to
       // nothing by itself (the page picks its language's track).
