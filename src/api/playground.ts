@@ -16,7 +16,7 @@ import { errorBody } from "./errors.js";
  * of files.
  */
 
-const PLAYGROUND_FILES: Record<string, string> = {
+export const PLAYGROUND_FILES: Readonly<Record<string, string>> = {
   "playground.js": "text/javascript; charset=utf-8",
   "capture-worklet.js": "text/javascript; charset=utf-8",
   "playground.css": "text/css; charset=utf-8",
@@ -28,7 +28,14 @@ const PLAYGROUND_FILES: Record<string, string> = {
   "meeting.css": "text/css; charset=utf-8",
 };
 /** The SDK modules the browser imports (the Node-only test client is not among them). */
-const SDK_FILES = ["index.js", "realtime.js", "dubbing.js", "errors.js", "messages.js"];
+export const SDK_FILES = [
+  "index.js",
+  "realtime.js",
+  "dubbing.js",
+  "errors.js",
+  "messages.js",
+  "speak-lines.js",
+];
 
 const here = (relative: string) => fileURLToPath(new URL(relative, import.meta.url));
 const playgroundDir = here("../playground/");
