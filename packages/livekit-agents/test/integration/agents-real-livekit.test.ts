@@ -150,7 +150,8 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
     worker = AgentWorker.start(target, server.baseUrl, agentName);
     // (expect.poll is for tests only.)
     await vi.waitFor(() => expect(worker.exited || worker.output.includes("registered worker")).toBe(true), {
-      timeout: 120_000,
+      // A loaded machine took more than 120 s to start the agents worker (its job processes too).
+      timeout: 300_000,
       interval: 250,
     });
     expect(worker.exited, worker.output).toBe(false);
