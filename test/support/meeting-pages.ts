@@ -254,3 +254,20 @@ export async function expectEachHearsTheOthersInTheirLanguage(
     expect(listed.find(([identity]) => identity === identities[i])?.[1], where).toBe("You");
   }
 }
+
+/**
+ * The creator ended the meeting: every page says so — the creator's that they did, the others' why
+ * — and offers a new meeting, nothing else.
+ */
+export async function expectEndedByCreator(creator: Page, others: Page[]): Promise<void> {
+  for (const page of [creator, ...others]) {
+    await page.locator("body[data-state=ended]").waitFor({ timeout: WAIT.timeout });
+    expect(await page.textContent("#status")).toBe(
+      page === creator
+        ? "You ended the meeting."
+        : "This meeting has ended: the person who created it ended it.",
+    );
+    expect(await page.isVisible("#join")).toBe(false);
+    expect(await page.isVisible("#new-meeting")).toBe(true);
+  }
+}

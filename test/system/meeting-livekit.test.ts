@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   captionsOf,
   expectEachHearsTheOthersInTheirLanguage,
+  expectEndedByCreator,
   expectSilencedByMute,
   finalsFrom,
   identityOf,
@@ -265,17 +266,10 @@ describe.skipIf(problem !== undefined)("the meeting page on a real LiveKit serve
     // The creator ends the meeting: every page in it says so.
     errorsBeforeEnd = people.consoleErrors.length;
     await alice.click("#end");
-    for (const page of pages) {
-      await page.locator("body[data-state=ended]").waitFor({ timeout: WAIT.timeout });
-      // The others are told why; after the end the page offers a new meeting, nothing else.
-      expect(await page.textContent("#status")).toBe(
-        page === alice
-          ? "You ended the meeting."
-          : "This meeting has ended: the person who created it ended it.",
-      );
-      expect(await page.isVisible("#join")).toBe(false);
-      expect(await page.isVisible("#new-meeting")).toBe(true);
-    }
+    await expectEndedByCreator(
+      alice,
+      pages.filter((page) => page !== alice),
+    );
   });
 
   it("never puts the API key in a URL, reaches only the page's origin and LiveKit, and logs no error of its own", () => {

@@ -24,6 +24,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   captionsOf,
   expectEachHearsTheOthersInTheirLanguage,
+  expectEndedByCreator,
   expectSilencedByMute,
   finalsFrom,
   identityOf,
@@ -162,17 +163,7 @@ describe.skipIf(problem !== undefined)("the meeting page in Chromium", () => {
 
     // The creator ends the meeting: every page in it says so.
     await alice.click("#end");
-    for (const page of [alice, clara]) {
-      await page.locator("body[data-state=ended]").waitFor({ timeout: WAIT.timeout });
-      // The others are told why; after the end the page offers a new meeting, nothing else.
-      expect(await page.textContent("#status")).toBe(
-        page === alice
-          ? "You ended the meeting."
-          : "This meeting has ended: the person who created it ended it.",
-      );
-      expect(await page.isVisible("#join")).toBe(false);
-      expect(await page.isVisible("#new-meeting")).toBe(true);
-    }
+    await expectEndedByCreator(alice, [clara]);
   });
 
   it("says why a link does not let the page in", async () => {
