@@ -341,7 +341,7 @@ export class Rooms {
     }
     const directory = this.options.fleet?.directory;
     if (await directory?.lookup(roomName)) return { state: "open", invitation, languages: undefined };
-    return { state: "ended", invitation, reason: await this.endedReason(roomName) };
+    return { state: "ended", invitation, reason: (await this.endedRoom(roomName))?.reason };
   }
 
   /**
@@ -463,10 +463,6 @@ export class Rooms {
     }
     const entry = this.ended.get(roomName);
     return entry && entry.until > Date.now() ? entry : undefined;
-  }
-
-  private async endedReason(roomName: string): Promise<RoomEndReason | undefined> {
-    return (await this.endedRoom(roomName))?.reason;
   }
 }
 

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { TokenVerifier } from "livekit-server-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HttpError } from "../../src/cli/recording-socket.js";
-import { joinRoom } from "../support/room-client.js";
+import { embeddedRoomSecret, joinRoom } from "../support/room-client.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 
 /**
@@ -83,7 +83,7 @@ describe("meeting share links", () => {
       language: "es",
       name: "Bru no",
     });
-    const claims = await new TokenVerifier("relay-embedded", secretOf(server)).verify(
+    const claims = await new TokenVerifier("relay-embedded", embeddedRoomSecret(server)).verify(
       first.body["token"] as string,
     );
     expect(claims).toMatchObject({ sub: guestIdentity, name: "Bru no", video: { room, roomJoin: true } });
@@ -171,9 +171,3 @@ describe("meeting share links", () => {
     expect(long.body["name"]).toBe("N".repeat(40));
   });
 });
-
-function secretOf(target: TestServer): string {
-  const backend = target.config.rooms.backend;
-  if (backend.kind !== "embedded") throw new Error("test expects the embedded room server");
-  return backend.secret;
-}

@@ -3,7 +3,13 @@ import { TokenVerifier } from "livekit-server-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { HttpError, type RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
-import { addRoomParticipant, createRoomSession, joinRoom, type RoomSession } from "../support/room-client.js";
+import {
+  addRoomParticipant,
+  createRoomSession,
+  embeddedRoomSecret,
+  joinRoom,
+  type RoomSession,
+} from "../support/room-client.js";
 import { mintRoomToken } from "../../src/rooms/tokens.js";
 import { injectApp, type InjectedApp } from "../support/app.js";
 import { medianPitch } from "../support/audio-measures.js";
@@ -36,11 +42,7 @@ afterAll(async () => {
   await server?.close();
 });
 
-function roomSecret(target: TestServer = server): string {
-  const backend = target.config.rooms.backend;
-  if (backend.kind !== "embedded") throw new Error("test expects the embedded room server");
-  return backend.secret;
-}
+const roomSecret = (target: TestServer = server) => embeddedRoomSecret(target);
 
 /** A POST through `inject()` (to this file's server unless `target` says otherwise). */
 async function post(

@@ -1,4 +1,5 @@
 import { HttpError, RealtimeSocket } from "../../src/cli/recording-socket.js";
+import type { TestServer } from "./server.js";
 
 /**
  * Client side of rooms: `POST /api/beta1/session`, extra participants, and joining the embedded
@@ -75,4 +76,11 @@ export async function playToRoomTranslation(socket: RealtimeSocket, pcm: Int16Ar
       m.type === "translated_transcript" && m.is_final === true && m.correlation_id === last.correlation_id,
     300_000,
   );
+}
+
+/** The secret the embedded room server signs its tokens with, to verify or forge them. */
+export function embeddedRoomSecret(server: TestServer): string {
+  const backend = server.config.rooms.backend;
+  if (backend.kind !== "embedded") throw new Error("test expects the embedded room server");
+  return backend.secret;
 }

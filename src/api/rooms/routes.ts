@@ -9,6 +9,7 @@ import { MAX_INVITATION_LENGTH } from "../../rooms/invites.js";
 import {
   displayName,
   EmptyRoomsLimitError,
+  MAX_NAME_LENGTH,
   ROOM_ENDINGS,
   RoomCapacityError,
   RoomFullError,
@@ -55,9 +56,9 @@ const invitationRequest = z.object(
       .describe("The code after #join= in a meeting's share link"),
     name: z
       .string({ error: "name must be a string" })
-      .max(1000, { error: "name is too long (names are cut to 40 characters)" })
+      .max(1000, { error: `name is too long (names are cut to ${MAX_NAME_LENGTH} characters)` })
       .optional()
-      .describe("How the others see this participant (at most 40 characters are kept)"),
+      .describe(`How the others see this participant (at most ${MAX_NAME_LENGTH} characters are kept)`),
   },
   { error: "the body must be a JSON object" },
 );
