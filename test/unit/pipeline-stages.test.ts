@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { AsrEngine, RecognitionOptions, RecognitionStream } from "../../src/core/contracts.js";
 import type { SpeechFrame } from "../../src/pipeline/frames.js";
 import { DEFAULT_SEGMENTER_OPTIONS } from "../../src/pipeline/segmenter.js";
@@ -9,7 +9,13 @@ import {
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
 import { energyVad } from "../support/vad-double.js";
-import { collect, helloAsr, pipelineWith as harnessPipeline, speech } from "../support/pipeline-harness.js";
+import {
+  collect,
+  helloAsr,
+  pipelineWith as harnessPipeline,
+  silence,
+  speech,
+} from "../support/pipeline-harness.js";
 
 /**
  * The pipeline's stages end to end with engine doubles (as in translation-pipeline.test.ts):
@@ -167,12 +173,12 @@ describe("pipeline stages (engine doubles)", () => {
   });
 
   describe("audio intake: control frames behind the audio", () => {
-    const intakeWith = (dropped: number[] = []) =>
+    const intakeWith = (dropped: number[] = [], maxBacklogMs = 1000) =>
       new AudioIntake({
         vad: energyVad,
         segmenter: DEFAULT_SEGMENTER_OPTIONS,
         preRollMs: 300,
-        maxBacklogMs: 1000,
+        maxBacklogMs,
         finalizeWaitMs: 5,
         onDropped: (seconds) => void dropped.push(seconds),
       });
@@ -191,6 +197,53 @@ describe("pipeline stages (engine doubles)", () => {
       expect(frames.at(-1)).toMatchObject({ kind: "flush", reason: "end" });
       expect((frames.at(-1) as { tail: Int16Array }).tail).toHaveLength(64);
       expect(intake.processedSamples).toBe(1600);
+    });
+
+    it("audio that stops in trailing silence ends the utterance without moving the VAD's windows", async () => {
+      // The same audio, sent at once and with a pause in delivery inside the trailing silence (a
+      // client or server held up): the pause lets the silence flush end the first utterance, and
+      // the second utterance is cut into the same windows either way (its recognition depends on it).
+      const first = [speech(900), silence(210)]; // the silence ends 224 samples into a window
+      const rest = [silence(400), speech(600)];
+      const continuous = intakeWith([], 5000);
+      for (const pcm of [...first, ...rest]) continuous.push(pcm);
+      continuous.end();
+      const paused = intakeWith([], 5000);
+      for (const pcm of first) paused.push(pcm);
+      const frames: SpeechFrame[] = [];
+      const running = paused.run(async (frame) => void frames.push(frame));
+      await vi.waitFor(() => expect(frames.at(-1)).toMatchObject({ kind: "flush", reason: "silence" }));
+      for (const pcm of rest) paused.push(pcm);
+      paused.end();
+      await running;
+      const secondUtterance = (all: SpeechFrame[]) =>
+        all.slice(all.findLastIndex((frame) => frame.kind === "speech-start"));
+      const reference = secondUtterance(await run(continuous));
+      expect(reference[0]).toMatchObject({ kind: "speech-start", startSample: 45 * 512 });
+      expect(secondUtterance(frames)).toEqual(reference);
+      expect(paused.processedSamples).toBe(continuous.processedSamples);
+    });
+
+    it("speech resuming in the silence that a pause in delivery ended opens a new utterance there", async () => {
+      const intake = intakeWith([], 5000);
+      intake.push(speech(900));
+      intake.push(silence(210));
+      const frames: SpeechFrame[] = [];
+      const running = intake.run(async (frame) => void frames.push(frame));
+      await vi.waitFor(() => expect(frames.at(-1)).toMatchObject({ kind: "flush", reason: "silence" }));
+      const flushedAt = frames.length;
+      intake.push(silence(100)); // 310 ms of silence in all: short of the 500 ms that end an utterance
+      intake.push(speech(300));
+      intake.end();
+      await running;
+      const after = frames.slice(flushedAt);
+      // The windows since the flush lead in: 34, the one it came in, and the 100 ms after.
+      const start = after[0] as Extract<SpeechFrame, { kind: "speech-start" }>;
+      expect(start.kind).toBe("speech-start");
+      expect(start.preRoll.map((window) => window.startSample)).toEqual([34, 35, 36].map((i) => i * 512));
+      expect(after.slice(1).every((frame) => frame.kind === "speech" || frame === after.at(-1))).toBe(true);
+      expect(after.at(-1)).toMatchObject({ kind: "flush", reason: "end" });
+      expect(intake.processedSamples).toBe((900 + 210 + 100 + 300) * 16);
     });
 
     it("cancel drops the audio still queued; nothing is taken after it", async () => {

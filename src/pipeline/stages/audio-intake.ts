@@ -3,7 +3,7 @@ import { int16ToFloat32 } from "../../audio/pcm.js";
 import type { VadEngine } from "../../core/contracts.js";
 import type { AudioFrame, ControlFrame, FlushFrame, SpeechFrame, TimedWindow } from "../frames.js";
 import { BoundedQueue } from "../../core/queue.js";
-import { SpeechSegmenter, type SegmenterOptions } from "../segmenter.js";
+import { SpeechSegmenter, type SegmenterEvent, type SegmenterOptions } from "../segmenter.js";
 
 export const SAMPLES_PER_MS = 16;
 
@@ -39,6 +39,11 @@ export class AudioIntake {
   private readonly preRollWindows: number;
   /** An utterance is open (from the VAD's onset to its end or a flush). */
   private speaking = false;
+  /**
+   * The silence flush ended the utterance while the segmenter was still counting its trailing
+   * silence: the segmenter goes on counting until it would have ended it (see `closingWindow`).
+   */
+  private closing = false;
   private received = 0;
   private processed = 0;
   /** Audio was dropped in the current backlog episode (it ends when the backlog has drained). */
@@ -108,6 +113,7 @@ export class AudioIntake {
     this.segmenter.reset();
     this.preRoll.length = 0;
     this.speaking = false;
+    this.closing = false;
   }
 
   /** No more input: what was received is carried through, then the stage ends. */
@@ -133,8 +139,7 @@ export class AudioIntake {
       if (frame.kind === "end") continue;
       if (frame.kind === "flush") {
         // "silence" only finishes an utterance still ending (unless a flush closed it first).
-        if (frame.reason !== "silence" || this.segmenter.silenceToEndMs !== undefined)
-          await next(this.flush(frame.reason));
+        if (frame.reason !== "silence" || this.ending) await next(this.flush(frame.reason));
         continue;
       }
       await this.consume(this.level.process(frame.pcm), next);
@@ -160,11 +165,16 @@ export class AudioIntake {
    */
   private awaitSilence(): void {
     const remainingMs = this.segmenter.silenceToEndMs;
-    if (remainingMs === undefined || this.stopped) return;
+    if (!this.ending || remainingMs === undefined || this.stopped) return;
     this.silenceTimer = setTimeout(() => {
       this.silenceTimer = undefined;
       this.input.force({ kind: "flush", reason: "silence" });
     }, remainingMs);
+  }
+
+  /** The open utterance is in its trailing silence. */
+  private get ending(): boolean {
+    return this.speaking && this.segmenter.silenceToEndMs !== undefined;
   }
 
   private cancelSilence(): void {
@@ -190,8 +200,10 @@ export class AudioIntake {
     const startSample = this.processed;
     this.processed += pcm.length;
     const event = this.segmenter.update(await this.vadStream.probability(int16ToFloat32(pcm)));
+    if (this.closing && this.closingWindow(pcm, event) === "kept") return;
     if (!this.speaking) {
-      if (event !== "start") {
+      // An onset: the segmenter's start, or speech resuming in the utterance the silence flush ended.
+      if (!this.segmenter.inUtterance) {
         this.preRoll.push(pcm);
         if (this.preRoll.length > this.preRollWindows) this.preRoll.shift();
         return;
@@ -209,12 +221,46 @@ export class AudioIntake {
     await next({ kind: "speech", window: { startSample, pcm }, ending: event === "end" });
   }
 
-  /** Cuts the input here: audio short of a VAD window still counts, and the segmenter starts over. */
+  /**
+   * A window after the silence flush ended an utterance whose trailing silence the segmenter was
+   * still counting. Until the segmenter ends it, the window is kept as pre-roll (as recognition no
+   * longer takes it); at that end the pre-roll starts over, just as after an utterance that ended
+   * in the audio. So where the next utterance starts, and its pre-roll, are the same whether or not
+   * the timer fired. Speech before that end opens a new utterance with this window: the segmenter
+   * counts it in the utterance it had, recognition in a new one.
+   */
+  private closingWindow(pcm: Int16Array, event: SegmenterEvent): "kept" | "resumed" {
+    if (event === undefined && this.segmenter.silenceToEndMs === undefined) {
+      this.closing = false;
+      return "resumed";
+    }
+    if (event === "end") {
+      this.closing = false;
+      this.preRoll.length = 0;
+      return "kept";
+    }
+    this.preRoll.push(pcm);
+    if (this.preRoll.length > this.preRollWindows) this.preRoll.shift();
+    return "kept";
+  }
+
+  /**
+   * Cuts the input here, and the segmenter starts over. On `finalize` or the end, audio short of a
+   * VAD window still counts: it ends the utterance. The silence flush keeps it in the window, so the
+   * audio's cut into windows does not move: whether that timer fired depends on when audio arrived
+   * (a client or a server held up for a few hundred ms), and the VAD's windows, and so the next
+   * utterance's bounds and its recognition, must not.
+   */
   private flush(reason: FlushFrame["reason"]): SpeechFrame {
-    const tail = this.speaking && this.windowFill > 0 ? this.window.slice(0, this.windowFill) : undefined;
-    this.processed += this.windowFill;
-    this.windowFill = 0;
-    this.segmenter.reset();
+    const cut = reason !== "silence";
+    const tail =
+      cut && this.speaking && this.windowFill > 0 ? this.window.slice(0, this.windowFill) : undefined;
+    if (cut) {
+      this.processed += this.windowFill;
+      this.windowFill = 0;
+      this.segmenter.reset();
+    }
+    this.closing = !cut && this.segmenter.inUtterance;
     this.preRoll.length = 0;
     this.speaking = false;
     return { kind: "flush", reason, tail };
