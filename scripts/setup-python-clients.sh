@@ -7,8 +7,11 @@
 #                                             say (test/python/requirements.txt, about 750 MB)
 #   sh scripts/setup-python-clients.sh fuzz   schemathesis, for test/system/api-fuzz.test.ts
 #                                             (test/python/fuzz-requirements.txt, about 95 MB)
+#   sh scripts/setup-python-clients.sh models faster-whisper and its OpenAI-compatible server, piper-tts,
+#                                             jiwer, sacrebleu: the real-model tests and benchmarks
+#                                             (test/python/models-requirements.txt, about 600 MB)
 # Each is made once per machine and requirements file in
-# ${RELAY_CACHE_DIR:-~/.cache/relay}/python-<clients|fuzz>/<hash of the requirements>/ and reused by
+# ${RELAY_CACHE_DIR:-~/.cache/relay}/python-<clients|fuzz|models>/<hash of the requirements>/ and reused by
 # later checkouts (test/support/python-clients.ts finds it there). Prints the environment's directory.
 # CI runs both (.ci/run).
 set -eu
@@ -16,8 +19,9 @@ cd "$(dirname "$0")/.."
 case "${1:-clients}" in
   clients) NAME=clients REQUIREMENTS=test/python/requirements.txt MINOR=10 ;;
   fuzz) NAME=fuzz REQUIREMENTS=test/python/fuzz-requirements.txt MINOR=11 ;;
+  models) NAME=models REQUIREMENTS=test/python/models-requirements.txt MINOR=10 ;;
   *)
-    echo "usage: sh scripts/setup-python-clients.sh [clients|fuzz]" >&2
+    echo "usage: sh scripts/setup-python-clients.sh [clients|fuzz|models]" >&2
     exit 2
     ;;
 esac

@@ -7,13 +7,19 @@ import { required } from "./servers.js";
 
 /**
  * The Python environments scripts/setup-python-clients.sh makes: Pinch's own clients (`clients`,
- * test/python/requirements.txt) and schemathesis (`fuzz`, test/python/fuzz-requirements.txt).
+ * test/python/requirements.txt), schemathesis (`fuzz`, test/python/fuzz-requirements.txt) and the
+ * real-model tools (`models`, test/python/models-requirements.txt: faster-whisper, its server,
+ * piper-tts, jiwer, sacrebleu).
  */
-export type PythonEnvironment = "clients" | "fuzz";
+export type PythonEnvironment = "clients" | "fuzz" | "models";
 
 const ENVIRONMENTS: Record<PythonEnvironment, { readonly requirements: string; readonly holds: string }> = {
   clients: { requirements: "test/python/requirements.txt", holds: "Pinch's Python clients are" },
   fuzz: { requirements: "test/python/fuzz-requirements.txt", holds: "schemathesis is" },
+  models: {
+    requirements: "test/python/models-requirements.txt",
+    holds: "faster-whisper, piper-tts and the scorers are",
+  },
 };
 
 /**
