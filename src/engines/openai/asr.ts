@@ -289,7 +289,9 @@ class OpenAiAsrEngine implements AsrEngine {
       partialResults: true,
       wordTimings: true,
       punctuation: true,
-      languageDetection: true,
+      // Configured for one language (an English-only model), it cannot tell languages apart: the
+      // registry must not pick it to identify them ahead of a multilingual engine behind it.
+      languageDetection: languages.length > 1,
     };
   }
 
