@@ -33,7 +33,12 @@ import {
 import { MT_CATALOGUE, type MtModelEntry, type MtQuality } from "../engines/transformers-js/catalogue.js";
 import { isMtPulled, translationModels } from "../engines/transformers-js/models.js";
 import { sherpaModelsOf, type SherpaEntryOf } from "../engines/sherpa-onnx/catalogue.js";
-import { isPulled, neuralVoiceModels, recognizerFiles } from "../engines/sherpa-onnx/models.js";
+import {
+  isPulled,
+  knownModelsOf,
+  neuralVoiceModels,
+  recognizerFiles,
+} from "../engines/sherpa-onnx/models.js";
 import { CliError, printTable } from "./common.js";
 import type { CloneOutcome } from "./models-check-clone.js";
 
@@ -294,7 +299,8 @@ function cloneRow(model: string, { speaker, result }: CloneOutcome): Row {
 
 /** `relay models check`: runs what is installed in `dir`; 0 when every check passes (or none can run). */
 export async function checkModels(dir: string, options: CheckOptions = {}): Promise<number> {
-  const englishVoices = sherpaModelsOf("tts").filter(
+  // Imported Piper voices too (`relay models import piper`).
+  const englishVoices = knownModelsOf("tts", dir).filter(
     (entry) => entry.languages.includes("en") && isPulled(entry, dir),
   );
   const recognizers = sherpaModelsOf("streaming-asr").filter((entry) => isPulled(entry, dir));
@@ -311,7 +317,11 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
   if (!speech && translators.length === 0 && !clone) {
     console.log(
       `nothing to check in ${dir}: no English neural voice with a streaming recognizer, no translation model, ` +
-        "and no tone colour model with a speaker model is installed.\n" +
+        "and no tone colour model with a speaker model is installed" +
+        // A voice alone is not checked: say it was seen, so a user does not think it was refused.
+        (englishVoices.length > 0
+          ? ` (English voices installed: ${englishVoices.map((entry) => entry.name).join(", ")}; they are checked through a streaming recognizer).\n`
+          : ".\n") +
         `Pull them with \`relay models pull ${voiceToPull}\`, \`relay models pull ${recognizerToPull}\`, ` +
         `\`relay models pull tone-color\`, \`relay models pull ${speakerToPull}\` and ` +
         "`relay models pull mt en-es` (or any direction), then run `relay models check` again.",

@@ -57,6 +57,25 @@ export function modelsCommand(): Command {
       process.exitCode = await verifyModels(name, dirOf(options));
     });
   models
+    .command("import")
+    .description(
+      "install a voice published in another runtime's layout: `import piper <voice.onnx>` (its .onnx.json beside it)",
+    )
+    .argument("<format>", "the layout: piper")
+    .argument("<file>", "the voice's .onnx file")
+    .option("--dir <dir>", dirHelp)
+    .option(
+      "--espeak-data <dir>",
+      "eSpeak NG data to phonemize with (default: a pulled Piper voice's, else eSpeak NG's)",
+    )
+    .action(async (format: string, file: string, options: DirOptions & { espeakData?: string }) => {
+      const [{ dirOf }, { importModel }] = await Promise.all([
+        import("./models.js"),
+        import("./models-import.js"),
+      ]);
+      process.exitCode = await importModel(format, file, dirOf(options), options.espeakData);
+    });
+  models
     .command("check")
     .description(
       "self-test the installed neural voices, recognizer, translation and tone colour models on shipped sentences and recordings: WER, chrF, voice similarity and speed",

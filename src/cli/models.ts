@@ -30,7 +30,7 @@ import {
   findSherpaModel,
   type SherpaModelEntry,
 } from "../engines/sherpa-onnx/catalogue.js";
-import { isPulled } from "../engines/sherpa-onnx/models.js";
+import { importedVoices, isPulled } from "../engines/sherpa-onnx/models.js";
 import { plainText } from "../engines/kit/models/model-dir.js";
 import { pullSherpaModel, readManifest, verifySherpaModel } from "../engines/sherpa-onnx/pull.js";
 import { findToneColorModel, TONE_COLOR_CATALOGUE } from "../engines/openvoice/catalogue.js";
@@ -62,6 +62,9 @@ function entryOrFail(name: string): ModelEntry {
   return entry;
 }
 
+/** The sherpa-onnx catalogue and the Piper voices imported into `dir` (`relay models import piper`). */
+const sherpaModels = (dir: string): SherpaModelEntry[] => [...SHERPA_CATALOGUE, ...importedVoices(dir)];
+
 async function fileSize(file: string): Promise<number | undefined> {
   const info = await stat(file).catch(() => undefined);
   return info?.isFile() ? info.size : undefined;
@@ -91,7 +94,7 @@ export async function listModels(dir: string): Promise<number> {
   printTable(
     ["NAME", "KIND", "LANGUAGES", "SIZE", "DEFAULT", "PULLED", "COMMERCIAL", "LICENCE", "DESCRIPTION"],
     await Promise.all(
-      SHERPA_CATALOGUE.map(async (entry) => {
+      sherpaModels(dir).map(async (entry) => {
         const partial = await fileSize(
           partialPath(entry, entry.file.endsWith(".tar.bz2") ? dir : `${dir}/${entry.dir}`),
         );
@@ -372,7 +375,11 @@ function verifications<E extends { name: string }>(
 export async function verifyModels(name: string | undefined, dir: string): Promise<number> {
   const all: Verification[] = [];
   if (name) {
-    const [neural, translation, tone] = [findSherpaModel(name), findMtModel(name), findToneColorModel(name)];
+    const [neural, translation, tone] = [
+      sherpaModels(dir).find((entry) => entry.name === name),
+      findMtModel(name),
+      findToneColorModel(name),
+    ];
     if (neural) all.push(...verifications([neural], verifySherpaModel, dir));
     if (translation) all.push(...verifications([translation], verifyMtModel, dir));
     if (tone) all.push(...verifications([tone], verifyToneColorModel, dir));
@@ -383,7 +390,7 @@ export async function verifyModels(name: string | undefined, dir: string): Promi
         all.push(...verifications([entry], verifyModel, dir));
     all.push(
       ...verifications(
-        SHERPA_CATALOGUE.filter((entry) => isPulled(entry, dir)),
+        sherpaModels(dir).filter((entry) => isPulled(entry, dir)),
         verifySherpaModel,
         dir,
       ),

@@ -2,14 +2,15 @@
  * Finding pulled sherpa-onnx models in the models directory (src/engines/sherpa-onnx/catalogue.ts says
  * where each unpacks), for the engines that load them.
  */
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
+import { z } from "zod";
 import type { SherpaRecognizerOptions } from "./recognizer.js";
 import type { NeuralVoiceModel } from "./tts.js";
 import { ModelError } from "../kit/models/download.js";
-import { loadProblem } from "../kit/models/model-dir.js";
+import { loadProblem, readRecord } from "../kit/models/model-dir.js";
 import {
-  findSherpaModelOf,
+  SHERPA_CATALOGUE,
   sherpaModelsOf,
   type SherpaEntryOf,
   type SherpaModelEntry,
@@ -59,6 +60,68 @@ function checkLoadable(entry: SherpaModelEntry, modelsDir: string): void {
   if (problem) throw new ModelError(`${entry.name} is not loaded: ${problem}`);
 }
 
+/**
+ * What `relay models import piper` adds to the pull record of a voice it made from Piper's own
+ * layout (piper-import.ts): enough to list and load a voice the catalogue does not know.
+ */
+export const importedVoiceRecord = z.object({
+  name: z.string().regex(/^piper-[\w.-]+$/u),
+  url: z.string(),
+  imported: z.object({
+    from: z.literal("piper"),
+    language: z.string().min(2),
+    description: z.string(),
+    /** The model's size, MiB (for the table). */
+    approxMiB: z.number().nonnegative(),
+  }),
+  licence: z.string().optional(),
+});
+
+/** Where an imported Piper voice `voice` ("en_US-joe-medium") lives: where its archive would unpack. */
+export const importedVoiceDir = (voice: string): string => `vits-piper-${voice}`;
+
+/**
+ * The Piper voices imported into `modelsDir` that the catalogue does not have (an imported catalogue
+ * voice is simply that voice, pulled), as catalogue entries.
+ */
+export function importedVoices(modelsDir: string): SherpaEntryOf<"tts">[] {
+  const catalogued = new Set(SHERPA_CATALOGUE.map((entry) => entry.dir));
+  const names = existsSync(modelsDir) ? readdirSync(modelsDir) : [];
+  return names
+    .filter((dir) => dir.startsWith(importedVoiceDir("")) && !catalogued.has(dir))
+    .sort()
+    .flatMap((dir): SherpaEntryOf<"tts">[] => {
+      const record = readRecord(path.join(modelsDir, dir), importedVoiceRecord);
+      const voice = dir.slice(importedVoiceDir("").length);
+      if (record?.name !== `piper-${voice}`) return [];
+      const { language, description, approxMiB } = record.imported;
+      return [
+        {
+          name: record.name,
+          kind: "tts",
+          file: `${voice}.onnx`,
+          url: record.url,
+          dir,
+          languages: [language],
+          approxMiB,
+          default: false,
+          description,
+          licence: {
+            text: `imported; its card: ${record.licence ?? "no licence stated"}; eSpeak NG data GPL-3.0`,
+            commercialUse: "unclear",
+          },
+          tts: { kind: "vits", model: `${voice}.onnx`, tokens: "tokens.txt" },
+        },
+      ];
+    });
+}
+
+/** The models of one kind relay knows in `modelsDir`: the catalogue's, and for voices the imported ones. */
+export function knownModelsOf<K extends SherpaModelKind>(kind: K, modelsDir: string): SherpaEntryOf<K>[] {
+  const catalogue = sherpaModelsOf(kind);
+  return kind === "tts" ? [...catalogue, ...(importedVoices(modelsDir) as SherpaEntryOf<K>[])] : catalogue;
+}
+
 export function isPulled(entry: SherpaModelEntry, modelsDir: string): boolean {
   return requiredFiles(entry, modelsDir).every((file) => existsSync(file));
 }
@@ -72,7 +135,7 @@ const KIND_NAMES: Record<SherpaModelKind, string> = {
 
 /** Whether any model of `kind` is pulled (the default engines then use it). */
 export function anyPulled(kind: SherpaModelKind, modelsDir: string): boolean {
-  return sherpaModelsOf(kind).some((entry) => isPulled(entry, modelsDir));
+  return knownModelsOf(kind, modelsDir).some((entry) => isPulled(entry, modelsDir));
 }
 
 /**
@@ -85,19 +148,21 @@ export function pulledModels<K extends SherpaModelKind>(
   modelsDir: string,
 ): SherpaEntryOf<K>[] {
   const what = KIND_NAMES[kind];
+  const known = knownModelsOf(kind, modelsDir);
   const entries = names
     ? names.map((name) => {
-        const entry = findSherpaModelOf(kind, name);
+        const entry = known.find((e) => e.name === name);
         if (!entry) {
-          const known = sherpaModelsOf(kind).map((e) => e.name);
-          throw new ModelError(`"${name}" is not a ${what} in the catalogue (known: ${known.join(", ")})`);
+          throw new ModelError(
+            `"${name}" is not a ${what} in the catalogue (known: ${known.map((e) => e.name).join(", ")})`,
+          );
         }
         if (!isPulled(entry, modelsDir)) {
           throw new ModelError(`${what} "${name}" is not pulled: run \`relay models pull ${name}\``);
         }
         return entry;
       })
-    : sherpaModelsOf(kind).filter((entry) => isPulled(entry, modelsDir));
+    : known.filter((entry) => isPulled(entry, modelsDir));
   if (entries.length === 0) throw new ModelError(`no ${what} is pulled (\`relay models list\` shows them)`);
   return entries;
 }

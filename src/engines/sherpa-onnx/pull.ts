@@ -56,7 +56,7 @@ const CARDS = ["MODEL_CARD", "MODEL_CARD.md", "README.md"];
  * plain text (a card is the archive's: it may hold terminal escapes). Cards are regular files of
  * the checked tree, never links.
  */
-async function statedLicence(dir: string): Promise<string | undefined> {
+export async function statedLicence(dir: string): Promise<string | undefined> {
   for (const card of CARDS) {
     const file = path.join(dir, card);
     if (!(await lstat(file).catch(() => undefined))?.isFile()) continue;
