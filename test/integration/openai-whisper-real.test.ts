@@ -130,7 +130,7 @@ describe.skipIf(problem)("real Whisper (faster-whisper-server) as the openai rec
   });
 
   it("a live English session into Spanish: interims, finals close to the reference, finalized", async () => {
-    const [, clip, reference] = (await readFile(sharedPath("data/speech/misc/transcripts.tsv"), "utf8"))
+    const [, , reference] = (await readFile(sharedPath("data/speech/misc/transcripts.tsv"), "utf8"))
       .split("\n")
       .map((line) => line.split("\t"))
       .find(([file]) => file === "librispeech-1995-1837-0001.wav")!;
@@ -139,7 +139,6 @@ describe.skipIf(problem)("real Whisper (faster-whisper-server) as the openai rec
       targetLanguage: "es",
       audioOutputEnabled: "false",
     });
-    expect(clip).toBe("en");
     // Real time: interims come while the speaker talks; finalize ends the utterance.
     await socket.stream(await speech("misc/librispeech-1995-1837-0001.wav"), { chunkMs: 20, speed: 1 });
     const finalizedAt = performance.now();
