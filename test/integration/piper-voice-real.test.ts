@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
-import { copyFile, mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -85,8 +85,39 @@ function idProbe(): Uint8Array {
 }
 
 const seconds = (samples: number, rate: number) => samples / rate;
+const percent = (value: number, reference: number) =>
+  `${((100 * (value - reference)) / reference).toFixed(1)} %`;
+
+/**
+ * The length of `samples` once sherpa-onnx has shortened its pauses, as it does to every synthesis
+ * (sherpa-onnx/csrc/offline-tts.cc `GeneratedAudio::ScaleSilence`, the default `silence_scale` 0.2
+ * relay keeps): a run of samples within ±0.01 lasting 0.2 s or more (at the end: more) keeps a fifth.
+ */
+function lengthWithShortenedPauses(samples: Float32Array, rate: number): number {
+  const threshold = Math.trunc(rate * 0.2);
+  let length = samples.length;
+  let start = -1;
+  for (let i = 0; i <= samples.length; i++) {
+    const quiet = i < samples.length && Math.abs(samples[i]!) <= 0.01;
+    if (quiet) {
+      if (start < 0) start = i;
+      continue;
+    }
+    const run = i - start;
+    if (start >= 0 && (i < samples.length ? run >= threshold : run > threshold))
+      length -= run - Math.trunc(run * 0.2);
+    start = -1;
+  }
+  return length;
+}
 
 let work: string;
+
+/** Piper's raw speech of a sentence in a run. */
+const piperAudio = async (run: number, i: number): Promise<Float32Array> => {
+  const bytes = await readFile(path.join(work, "piper", `piper-${run}-${i}.f32`));
+  return new Float32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4);
+};
 let modelsDir: string;
 let piper: PiperSpoken;
 let tts: SherpaTtsEngine | undefined;
@@ -178,7 +209,7 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
     );
   }, 30_000);
 
-  it("speaks as Piper does: the same length of speech, a log-mel distance within Piper's own", async () => {
+  it("speaks as Piper does: its length of speech (pauses shortened as sherpa-onnx does), a log-mel distance within Piper's own", async () => {
     tts = await createSherpaTtsEngine({ models: neuralVoiceModels([NAME], modelsDir) });
     expect(tts.info.version).toContain(NAME);
     const voice = defaultVoice("male");
@@ -200,16 +231,18 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
       pairs.push([file, path.join(work, "piper", `piper-0-${i}.f32`)]);
       rows.push(`${i}: relay ${seconds(audio.samples.length, audio.sampleRate).toFixed(3)} s`);
     }
-    const piperLength = async (run: number, i: number) =>
-      stat(path.join(work, "piper", `piper-${run}-${i}.f32`));
     let piperSeconds = 0;
     let piperAgainSeconds = 0;
+    let piperShortenedSeconds = 0;
     for (const i of SENTENCES.keys()) {
-      const [first, second] = [await piperLength(0, i), await piperLength(1, i)];
-      piperSeconds += seconds(first.size / 4, piper.sampleRate);
-      piperAgainSeconds += seconds(second.size / 4, piper.sampleRate);
+      const [first, second] = [await piperAudio(0, i), await piperAudio(1, i)];
+      const shortened = seconds(lengthWithShortenedPauses(first, piper.sampleRate), piper.sampleRate);
+      piperSeconds += seconds(first.length, piper.sampleRate);
+      piperAgainSeconds += seconds(second.length, piper.sampleRate);
+      piperShortenedSeconds += shortened;
       rows[i] +=
-        `, piper ${seconds(first.size / 4, piper.sampleRate).toFixed(3)} / ${seconds(second.size / 4, piper.sampleRate).toFixed(3)} s`;
+        `, piper ${seconds(first.length, piper.sampleRate).toFixed(3)} / ${seconds(second.length, piper.sampleRate).toFixed(3)} s` +
+        ` (pauses shortened: ${shortened.toFixed(3)} s)`;
     }
     const ownPairs = SENTENCES.map((_, i): [string, string] => [
       path.join(work, "piper", `piper-0-${i}.f32`),
@@ -230,7 +263,8 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
     console.log(
       [
         ...rows,
-        `speech: relay ${relaySeconds.toFixed(3)} s, piper ${piperSeconds.toFixed(3)} s and ${piperAgainSeconds.toFixed(3)} s (${((100 * (relaySeconds - piperSeconds)) / piperSeconds).toFixed(1)} %)`,
+        `speech: relay ${relaySeconds.toFixed(3)} s, piper ${piperSeconds.toFixed(3)} s and ${piperAgainSeconds.toFixed(3)} s (${percent(relaySeconds, piperSeconds)}), ` +
+          `piper with pauses shortened ${piperShortenedSeconds.toFixed(3)} s (${percent(relaySeconds, piperShortenedSeconds)})`,
         `log-mel distance (dB): relay-piper ${relay!.toFixed(2)} [${distances
           .slice(0, n)
           .map((d) => d.toFixed(2))
@@ -238,7 +272,10 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
         `RTF: relay ${(synthesisMs / 1000 / relaySeconds).toFixed(3)}, piper-tts ${(piper.seconds[0]! / piperSeconds).toFixed(3)}`,
       ].join("\n"),
     );
-    expect(Math.abs(relaySeconds - piperSeconds) / piperSeconds).toBeLessThan(0.05);
+    // Measured: 0.4–1.2 % apart; relay-piper 1.61–1.65 dB where piper-piper is 1.49–1.57 and
+    // another sentence 6.5–6.6: the bounds leave room for VITS's randomness and catch a wrong voice,
+    // wrong phonemes or wrong speed.
+    expect(Math.abs(relaySeconds - piperShortenedSeconds) / piperShortenedSeconds).toBeLessThan(0.05);
     expect(relay).toBeLessThan(own! * 1.5);
     expect(relay).toBeLessThan(other! / 2);
   }, 60_000);
