@@ -155,9 +155,10 @@ describe.skipIf(PROBLEM)("whisper.cpp on real weights converted from faster-whis
         const overall = agreement(pairs);
         console.log(`tiny.en fitEncoderWindow=${fitEncoderWindow}: word agreement ${overall.toFixed(4)}`);
         // Like for like (whisper's 30 s window, as faster-whisper decodes) the converted weights must
-        // give faster-whisper's words; the fitted window (relay's default) is measured, and only
-        // bounded loosely: it changes what whisper hears at the end of short clips.
-        expect(overall).toBeGreaterThanOrEqual(fitEncoderWindow ? 0.5 : 0.98);
+        // give faster-whisper's words, and so must relay's default fitted window (at least 20 s: with
+        // less silence after the speech whisper loops or changes its last words, as
+        // scripts/bench-whisper-window.ts measured).
+        expect(overall).toBeGreaterThanOrEqual(0.98);
       } finally {
         await engine.close();
       }

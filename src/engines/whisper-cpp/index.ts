@@ -63,10 +63,15 @@ const DEFAULT_UV_THREADPOOL_SIZE = 4;
 const SAMPLES_PER_ENCODER_FRAME = 320;
 const FULL_ENCODER_FRAMES = 1500;
 /**
- * Frames added beyond the audio when the encoder window is fitted to it: whisper was trained on 30 s
- * windows and transcribes the last words of a window cut exactly at the audio's end less reliably.
+ * A fitted encoder window: the audio plus a margin, and never under 20 s. whisper was trained on
+ * 30 s windows only, and with little silence after the speech it changes or repeats its last words
+ * (ggml-org/whisper.cpp#1951: tiny.en at `-ac 500` garbles jfk.wav's end; peteonrails/voxtype#124:
+ * phrases repeated 3x in windows fitted to 3–8 s). On real tiny.en and base weights
+ * (scripts/bench-whisper-window.ts) audio + 1.3 s agreed 0.900 in words with the 30 s window and
+ * audio + 10 s 0.978 (tiny.en); at least 20 s agreed 0.984 and 0.987 (base) for 2/3 of its time.
  */
 const ENCODER_MARGIN_FRAMES = 64;
+const ENCODER_MIN_FRAMES = 1000;
 /**
  * Tokens a decoding pass may produce per second of audio (plus a constant): fast speech is about 4
  * words, 6–8 tokens, a second, so this only cuts short a pass that loops (whisper's known failure;
@@ -128,8 +133,8 @@ export interface WhisperCppOptions {
    */
   readonly binding?: BindingKind | "auto" | WhisperBinding;
   /**
-   * Native build: run the encoder over the audio's length (plus a margin) instead of whisper's fixed
-   * 30 s window, which makes short decodes several times faster. Default true.
+   * Native build: run the encoder over the audio's length plus a margin, at least 20 s, instead of
+   * whisper's fixed 30 s window, which makes short decodes about a third faster. Default true.
    */
   readonly fitEncoderWindow?: boolean;
 }
@@ -335,7 +340,10 @@ class WhisperCppAsrEngine implements WhisperCppEngine, StreamHost {
 
   /** The native build's bounds for one decode of `samples`. */
   private nativeOptions(samples: number, candidates: readonly string[]): Partial<NativeTranscribeOptions> {
-    const frames = Math.ceil(samples / SAMPLES_PER_ENCODER_FRAME) + ENCODER_MARGIN_FRAMES;
+    const frames = Math.max(
+      ENCODER_MIN_FRAMES,
+      Math.ceil(samples / SAMPLES_PER_ENCODER_FRAME) + ENCODER_MARGIN_FRAMES,
+    );
     return {
       ...(this.fitEncoderWindow ? { audioCtx: Math.min(FULL_ENCODER_FRAMES, frames) } : {}),
       maxTokens: Math.ceil((samples / SAMPLE_RATE) * MAX_TOKENS_PER_SECOND) + MAX_TOKENS_BASE,
