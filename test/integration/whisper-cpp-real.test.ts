@@ -18,8 +18,8 @@ import { sharedMissing, sharedPath } from "../support/shared.js";
  * whisper.cpp in process on real weights: faster-whisper's tiny.en and base (CTranslate2), turned
  * into ggml files by scripts/convert-whisper-ct2-to-ggml.py in a temporary directory (about 1 s
  * for both), then run by relay's engine. tiny.en is checked against faster-whisper on the same
- * weights and clips; base, the default model, identifies Spanish and German, in the engine and
- * through the real server. Decode times go to the log.
+ * weights and clips; base, the default model, identifies Spanish and German in the engine, and
+ * through the real server serves an `auto` and a two-way session. Decode times go to the log.
  */
 const SPEECH_MISSING =
   sharedMissing("data", "speech", "misc") || sharedMissing("data", "speech", "fleurs-dev");
@@ -188,10 +188,16 @@ describe.skipIf(PROBLEM)("whisper.cpp on real weights converted from faster-whis
     }
   }, 120_000);
 
-  it("recognizes Spanish as es in a sourceLanguage=auto session, the converted base being the default model", async () => {
-    let server: TestServer | undefined;
-    try {
+  describe("the converted base as the service's default model", () => {
+    let server: TestServer;
+    beforeAll(async () => {
       server = await startServer({ MODELS_DIR: modelsDir });
+    }, 120_000);
+    afterAll(async () => {
+      await server?.close();
+    });
+
+    it("recognizes Spanish as es in a sourceLanguage=auto session", async () => {
       const socket = await openSession(server.baseUrl, {
         sourceLanguage: "auto",
         modelName: "relay-2",
@@ -210,8 +216,38 @@ describe.skipIf(PROBLEM)("whisper.cpp on real weights converted from faster-whis
       );
       expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
       socket.close();
-    } finally {
-      await server?.close();
-    }
-  }, 180_000);
+    }, 180_000);
+
+    it("a two-way session: English is translated into Spanish and Spanish into English", async () => {
+      const socket = await openSession(server.baseUrl, {
+        twoWay: "true",
+        sourceLanguage: "en",
+        targetLanguage: "es",
+        audioOutputEnabled: "false",
+      });
+      await speakOneUtterance(socket, await readWavAsPcm16(speech("librivox-pocketsphinx/goforward.wav")));
+      await speakOneUtterance(socket, await readWavAsPcm16(speech(SPANISH)));
+      socket.close();
+      const finals = (type: string, language: string) =>
+        socket.messages
+          .filter((m) => m.type === type && m.is_final === true && m.detected_language === language)
+          .map((m) => String(m.text))
+          .join(" ");
+      console.log(
+        `two-way: en "${finals("original_transcript", "en")}" → "${finals("translated_transcript", "en")}"; ` +
+          `es "${finals("original_transcript", "es")}" → "${finals("translated_transcript", "es")}"`,
+      );
+      expect(words(finals("original_transcript", "en"))).toEqual(
+        expect.arrayContaining(["forward", "meters"]),
+      );
+      expect(words(finals("translated_transcript", "en"))).toEqual(expect.arrayContaining(["metros"]));
+      expect(words(finals("original_transcript", "es"))).toEqual(
+        expect.arrayContaining(["personas", "mensajes"]),
+      );
+      expect(words(finals("translated_transcript", "es"))).toEqual(
+        expect.arrayContaining(["people", "messages"]),
+      );
+      expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
+    }, 180_000);
+  });
 });
