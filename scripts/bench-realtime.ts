@@ -14,14 +14,29 @@
  *     translating through transformers.js in its host process with Apertium behind it; with
  *     --neural as well, the whole neural stack. The stand-in echoes its input, so it decodes as
  *     many tokens as a real translation of the same length.)
+ *   npm run bench:realtime -- --real tiny.en|base --engine in-process|server [--quick]
+ *     (real Whisper weights, test/support/real-models.ts: `in-process` converts the CTranslate2
+ *     model to ggml and starts the service on it as a user would, base as MODELS_DIR's default
+ *     ggml-base.bin, tiny.en through an ENGINES_FILE, PocketSphinx behind whisper.cpp either way;
+ *     `server` starts faster-whisper-server on the model and points relay's openai engine at it.
+ *     CPU then counts the service and that server. Concurrency from 1 session; no idle run and no
+ *     streaming-capacity part, which do not depend on the weights.)
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
-import { cpus, tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
+import { promisify } from "node:util";
 import { createSession, RealtimeSocket } from "../src/cli/recording-socket.js";
 import { freePort } from "../test/support/ports.js";
+import { pythonEnvDir } from "../test/support/python-clients.js";
+import { realModelDir } from "../test/support/real-models.js";
+import {
+  startWhisperServer,
+  WHISPER_SERVER_MODEL,
+  type WhisperServer,
+} from "../test/support/whisper-server.js";
 import {
   installStandInRecognizer,
   installStandInTranslation,
@@ -42,6 +57,42 @@ const QUICK = process.argv.includes("--quick");
 const NEURAL = process.argv.includes("--neural");
 const MT = process.argv.includes("--mt");
 const API_KEY = "bench-key";
+
+/** The value after a command-line flag, checked against its choices; undefined without the flag. */
+function choice<T extends string>(flag: string, choices: readonly T[]): T | undefined {
+  const index = process.argv.indexOf(flag);
+  if (index < 0) return undefined;
+  const value = process.argv[index + 1] as T;
+  if (!choices.includes(value)) throw new Error(`${flag}: one of ${choices.join(", ")}`);
+  return value;
+}
+const REAL = choice("--real", ["tiny.en", "base"] as const);
+const ENGINE = choice("--engine", ["in-process", "server"] as const);
+if (REAL && !ENGINE) throw new Error("--real needs --engine in-process|server");
+/** The faster-whisper-server of `--engine server`, its CPU counted with the service's. */
+let whisperServer: WhisperServer | undefined;
+
+/** The service's environment for `--real`: the model as a user would configure it (file comment). */
+async function realWeights(model: "tiny.en" | "base"): Promise<Record<string, string>> {
+  const dir = await mkdtemp(path.join(tmpdir(), "relay-bench-real-"));
+  const enginesFile = path.join(dir, "engines.json");
+  if (ENGINE === "server") {
+    whisperServer = await startWhisperServer(`whisper-${model}`);
+    const entry = { engine: "openai", baseUrl: whisperServer.baseUrl, model: WHISPER_SERVER_MODEL };
+    await writeFile(enginesFile, JSON.stringify({ asr: [{ ...entry, languages: ["en"] }] }));
+    return { ENGINES_FILE: enginesFile };
+  }
+  const ggml = path.join(dir, `ggml-${model}.bin`);
+  await promisify(execFile)(path.join(pythonEnvDir("models"), "bin/python"), [
+    "scripts/convert-whisper-ct2-to-ggml.py",
+    realModelDir(`whisper-${model}`),
+    ggml,
+  ]);
+  if (model === "base") return { MODELS_DIR: dir };
+  const asr = [{ engine: "whisper-cpp", model: ggml }, { engine: "pocketsphinx" }];
+  await writeFile(enginesFile, JSON.stringify({ asr }));
+  return { MODELS_DIR: dir, ENGINES_FILE: enginesFile };
+}
 /** A models directory holding real-size stand-ins of the neural stack (see the file's comment). */
 async function neuralModels(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), "relay-bench-neural-"));
@@ -52,14 +103,16 @@ async function neuralModels(): Promise<string> {
 }
 
 /** The models directory: the neural stack's (`--neural`) and/or Opus-MT en-es (`--mt`), real size. */
-async function modelsDir(): Promise<string | undefined> {
-  if (!NEURAL && !MT) return undefined;
+async function modelsDir(): Promise<string> {
   const dir = NEURAL ? await neuralModels() : await mkdtemp(path.join(tmpdir(), "relay-bench-mt-"));
   if (MT) installStandInTranslation(dir, "opus-mt-en-es", { size: "real" });
   return dir;
 }
 
-async function startService(maxSessions: number): Promise<{ child: ChildProcess; baseUrl: string }> {
+async function startService(
+  maxSessions: number,
+  engines: Record<string, string>,
+): Promise<{ child: ChildProcess; baseUrl: string }> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
@@ -80,7 +133,7 @@ async function startService(maxSessions: number): Promise<{ child: ChildProcess;
         // Idle sessions are what the idle run measures: none is closed for idling meanwhile.
         SESSION_IDLE_TIMEOUT_SEC: "3600",
         DATA_DIR: "/tmp/relay-bench",
-        ...(NEURAL || MT ? { MODELS_DIR: await modelsDir() } : {}),
+        ...engines,
       },
       stdio: ["ignore", "inherit", "inherit"],
     },
@@ -91,7 +144,11 @@ async function startService(maxSessions: number): Promise<{ child: ChildProcess;
       (r) => r.status,
       () => 0,
     );
-    if (status === 200) return { child, baseUrl };
+    if (status === 200) {
+      // Which recognizer runs: a real-weights run that fell back to PocketSphinx would measure nothing.
+      if (REAL) console.error(`healthz: ${await (await fetch(`${baseUrl}/healthz`)).text()}`);
+      return { child, baseUrl };
+    }
     await sleep(100);
   }
   throw new Error("service did not become healthy");
@@ -107,17 +164,23 @@ async function stopService(child: ChildProcess): Promise<void> {
 function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
   const own = (Number(fields[11]) + Number(fields[12])) / 100;
-  return NEURAL || MT ? own + modelHostsCpuSeconds(pid) : own;
+  const hosts = NEURAL || MT ? childrenCpuSeconds(pid, "host-main") : 0;
+  // faster-whisper-server is this script's child, not the service's.
+  const server = whisperServer ? childrenCpuSeconds(process.pid, "faster_whisper_server") : 0;
+  return own + hosts + server;
 }
 
-/** CPU seconds of the service's model host processes (sherpa-onnx, transformers.js: its children running host-main.js). */
-function modelHostsCpuSeconds(parent: number): number {
+/**
+ * CPU seconds of the children of `parent` whose command line holds `command`: the service's model
+ * host processes (sherpa-onnx, transformers.js: host-main.js), faster-whisper-server.
+ */
+function childrenCpuSeconds(parent: number, command: string): number {
   let total = 0;
   for (const pid of readdirSync("/proc").filter((name) => /^\d+$/u.test(name))) {
     try {
       const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
       if (Number(fields[1]) !== parent) continue;
-      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("host-main")) continue;
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(command)) continue;
       total += (Number(fields[11]) + Number(fields[12])) / 100;
     } catch {
       // ended meanwhile
@@ -208,8 +271,10 @@ async function main(): Promise<void> {
   const clips = await Promise.all(CLIPS.map(loadClip));
   const audioSeconds = clips.reduce((sum, clip) => sum + clip.pcm.length / 16_000, 0);
 
+  const loadBefore = loadavg()[0]!.toFixed(2);
   // 1. latency and CPU: one session at a time, real-time pacing
-  const service = await startService(2000);
+  const engines = REAL ? await realWeights(REAL) : NEURAL || MT ? { MODELS_DIR: await modelsDir() } : {};
+  const service = await startService(2000, engines);
   const pid = service.child.pid!;
   const rounds = QUICK ? 1 : 3;
   const timings: UtteranceTiming[] = [];
@@ -222,7 +287,9 @@ async function main(): Promise<void> {
 
   // 2. concurrency: the largest N whose finals keep up
   const concurrency = [];
-  for (const sessions of QUICK ? [2, 6] : [2, 4, 6, 8, 10, 12, 16, 20, 24]) {
+  // Whisper on 2 cores keeps up with few sessions: from one, in small steps.
+  const steps = REAL ? [1, 2, 3, 4, 6] : QUICK ? [2, 6] : [2, 4, 6, 8, 10, 12, 16, 20, 24];
+  for (const sessions of steps) {
     const result = await measureConcurrency(
       service.baseUrl,
       API_KEY,
@@ -231,12 +298,14 @@ async function main(): Promise<void> {
     );
     concurrency.push(result);
     console.error(`concurrency ${sessions}: ${JSON.stringify(result)}`);
-    if (!result.realTime) break;
+    // On real weights the steps after the first miss show how far latency grows, until finals go missing.
+    if (REAL ? result.missingFinals > 0 || result.errors > 0 : !result.realTime) break;
   }
 
   // 3. idle sessions: memory per open socket with no audio
-  const idle = await measureIdleSessions(service.baseUrl, pid, QUICK ? 200 : 1000);
+  const idle = REAL ? undefined : await measureIdleSessions(service.baseUrl, pid, QUICK ? 200 : 1000);
   await stopService(service.child);
+  await whisperServer?.close();
 
   const latency = (key: keyof Omit<UtteranceTiming, "clip">) => ({
     p50: percentile(
@@ -249,7 +318,14 @@ async function main(): Promise<void> {
     ),
   });
   const summary = {
-    machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+    machine: {
+      cpus: cpus().length,
+      model: cpus()[0]?.model,
+      node: process.version,
+      loadAverageBefore: loadBefore,
+      loadAverageAfter: loadavg()[0]!.toFixed(2),
+    },
+    ...(REAL ? { real: { model: REAL, engine: ENGINE } } : {}),
     utterances: timings.length,
     audioSecondsPerRound: +audioSeconds.toFixed(1),
     latencyMs: {
@@ -265,13 +341,16 @@ async function main(): Promise<void> {
     timings,
   };
   await mkdir("bench-results", { recursive: true });
-  await writeFile("bench-results/realtime.json", JSON.stringify(summary, null, 2));
+  const results = REAL ? `realtime-real-${REAL}-${ENGINE}.json` : "realtime.json";
+  await writeFile(path.join("bench-results", results), JSON.stringify(summary, null, 2));
 
   const row = (name: string, v: { p50: number | null; p90: number | null }, target: string) =>
     `| ${name} | ${v.p50} | ${v.p90} | ${target} |`;
   console.log(
     [
+      ...(REAL ? [`Real weights: whisper ${REAL}, engine ${ENGINE}`] : []),
       `Utterances: ${timings.length} (${clips.length} clips × ${rounds}), ${audioSeconds.toFixed(1)} s of speech per round`,
+      `Machine: ${summary.machine.model} × ${summary.machine.cpus}, load average ${loadBefore} before, ${summary.machine.loadAverageAfter} after`,
       "",
       "| latency (ms) | p50 | p90 | target |",
       "| --- | --- | --- | --- |",
@@ -284,8 +363,12 @@ async function main(): Promise<void> {
       "| --- | --- | --- |",
       `| CPU seconds per audio second (one session) | ${summary.cpuSecondsPerAudioSecond} | |`,
       `| concurrent real-time sessions | ${summary.maxRealTimeSessions} | ≥ 6 |`,
-      `| idle sessions held open | ${idle.heldOpen} of ${idle.sessions} | 1000 |`,
-      `| memory per idle session | ${idle.perIdleSessionKb} KB | ≤ 2 MB |`,
+      ...(idle
+        ? [
+            `| idle sessions held open | ${idle.heldOpen} of ${idle.sessions} | 1000 |`,
+            `| memory per idle session | ${idle.perIdleSessionKb} KB | ≤ 2 MB |`,
+          ]
+        : []),
       "",
       "| concurrent sessions | finalize → final translation p50 / p90 (ms) | missing finals | errors | real-time |",
       "| --- | --- | --- | --- | --- |",
@@ -298,4 +381,6 @@ async function main(): Promise<void> {
 }
 
 if (!process.argv.includes("--whisper")) await main();
-if (!NEURAL && !MT) console.log("\n" + (await benchWhisperStreaming(SHARED, CLIPS.slice(0, QUICK ? 3 : 6))));
+if (!NEURAL && !MT && !REAL) {
+  console.log("\n" + (await benchWhisperStreaming(SHARED, CLIPS.slice(0, QUICK ? 3 : 6))));
+}

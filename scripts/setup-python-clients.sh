@@ -10,8 +10,11 @@
 #   sh scripts/setup-python-clients.sh models faster-whisper and its OpenAI-compatible server, piper-tts,
 #                                             jiwer, sacrebleu: the real-model tests and benchmarks
 #                                             (test/python/models-requirements.txt, about 600 MB)
+#   sh scripts/setup-python-clients.sh whisperlive  WhisperLive 0.10.0, the peer of `npm run bench:peer`
+#                                             (test/python/whisperlive-requirements.txt, about 7.8 GB with
+#                                             the GPU libraries it pins; PyAudio needs portaudio19-dev)
 # Each is made once per machine and requirements file in
-# ${RELAY_CACHE_DIR:-~/.cache/relay}/python-<clients|fuzz|models>/<hash of the requirements>/ and reused by
+# ${RELAY_CACHE_DIR:-~/.cache/relay}/python-<clients|fuzz|models|whisperlive>/<hash of the requirements>/ and reused by
 # later checkouts (test/support/python-clients.ts finds it there). Prints the environment's directory.
 # CI runs both (.ci/run).
 set -eu
@@ -20,8 +23,9 @@ case "${1:-clients}" in
   clients) NAME=clients REQUIREMENTS=test/python/requirements.txt MINOR=10 ;;
   fuzz) NAME=fuzz REQUIREMENTS=test/python/fuzz-requirements.txt MINOR=11 ;;
   models) NAME=models REQUIREMENTS=test/python/models-requirements.txt MINOR=10 ;;
+  whisperlive) NAME=whisperlive REQUIREMENTS=test/python/whisperlive-requirements.txt MINOR=10 ;;
   *)
-    echo "usage: sh scripts/setup-python-clients.sh [clients|fuzz|models]" >&2
+    echo "usage: sh scripts/setup-python-clients.sh [clients|fuzz|models|whisperlive]" >&2
     exit 2
     ;;
 esac
