@@ -3,8 +3,9 @@
  * sentences shipped with relay (data/check/, see its README):
  *
  * - speech: each installed English voice (sherpa-onnx TTS) speaks the English sentences, the
- *   streaming recognizer hears them, and the word error rate of what it heard is held to the
- *   recognizer's published LibriSpeech figure;
+ *   streaming recognizer (else the default whisper model) hears them, and the word error rate of
+ *   what it heard is held to the recognizer's published LibriSpeech figure (whisper's: to a round
+ *   trip measured on real weights);
  * - translation: each installed translation model (transformers.js) translates the FLORES-101
  *   sentences of each direction it serves, and their chrF is held to the model's published figures;
  * - clone: with a tone colour model and a speaker-embedding model installed, a voice's speech
@@ -26,10 +27,15 @@ import { pulledToneColorModel } from "../engines/openvoice/models.js";
 import {
   chrF,
   chrfFloor,
+  MEASURED_ROUND_TRIP_WER,
+  measuredWerLimit,
   PUBLISHED_WER,
   werLimit,
   wordErrorRate,
 } from "../engines/kit/models/check-metrics.js";
+import { modelPath } from "../engines/kit/models/download.js";
+import { DEFAULT_WHISPER_MODEL } from "../engines/routing/engine-config.js";
+import { findModel } from "../engines/whisper-cpp/catalogue.js";
 import { MT_CATALOGUE, type MtModelEntry, type MtQuality } from "../engines/transformers-js/catalogue.js";
 import { isMtPulled, translationModels } from "../engines/transformers-js/models.js";
 import { sherpaModelsOf, type SherpaEntryOf } from "../engines/sherpa-onnx/catalogue.js";
@@ -177,14 +183,19 @@ async function speechCheck(
     if (options.verbose) printPairs(`${check}, ${model}`, sentences, heard);
     const wer = wordErrorRate(sentences, heard);
     const published = PUBLISHED_WER[recognizer.name];
-    const limit = published ? werLimit(published) : undefined;
+    const measured = MEASURED_ROUND_TRIP_WER[recognizer.name];
+    const limit = published ? werLimit(published) : measured ? measuredWerLimit(measured) : undefined;
     const failed = limit !== undefined && wer > limit;
     return {
       check,
       model,
       score: `WER ${fixed(wer)} %`,
       limit: limit === undefined ? "-" : `≤ ${fixed(limit)} %`,
-      published: published ? `WER ${published.testClean} / ${published.testOther} % (LibriSpeech)` : "none",
+      published: published
+        ? `WER ${published.testClean} / ${published.testOther} % (LibriSpeech)`
+        : measured
+          ? `round trip ${fixed(measured.wer)} % (measured, a real Piper voice)`
+          : "none",
       msPerSentence: fixed((speakingMs + hearingMs) / sentences.length, 0),
       ttsRtf: audioSeconds > 0 ? fixed(speakingMs / 1000 / audioSeconds, 3) : "-",
       asrRtf: audioSeconds > 0 ? fixed(hearingMs / 1000 / audioSeconds, 3) : "-",
@@ -304,11 +315,15 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
     (entry) => entry.languages.includes("en") && isPulled(entry, dir),
   );
   const recognizers = sherpaModelsOf("streaming-asr").filter((entry) => isPulled(entry, dir));
+  // Without a streaming recognizer, the default whisper model hears the voices (the service's own
+  // recognizer then; it has real weights measured, MEASURED_ROUND_TRIP_WER).
+  const whisperFile = modelPath(findModel(DEFAULT_WHISPER_MODEL)!, dir);
+  const whisper = recognizers.length === 0 && existsSync(whisperFile);
   const translators = MT_CATALOGUE.filter((entry) => isMtPulled(entry, dir));
   const voiceToPull =
     sherpaModelsOf("tts").find((entry) => entry.default && entry.languages.includes("en"))?.name ?? "a voice";
   const recognizerToPull = sherpaModelsOf("streaming-asr")[0]?.name ?? "a recognizer";
-  const speech = englishVoices.length > 0 && recognizers.length > 0;
+  const speech = englishVoices.length > 0 && (recognizers.length > 0 || whisper);
   const toneColor = pulledToneColorModel(dir);
   const speakerModel = sherpaModelsOf("speaker").find((entry) => isPulled(entry, dir));
   const speakerToPull = sherpaModelsOf("speaker")[0]?.name ?? "a speaker model";
@@ -316,11 +331,11 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
 
   if (!speech && translators.length === 0 && !clone) {
     console.log(
-      `nothing to check in ${dir}: no English neural voice with a streaming recognizer, no translation model, ` +
+      `nothing to check in ${dir}: no English neural voice with a recognizer, no translation model, ` +
         "and no tone colour model with a speaker model is installed" +
         // A voice alone is not checked: say it was seen, so a user does not think it was refused.
         (englishVoices.length > 0
-          ? ` (English voices installed: ${englishVoices.map((entry) => entry.name).join(", ")}; they are checked through a streaming recognizer).\n`
+          ? ` (English voices installed: ${englishVoices.map((entry) => entry.name).join(", ")}; they are checked through a streaming recognizer or whisper ${DEFAULT_WHISPER_MODEL}).\n`
           : ".\n") +
         `Pull them with \`relay models pull ${voiceToPull}\`, \`relay models pull ${recognizerToPull}\`, ` +
         `\`relay models pull tone-color\`, \`relay models pull ${speakerToPull}\` and ` +
@@ -332,7 +347,7 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
     console.log(
       englishVoices.length === 0
         ? `speech: skipped, no English neural voice is installed (\`relay models pull ${voiceToPull}\`)`
-        : `speech: skipped, no streaming recognizer is installed (\`relay models pull ${recognizerToPull}\`)`,
+        : `speech: skipped, no recognizer is installed (\`relay models pull ${recognizerToPull}\` or \`relay models pull ${DEFAULT_WHISPER_MODEL}\`)`,
     );
   }
   if (!clone) {
@@ -356,24 +371,28 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
   if (speech) {
     const sentences = await lines("speech-en.txt");
     const [recognizerEntry] = recognizers;
+    const recognizerName = recognizerEntry?.name ?? `whisper ${DEFAULT_WHISPER_MODEL}`;
     let engine: AsrEngine | undefined;
     try {
-      const { createSherpaRecognizer } = await import("../engines/sherpa-onnx/recognizer.js");
-      // Scored without punctuation and case, so the punctuation model is not loaded.
-      engine = await createSherpaRecognizer({
-        ...recognizerFiles(recognizerEntry!.name, false, dir),
-        timeoutMs: TIMEOUT_MS,
-      });
+      if (recognizerEntry) {
+        const { createSherpaRecognizer } = await import("../engines/sherpa-onnx/recognizer.js");
+        // Scored without punctuation and case, so the punctuation model is not loaded.
+        engine = await createSherpaRecognizer({
+          ...recognizerFiles(recognizerEntry.name, false, dir),
+          timeoutMs: TIMEOUT_MS,
+        });
+      } else {
+        const { createWhisperCppEngine } = await import("../engines/whisper-cpp/index.js");
+        engine = await createWhisperCppEngine({ modelPath: whisperFile, decodeTimeoutMs: TIMEOUT_MS });
+      }
     } catch (error) {
       for (const voice of englishVoices)
-        rows.push(failedRow("speech (en)", `${voice.name} → ${recognizerEntry!.name}`, error));
+        rows.push(failedRow("speech (en)", `${voice.name} → ${recognizerName}`, error));
     }
     if (engine) {
       try {
         for (const voice of englishVoices) {
-          rows.push(
-            await speechCheck(voice, { name: recognizerEntry!.name, engine }, dir, sentences, options),
-          );
+          rows.push(await speechCheck(voice, { name: recognizerName, engine }, dir, sentences, options));
         }
       } finally {
         await engine.close();
@@ -426,7 +445,7 @@ export async function checkModels(dir: string, options: CheckOptions = {}): Prom
   if (speech) {
     console.log(
       "speech: WER of the round trip (voice → recognizer) on data/check/speech-en.txt; limit: 3 × the published " +
-        "LibriSpeech test-other WER + 10 points.",
+        "LibriSpeech test-other WER + 10 points, or for whisper 2 × the round trip measured on real weights + 15.",
     );
   }
   if (clone) {

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -295,4 +295,33 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
       socket.close();
     }
   }, 60_000);
+
+  it("relay models check speaks the check's sentences with it and hears them with the real whisper base", async () => {
+    // The default model, converted from faster-whisper's real base (scripts/convert-whisper-ct2-to-ggml.py):
+    // without a streaming recognizer, the check's speech row runs through it.
+    await new Promise<void>((resolve, reject) =>
+      execFile(
+        PYTHON,
+        [
+          path.join(PROJECT_ROOT, "scripts/convert-whisper-ct2-to-ggml.py"),
+          realModelDir("whisper-base"),
+          path.join(modelsDir, "ggml-base.bin"),
+        ],
+        (error) => (error ? reject(error) : resolve()),
+      ),
+    );
+    const log = vi.spyOn(console, "log").mockImplementation(() => undefined);
+    let printed: string;
+    try {
+      expect(await checkModels(modelsDir)).toBe(0);
+    } finally {
+      printed = log.mock.calls.map((call) => String(call[0])).join("\n");
+      log.mockRestore();
+    }
+    console.log(printed);
+    const row = printed.split("\n").find((line) => line.startsWith("speech (en)"));
+    expect(row).toContain(`${NAME} → whisper base`);
+    // Measured: 4.0 % (one word in twelve sentences, MEASURED_ROUND_TRIP_WER); its limit is 23 %.
+    expect(row).toMatch(/WER \d+\.\d % +≤ 23\.0 %.* ok$/u);
+  }, 180_000);
 });

@@ -163,7 +163,7 @@ describe("relay models check", () => {
     const run = await check(dir);
     expect(run.code).toBe(1);
     expect(run.stdout).toContain(
-      "speech: skipped, no streaming recognizer is installed (`relay models pull streaming-zipformer-en`)",
+      "speech: skipped, no recognizer is installed (`relay models pull streaming-zipformer-en` or `relay models pull base`)",
     );
     const rows = tableRows(run.stdout);
     expect(rows.map((row) => row.CHECK)).toEqual([...CLONE_CHECKS, "translation en-es"]);

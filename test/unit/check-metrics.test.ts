@@ -6,6 +6,8 @@ import { describe, expect, it } from "vitest";
 import {
   chrF,
   chrfFloor,
+  MEASURED_ROUND_TRIP_WER,
+  measuredWerLimit,
   PUBLISHED_WER,
   scoringWords,
   werLimit,
@@ -101,6 +103,10 @@ describe("chrF2 (sacrebleu's definition)", () => {
 });
 
 describe("limits", () => {
+  it("holds whisper base's round trip to 2 × the round trip measured on real weights + 15 points", () => {
+    expect(measuredWerLimit(MEASURED_ROUND_TRIP_WER["whisper base"]!)).toBeCloseTo(23, 10);
+  });
+
   it("holds the round trip to 3 × the published test-other WER + 10 points", () => {
     const zipformer = PUBLISHED_WER["streaming-zipformer-en"]!;
     expect(werLimit(zipformer)).toBeCloseTo(33.4, 10);
