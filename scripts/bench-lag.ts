@@ -1,0 +1,460 @@
+/**
+ * Lag behind the speaker (issue 50): how long after the speaker a listener hears the translation,
+ * measured the way simultaneous speech translation is measured (SimulEval), on the live service.
+ * Prints a Markdown table and writes JSON to bench-results/lag.json.
+ *
+ *   npm run bench:lag [-- --tier embedded|whisper] [-- --quick]
+ *
+ * Tiers: `embedded` (default: PocketSphinx, Apertium, eSpeak NG), English into Spanish; `whisper`:
+ * relay's whisper.cpp engine on faster-whisper's real base converted to ggml and installed as
+ * MODELS_DIR/ggml-base.bin (then base is the default recognizer), which also recognizes Spanish, so
+ * the FLEURS Spanish clips are measured into English (Apertium es→en).
+ *
+ * Clips. Short form: the LibriVox clips that have a transcription (5) and LJSpeech LJ001-0001…0010
+ * one by one, trailing silence trimmed to 100 ms (scripts/realtime-load.ts); FLEURS es (5) on the
+ * whisper tier only (PocketSphinx recognizes English only, so FLEURS needs a multilingual
+ * recognizer). Long form: LJSpeech LJ001-0001… in order, whole clips with their own leading and
+ * trailing silence joined until ≥ 60 s (0001…0010, 66.70 s) and ≥ 180 s (0001…0027, 188.65 s), one
+ * session and one turn each. `--quick`: two clips per short-form set, and the 60 s turn only.
+ *
+ * Definitions (all times in seconds since the clip's first frame was sent):
+ * - Computation-aware: each clip is streamed in real time (20 ms frames) from t = 0, so wall-clock
+ *   time is the source heard so far; then `finalize`, and everything up to `finalized` is kept.
+ * - Listener: plays the translated audio frames (float32, 24 kHz) in order; a frame starts at
+ *   max(its arrival, the end of the previous one) and lasts its sample count / 24000.
+ * - StartOffset = start of the first frame; EndOffset = end of the last frame − source duration.
+ * - Output words: each translated final adds the words beyond the previous final of its segment
+ *   (finals are prefix extensions), and that span is spoken as one clip (one line). Clips are told
+ *   apart on the wire by their last frame, which is shorter than the synthesizer's full frames; a
+ *   clip goes to the next line once that line's final has arrived, otherwise it continues the line
+ *   (a line of several sentences). Each word's time is the playback time of its position in its
+ *   line's audio, the position proportional to the word's character offset in the line's text.
+ * - AL and LAAL (Papi et al. 2022, "Over-Generation Cannot Be Rewarded: Length-Adaptive Average
+ *   Lagging for Simultaneous Speech Translation", as SimulEval's ALScorer / LAALScorer compute
+ *   them): with word delays d_i, source duration |X|, τ the first i with d_i ≥ |X| (all words if
+ *   none), AL = 1/τ Σ_{i≤τ} d_i − (i−1)·|X|/|Y|; d_1 alone when d_1 > |X|. |Y| is the reference
+ *   length (SimulEval's default, `use_ref_len`), LAAL's is max(|Y|, hypothesis words). No reference
+ *   translations exist for these clips: |Y| is the source transcript's word count. The delays are
+ *   word starts in the played audio, SimulEval's `*_SpeechAlign_BOW` variant, computation-aware.
+ * - ATD (Kano et al. 2022, "Average Token Delay", as SimulEval's ATDScorer pairs tokens): tokens are
+ *   output words (ending where the next word of the line starts, the last at the line's audio end)
+ *   and 300 ms source pieces; a chunk is a line, whose source is what had been heard when its final
+ *   arrived. Word t of chunk c is paired with source piece min(t − max(0, Y_{c−1} − X_{c−1}), X_c)
+ *   (Y, X: words and pieces up to the chunk); ATD = mean(end of word − end of its piece).
+ * - Backlog: seconds of translated audio arrived and not yet played, sampled every second; its max
+ *   and its value at the end of speech (t = source duration).
+ * - Speed-up applied: 1.0. The service does not pace its speech yet (eSpeak NG at its own rate);
+ *   spoken s / source s shows how much longer the translation is than the speech.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { readWavAsPcm16 } from "../src/audio/wav.js";
+import { createSession, RealtimeSocket, type Received } from "../src/cli/recording-socket.js";
+import { freePort } from "../test/support/ports.js";
+import { pythonEnvDir } from "../test/support/python-clients.js";
+import { realModelDir } from "../test/support/real-models.js";
+import { SHARED, loadClip, sleep } from "./realtime-load.js";
+
+const QUICK = process.argv.includes("--quick");
+const TIER = ((tier = process.argv[process.argv.indexOf("--tier") + 1]) => {
+  if (!process.argv.includes("--tier")) return "embedded";
+  if (tier !== "embedded" && tier !== "whisper") throw new Error("--tier: embedded or whisper");
+  return tier;
+})();
+const API_KEY = "bench-key";
+const OUTPUT_RATE = 24_000;
+const SPEECH = path.join(SHARED, "data/speech");
+
+interface Clip {
+  readonly name: string;
+  readonly pcm: Int16Array;
+  /** Words of the source transcript: the reference length of AL and LAAL (file comment). */
+  readonly referenceWords: number;
+}
+
+interface ClipSet {
+  readonly name: string;
+  readonly from: string;
+  readonly to: string;
+  readonly form: "short" | "60 s" | "180 s";
+  readonly clips: readonly Clip[];
+}
+
+const wordCount = (text: string) => text.split(/\s+/u).filter(Boolean).length;
+
+/** LJSpeech's metadata: `id|text|normalized text` per line. */
+const LJ_WORDS = new Map(
+  readFileSync(path.join(SPEECH, "ljspeech/metadata.csv"), "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [id, text] = line.split("|") as [string, string];
+      return [id, wordCount(text)] as const;
+    }),
+);
+const LJ_IDS = [...LJ_WORDS.keys()].filter((id) => id.startsWith("LJ001-")).sort();
+
+/** The LibriVox transcription: `<s> words </s> (clip)` per line. */
+const LIBRIVOX = readFileSync(path.join(SPEECH, "librivox-pocketsphinx/transcription"), "utf8")
+  .split("\n")
+  .flatMap((line) => {
+    const match = /^<s> (.*) <\/s> \((.+)\)$/u.exec(line.trim());
+    return match ? [{ name: match[2]!, words: wordCount(match[1]!) }] : [];
+  });
+
+async function shortClip(name: string, referenceWords: number): Promise<Clip> {
+  return { name, pcm: (await loadClip(name)).pcm, referenceWords };
+}
+
+/** Whole LJSpeech clips in order, joined until the turn lasts at least `seconds`. */
+async function turn(seconds: number): Promise<Clip> {
+  const parts: Int16Array[] = [];
+  let samples = 0;
+  let words = 0;
+  for (const id of LJ_IDS) {
+    if (samples >= seconds * 16_000) break;
+    const pcm = await readWavAsPcm16(path.join(SPEECH, `ljspeech/wavs/${id}.wav`));
+    parts.push(pcm);
+    samples += pcm.length;
+    words += LJ_WORDS.get(id)!;
+  }
+  const pcm = new Int16Array(samples);
+  let offset = 0;
+  for (const part of parts) {
+    pcm.set(part, offset);
+    offset += part.length;
+  }
+  const name = `LJ001-0001…${LJ_IDS[parts.length - 1]!.slice(-4)}`;
+  return { name, pcm, referenceWords: words };
+}
+
+async function clipSets(): Promise<ClipSet[]> {
+  const few = <T>(items: T[]) => (QUICK ? items.slice(0, 2) : items);
+  const librivox = await Promise.all(
+    few(LIBRIVOX).map((c) => shortClip(`librivox-pocketsphinx/${c.name}.wav`, c.words)),
+  );
+  const lj = await Promise.all(
+    few(LJ_IDS.slice(0, 10)).map((id) => shortClip(`ljspeech/wavs/${id}.wav`, LJ_WORDS.get(id)!)),
+  );
+  const fleurs = await Promise.all(
+    few(["005", "006", "007", "008", "009"]).map((n) =>
+      shortClip(
+        `fleurs-dev/fleurs-es-${n}.wav`,
+        wordCount(readFileSync(path.join(SPEECH, `fleurs-dev/fleurs-es-${n}.txt`), "utf8")),
+      ),
+    ),
+  );
+  const enEs = { from: "en", to: "es" };
+  return [
+    ...(TIER === "whisper"
+      ? [{ name: "FLEURS es", from: "es", to: "en", form: "short", clips: fleurs } as const]
+      : []),
+    { name: "LibriVox", ...enEs, form: "short", clips: librivox },
+    { name: "LJSpeech single", ...enEs, form: "short", clips: lj },
+    { name: "60 s turn", ...enEs, form: "60 s", clips: [await turn(60)] },
+    ...(QUICK ? [] : [{ name: "180 s turn", ...enEs, form: "180 s", clips: [await turn(180)] } as const]),
+  ];
+}
+
+/** The service's environment for the whisper tier: base as MODELS_DIR's default ggml-base.bin. */
+async function whisperModels(): Promise<Record<string, string>> {
+  const dir = await mkdtemp(path.join(tmpdir(), "relay-bench-lag-"));
+  await promisify(execFile)(path.join(pythonEnvDir("models"), "bin/python"), [
+    "scripts/convert-whisper-ct2-to-ggml.py",
+    realModelDir("whisper-base"),
+    path.join(dir, "ggml-base.bin"),
+  ]);
+  return { MODELS_DIR: dir };
+}
+
+async function startService(
+  engines: Record<string, string>,
+): Promise<{ child: ChildProcess; baseUrl: string }> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ["dist/main.js"], {
+    env: {
+      ...process.env,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      API_KEYS: API_KEY,
+      LOG_LEVEL: "warn",
+      DATA_DIR: "/tmp/relay-bench-lag",
+      ...engines,
+    },
+    stdio: ["ignore", "inherit", "inherit"],
+  });
+  const baseUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    const response = await fetch(`${baseUrl}/healthz`).catch(() => undefined);
+    if (response?.status === 200) {
+      // Which recognizer runs: a whisper run that fell back to PocketSphinx would measure nothing.
+      console.error(`healthz: ${await response.text()}`);
+      return { child, baseUrl };
+    }
+    await sleep(100);
+  }
+  throw new Error("service did not become healthy");
+}
+
+/** Streams one clip in real time on a fresh session; what arrived, timed from its first frame. */
+async function stream(baseUrl: string, set: ClipSet, clip: Clip): Promise<Received[]> {
+  const params = { sourceLanguage: set.from, targetLanguage: set.to };
+  const socket = await RealtimeSocket.connect((await createSession(baseUrl, API_KEY, params)).ws_url);
+  await socket.waitFor((m) => m.type === "ready");
+  const start = performance.now();
+  const first = socket.received.length;
+  await socket.stream(clip.pcm, { chunkMs: 20, speed: 1 });
+  socket.finalize();
+  await socket.waitFor((m) => m.type === "finalized", 300_000);
+  socket.close();
+  return socket.received.slice(first).map((r) => ({ ...r, at: (r.at - start) / 1000 }));
+}
+
+/** A played frame: when it arrived, started and ended for the listener. */
+interface Played {
+  readonly arrival: number;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** A spoken line: the words its translated final added, when that final arrived, its frames. */
+interface Line {
+  readonly text: string;
+  readonly arrival: number;
+  readonly frames: Played[];
+}
+
+/** The lines of a session, each with the played frames of its clip(s) (file comment). */
+function linesOf(received: readonly Received[]): { lines: Line[]; played: Played[] } {
+  const previous = new Map<unknown, number>();
+  const lines: Line[] = [];
+  for (const r of received) {
+    const m = r.message;
+    if (m?.type !== "translated_transcript" || m.is_final !== true) continue;
+    const words = String(m.translated_text ?? m.text)
+      .split(/\s+/u)
+      .filter(Boolean);
+    const before = previous.get(m.correlation_id) ?? 0;
+    previous.set(m.correlation_id, words.length);
+    if (words.length > before) lines.push({ text: words.slice(before).join(" "), arrival: r.at, frames: [] });
+  }
+  const audio = received.filter((r) => r.audio);
+  const full = Math.max(0, ...audio.map((r) => r.audio!.length));
+  const played: Played[] = [];
+  let line = -1;
+  let clipStarts = true;
+  for (const r of audio) {
+    const start = Math.max(r.at, played.at(-1)?.end ?? 0);
+    const frame = { arrival: r.at, start, end: start + r.audio!.length / OUTPUT_RATE };
+    played.push(frame);
+    if (clipStarts && (line < 0 || (lines[line + 1] && lines[line + 1]!.arrival <= r.at))) line++;
+    lines[Math.max(0, line)]?.frames.push(frame);
+    clipStarts = r.audio!.length < full;
+  }
+  return { lines, played };
+}
+
+/** Playback time of a fraction (0…1) of a line's audio. */
+function timeAt(frames: readonly Played[], fraction: number): number {
+  const total = frames.reduce((sum, f) => sum + (f.end - f.start), 0);
+  let left = fraction * total;
+  for (const f of frames) {
+    if (left <= f.end - f.start) return f.start + left;
+    left -= f.end - f.start;
+  }
+  return frames.at(-1)!.end;
+}
+
+/** SimulEval's AL (LAAL with the hypothesis length folded into `targetLength`). */
+function averageLagging(delays: readonly number[], source: number, targetLength: number): number {
+  if (delays[0]! > source) return delays[0]!;
+  let sum = 0;
+  let tau = 0;
+  for (const [i, d] of delays.entries()) {
+    sum += d - (i * source) / targetLength;
+    tau = i + 1;
+    if (d >= source) break;
+  }
+  return sum / tau;
+}
+
+interface ClipResult {
+  readonly clip: string;
+  readonly sourceSeconds: number;
+  readonly spokenSeconds: number;
+  readonly words: number;
+  readonly lines: number;
+  readonly startOffset: number | null;
+  readonly endOffset: number | null;
+  readonly al: number | null;
+  readonly laal: number | null;
+  readonly atd: number | null;
+  readonly maxBacklog: number;
+  readonly backlogAtEndOfSpeech: number;
+  readonly backlog: number[];
+  readonly translation: string;
+}
+
+function analyse(clip: Clip, received: readonly Received[]): ClipResult {
+  const source = clip.pcm.length / 16_000;
+  const { lines, played } = linesOf(received);
+  const spoken = lines.filter((l) => l.frames.length > 0);
+  // Word starts and ends, and the chunk (line) each belongs to.
+  const words: { start: number; end: number; chunk: number }[] = [];
+  for (const [chunk, line] of spoken.entries()) {
+    const offsets = [...line.text.matchAll(/\S+/gu)].map((m) => m.index);
+    for (const [j, offset] of offsets.entries()) {
+      const next = offsets[j + 1];
+      words.push({
+        start: timeAt(line.frames, offset / line.text.length),
+        end: next === undefined ? line.frames.at(-1)!.end : timeAt(line.frames, next / line.text.length),
+        chunk,
+      });
+    }
+  }
+  const delays = words.map((w) => w.start);
+  const backlogAt = (t: number) =>
+    played.reduce((sum, f) => (f.arrival <= t ? sum + Math.max(0, f.end - Math.max(f.start, t)) : sum), 0);
+  const lastEnd = played.at(-1)?.end ?? 0;
+  const backlog = Array.from({ length: Math.floor(lastEnd) + 1 }, (_, t) => +backlogAt(t).toFixed(2));
+  const round = (v: number | undefined) => (v === undefined ? null : +v.toFixed(2));
+  return {
+    clip: clip.name,
+    sourceSeconds: +source.toFixed(2),
+    spokenSeconds: +played.reduce((sum, f) => sum + f.end - f.start, 0).toFixed(2),
+    words: words.length,
+    lines: spoken.length,
+    startOffset: round(played[0]?.start),
+    endOffset: round(played.length ? lastEnd - source : undefined),
+    al: round(delays.length ? averageLagging(delays, source, clip.referenceWords) : undefined),
+    laal: round(
+      delays.length
+        ? averageLagging(delays, source, Math.max(clip.referenceWords, delays.length))
+        : undefined,
+    ),
+    atd: round(words.length ? averageTokenDelay(words, spoken, source) : undefined),
+    maxBacklog: Math.max(+backlogAt(source).toFixed(2), ...backlog),
+    backlogAtEndOfSpeech: +backlogAt(source).toFixed(2),
+    backlog,
+    translation: lines.map((l) => l.text).join(" | "),
+  };
+}
+
+/** ATD over output words and 300 ms source pieces, a line being a chunk (file comment). */
+function averageTokenDelay(
+  words: readonly { end: number; chunk: number }[],
+  lines: readonly Line[],
+  source: number,
+): number {
+  const piece = 0.3;
+  // Source pieces heard, and words output, by the end of each chunk.
+  const heard = lines.map((l) => Math.ceil(Math.min(l.arrival, source) / piece));
+  const output = lines.map((_, c) => words.filter((w) => w.chunk <= c).length);
+  const delays = words.map((w, index) => {
+    const t = index + 1;
+    const c = w.chunk;
+    const ahead = c === 0 ? 0 : Math.max(0, output[c - 1]! - heard[c - 1]!);
+    const s = Math.max(1, Math.min(t - ahead, heard[c]!));
+    return w.end - Math.min(s * piece, source);
+  });
+  return delays.reduce((a, b) => a + b, 0) / delays.length;
+}
+
+/** The median, the mean of the middle two for an even count. */
+function median(values: readonly (number | null)[]): number | null {
+  const sorted = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
+  if (sorted.length === 0) return null;
+  const middle = sorted.length / 2;
+  const value = Number.isInteger(middle)
+    ? (sorted[middle - 1]! + sorted[middle]!) / 2
+    : sorted[Math.floor(middle)]!;
+  return +value.toFixed(2);
+}
+
+const mean = (values: readonly (number | null)[]) => {
+  const present = values.filter((v): v is number => v !== null);
+  return present.length ? +(present.reduce((a, b) => a + b, 0) / present.length).toFixed(2) : null;
+};
+
+/** The issue's targets for each form, and whether the measured values meet them. */
+function target(form: ClipSet["form"], endOffset: number | null, laal: number | null, maxBacklog: number) {
+  if (form === "180 s") return { target: "backlog bounded (max ≤ 2.5 s)", met: maxBacklog <= 2.5 };
+  const [end, lag] = form === "short" ? [2.0, 2.5] : [2.5, 3.0];
+  const label = `${form === "short" ? "median " : ""}EndOffset ≤ ${end} s, LAAL ≤ ${lag} s`;
+  return { target: label, met: endOffset !== null && laal !== null && endOffset <= end && laal <= lag };
+}
+
+async function main(): Promise<void> {
+  const sets = await clipSets();
+  const loadBefore = loadavg()[0]!.toFixed(2);
+  const service = await startService(TIER === "whisper" ? await whisperModels() : {});
+  // Warm-up: the first session loads the engines.
+  const warmUp = sets.find((set) => set.name === "LibriVox")!;
+  await stream(service.baseUrl, warmUp, warmUp.clips[0]!);
+  const rows = [];
+  for (const set of sets) {
+    const results: ClipResult[] = [];
+    for (const clip of set.clips) {
+      const result = analyse(clip, await stream(service.baseUrl, set, clip));
+      console.error(JSON.stringify(result, (key, value: unknown) => (key === "backlog" ? undefined : value)));
+      results.push(result);
+    }
+    const endOffset = median(results.map((r) => r.endOffset));
+    const laal = mean(results.map((r) => r.laal));
+    const maxBacklog = Math.max(...results.map((r) => r.maxBacklog));
+    const source = results.reduce((sum, r) => sum + r.sourceSeconds, 0);
+    const spoken = results.reduce((sum, r) => sum + r.spokenSeconds, 0);
+    rows.push({
+      set: set.name,
+      pair: `${set.from}→${set.to}`,
+      clips: results.length,
+      sourceSeconds: +source.toFixed(2),
+      startOffset: median(results.map((r) => r.startOffset)),
+      endOffset,
+      al: mean(results.map((r) => r.al)),
+      laal,
+      atd: mean(results.map((r) => r.atd)),
+      maxBacklog,
+      backlogAtEndOfSpeech: Math.max(...results.map((r) => r.backlogAtEndOfSpeech)),
+      spokenPerSource: +(spoken / source).toFixed(2),
+      speedUp: 1.0,
+      ...target(set.form, endOffset, laal, maxBacklog),
+      results,
+    });
+  }
+  const exited = new Promise((resolve) => service.child.once("exit", resolve));
+  service.child.kill("SIGTERM");
+  await exited;
+
+  const machine = {
+    cpus: cpus().length,
+    model: cpus()[0]?.model,
+    node: process.version,
+    loadAverageBefore: loadBefore,
+    loadAverageAfter: loadavg()[0]!.toFixed(2),
+  };
+  await mkdir("bench-results", { recursive: true });
+  const file = path.join("bench-results", "lag.json");
+  // Each tier's run keeps the other's results.
+  const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as object) : {};
+  await writeFile(file, JSON.stringify({ ...previous, [TIER]: { machine, quick: QUICK, rows } }, null, 2));
+
+  console.log(
+    [
+      `Tier: ${TIER}${QUICK ? " (--quick)" : ""}; machine: ${machine.model} × ${machine.cpus}, load average ${loadBefore} before, ${machine.loadAverageAfter} after`,
+      "",
+      "| tier | clip set | clips | source s | StartOffset | EndOffset (median) | AL | LAAL | ATD | max backlog | backlog at end of speech | spoken s / source s | speed-up | target | met |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+      ...rows.map(
+        (r) =>
+          `| ${TIER} | ${r.set} (${r.pair}) | ${r.clips} | ${r.sourceSeconds} | ${r.startOffset} | ${r.endOffset} | ${r.al} | ${r.laal} | ${r.atd} | ${r.maxBacklog} | ${r.backlogAtEndOfSpeech} | ${r.spokenPerSource} | ${r.speedUp.toFixed(1)} | ${r.target} | ${r.met ? "met" : "not met"} |`,
+      ),
+    ].join("\n"),
+  );
+}
+
+await main();
