@@ -86,7 +86,9 @@ async function alreadyRunning(url: string): Promise<LocalServer> {
  */
 export function required(problem: string | undefined): string | undefined {
   if (problem !== undefined && process.env.RELAY_TEST_REQUIRE_SERVERS === "1") {
-    throw new Error(`RELAY_TEST_REQUIRE_SERVERS=1 and a server or tool this test needs is missing: ${problem}`);
+    throw new Error(
+      `RELAY_TEST_REQUIRE_SERVERS=1 and a server or tool this test needs is missing: ${problem}`,
+    );
   }
   return problem;
 }
