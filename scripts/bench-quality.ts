@@ -286,39 +286,40 @@ async function translationTable(): Promise<void> {
 async function voiceTable(): Promise<void> {
   const texts = readFileSync(path.join(FLORES, "en.txt"), "utf8").split("\n").slice(0, VOICE_SENTENCES);
   const dir = await mkdtemp(path.join(tmpdir(), "relay-quality-"));
-  const voices: [string, () => Promise<string[]>][] = [];
-  const speakWith = (name: string, engine: TtsEngine) => async () => {
+  const models = path.join(dir, "models");
+  // Piper's joe as a user installs it: imported from Piper's own layout, spoken by relay's sherpa-onnx engine.
+  const joe = await importPiperVoice(
+    path.join(realModelDir("piper-en_US-joe-medium"), "en_US-joe-medium.onnx"),
+    models,
+  );
+  const pico = path.join(SHARED_DIR, "models/svox-pico");
+  const voices: [string, TtsEngine][] = [
+    ["eSpeak NG (en, relay's default female voice)", await createEspeakEngine()],
+    ...(existsSync(pico)
+      ? [["SVOX Pico (en-US)", await createSvoxPicoEngine({ lingwareDir: pico })] as [string, TtsEngine]]
+      : []),
+    [
+      "Piper en_US-joe-medium (imported, sherpa-onnx)",
+      await createSherpaTtsEngine({ models: neuralVoiceModels([joe.name], models) }),
+    ],
+  ];
+  const speak = async (name: string, engine: TtsEngine) => {
     const paths: string[] = [];
     for (const [i, text] of texts.entries()) {
       const audio = await engine.synthesize({ text, language: "en", voice: defaultVoice("female") });
-      const file = path.join(dir, `${name}-${i}.wav`);
+      const file = path.join(dir, `${name.split(" ")[0]}-${i}.wav`);
       await writeWavFloat32(file, audio);
       paths.push(file);
     }
     return paths;
   };
-  voices.push([
-    "eSpeak NG (en, relay's default female voice)",
-    speakWith("espeak", await createEspeakEngine()),
-  ]);
-  const pico = path.join(SHARED_DIR, "models/svox-pico");
-  if (existsSync(pico))
-    voices.push(["SVOX Pico (en-US)", speakWith("pico", await createSvoxPicoEngine({ lingwareDir: pico }))]);
-  // Piper's joe as a user installs it: imported from Piper's own layout, spoken by relay's sherpa-onnx engine.
-  const models = path.join(dir, "models");
-  const joe = await importPiperVoice(
-    path.join(realModelDir("piper-en_US-joe-medium"), "en_US-joe-medium.onnx"),
-    models,
-  );
-  const sherpa = await createSherpaTtsEngine({ models: neuralVoiceModels([joe.name], models) });
-  voices.push(["Piper en_US-joe-medium (imported, sherpa-onnx)", speakWith("joe", sherpa)]);
   console.log(
     `\n## Round trip of each voice: ${texts.length} English FLORES sentences, recognized by whisper base\n`,
   );
   console.log("| voice | words | WER |");
   console.log("| --- | --- | --- |");
-  for (const [name, speak] of voices) {
-    const files = await speak();
+  for (const [name, engine] of voices) {
+    const files = await speak(name, engine);
     const heard = await python<{ text: string }[]>({
       do: "transcribe",
       model: realModelDir("whisper-base"),
@@ -331,7 +332,8 @@ async function voiceTable(): Promise<void> {
     });
     console.log(`| ${name} | ${score.words} | ${(score.wer * 100).toFixed(1)} % |`);
   }
-  await sherpa.close();
+  // Every engine closed, or its processes keep the script alive.
+  await Promise.all(voices.map(([, engine]) => engine.close()));
   await rm(dir, { recursive: true, force: true });
 }
 
