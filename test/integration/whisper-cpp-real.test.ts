@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createWhisperCppEngine, type WhisperCppEngine } from "../../src/engines/whisper-cpp/index.js";
 import type { Hypothesis } from "../../src/core/contracts.js";
+import { wordEdits } from "../../src/engines/kit/models/check-metrics.js";
 import { pythonEnvDir, pythonEnvProblem } from "../support/python-clients.js";
 import { realModelDir, realModelsProblem } from "../support/real-models.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
@@ -45,20 +46,6 @@ function words(text: string): string[] {
     .replace(/[^\p{L}\p{N}\s]/gu, "")
     .split(/\s+/u)
     .filter(Boolean);
-}
-
-/** Word-level Levenshtein distance (substitutions, insertions, deletions). */
-function wordEdits(reference: readonly string[], hypothesis: readonly string[]): number {
-  let previous = Array.from({ length: hypothesis.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= reference.length; i++) {
-    const row = [i];
-    for (let j = 1; j <= hypothesis.length; j++) {
-      const same = reference[i - 1] === hypothesis[j - 1] ? 0 : 1;
-      row.push(Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + same));
-    }
-    previous = row;
-  }
-  return previous[hypothesis.length]!;
 }
 
 /**
