@@ -46,7 +46,7 @@
  * - Speed-up applied: 1.0. The service does not pace its speech yet (eSpeak NG at its own rate);
  *   spoken s / source s shows how much longer the translation is than the speech.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -54,10 +54,10 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createSession, RealtimeSocket, type Received } from "../src/cli/recording-socket.js";
-import { freePort } from "../test/support/ports.js";
+import { startServiceProcess, type ServiceProcess } from "../test/support/service-process.js";
 import { pythonEnvDir } from "../test/support/python-clients.js";
 import { realModelDir } from "../test/support/real-models.js";
-import { SHARED, loadClip, sleep } from "./realtime-load.js";
+import { SHARED, loadClip } from "./realtime-load.js";
 
 const QUICK = process.argv.includes("--quick");
 const TIER = ((tier = process.argv[process.argv.indexOf("--tier") + 1]) => {
@@ -171,33 +171,15 @@ async function whisperModels(): Promise<Record<string, string>> {
   return { MODELS_DIR: dir };
 }
 
-async function startService(
-  engines: Record<string, string>,
-): Promise<{ child: ChildProcess; baseUrl: string }> {
-  const port = await freePort();
-  const child = spawn(process.execPath, ["dist/main.js"], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      API_KEYS: API_KEY,
-      LOG_LEVEL: "warn",
-      DATA_DIR: "/tmp/relay-bench-lag",
-      ...engines,
-    },
-    stdio: ["ignore", "inherit", "inherit"],
+async function startService(engines: Record<string, string>): Promise<ServiceProcess> {
+  const service = await startServiceProcess("bench-lag", {
+    API_KEYS: API_KEY,
+    DATA_DIR: "/tmp/relay-bench-lag",
+    ...engines,
   });
-  const baseUrl = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
-    const response = await fetch(`${baseUrl}/healthz`).catch(() => undefined);
-    if (response?.status === 200) {
-      // Which recognizer runs: a whisper run that fell back to PocketSphinx would measure nothing.
-      console.error(`healthz: ${await response.text()}`);
-      return { child, baseUrl };
-    }
-    await sleep(100);
-  }
-  throw new Error("service did not become healthy");
+  // Which recognizer runs: a whisper run that fell back to PocketSphinx would measure nothing.
+  console.error(`healthz: ${await (await fetch(`${service.baseUrl}/healthz`)).text()}`);
+  return service;
 }
 
 /** Streams one clip in real time on a fresh session; what arrived, timed from its first frame. */
@@ -426,9 +408,8 @@ async function main(): Promise<void> {
       results,
     });
   }
-  const exited = new Promise((resolve) => service.child.once("exit", resolve));
   service.child.kill("SIGTERM");
-  await exited;
+  await service.exited;
 
   const machine = {
     cpus: cpus().length,

@@ -27,7 +27,7 @@
  * Needs the real models (sh scripts/setup-real-models.sh), the `models` and `whisperlive` Python
  * environments (sh scripts/setup-python-clients.sh models / whisperlive) and relay's build.
  */
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
@@ -36,6 +36,7 @@ import WebSocket from "ws";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createSession, RealtimeSocket, type ServerMessage } from "../src/cli/recording-socket.js";
 import { freePort } from "../test/support/ports.js";
+import { startServiceProcess } from "../test/support/service-process.js";
 import { pythonEnvDir } from "../test/support/python-clients.js";
 import { realModelDir } from "../test/support/real-models.js";
 import { startWhisperServer, WHISPER_SERVER_MODEL } from "../test/support/whisper-server.js";
@@ -242,40 +243,24 @@ async function relayClip(baseUrl: string, clip: Clip): Promise<Result> {
   };
 }
 
-/** Starts relay as its own process, as scripts/bench-realtime.ts does. */
+/** Starts relay as its own process (`npm start`'s). */
 async function startRelay(env: Record<string, string>): Promise<{ baseUrl: string; stop(): Promise<void> }> {
-  const port = await freePort();
-  const child: ChildProcess = spawn(process.execPath, ["dist/main.js"], {
-    env: {
-      ...process.env,
-      PORT: String(port),
-      HOST: "127.0.0.1",
-      API_KEYS: API_KEY,
-      LOG_LEVEL: "warn",
-      DATA_DIR: await mkdtemp(path.join(tmpdir(), "relay-bench-peer-data-")),
-      ...env,
-    },
-    stdio: ["ignore", "ignore", "inherit"],
+  const service = await startServiceProcess("bench-peer", {
+    API_KEYS: API_KEY,
+    DATA_DIR: await mkdtemp(path.join(tmpdir(), "relay-bench-peer-data-")),
+    ...env,
   });
-  const baseUrl = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    const health = await fetch(`${baseUrl}/healthz`).catch(() => undefined);
-    if (health?.ok) {
-      const engines = ((await health.json()) as { engines: { kind: string; id: string; version: string }[] })
-        .engines;
-      console.error(`relay asr: ${JSON.stringify(engines.filter((e) => e.kind === "asr"))}`);
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      return {
-        baseUrl,
-        async stop() {
-          child.kill("SIGTERM");
-          await exited;
-        },
-      };
-    }
-    await sleep(100);
-  }
-  throw new Error("relay did not become healthy");
+  const health = (await (await fetch(`${service.baseUrl}/healthz`)).json()) as {
+    engines: { kind: string; id: string; version: string }[];
+  };
+  console.error(`relay asr: ${JSON.stringify(health.engines.filter((e) => e.kind === "asr"))}`);
+  return {
+    baseUrl: service.baseUrl,
+    async stop() {
+      service.child.kill("SIGTERM");
+      await service.exited;
+    },
+  };
 }
 
 async function startWhisperLive(): Promise<{ port: number; stop(): Promise<void> }> {
