@@ -204,8 +204,7 @@ export class AudioIntake {
     if (!this.speaking) {
       // An onset: the segmenter's start, or speech resuming in the utterance the silence flush ended.
       if (!this.segmenter.inUtterance) {
-        this.preRoll.push(pcm);
-        if (this.preRoll.length > this.preRollWindows) this.preRoll.shift();
+        this.keepAsPreRoll(pcm);
         return;
       }
       const preRoll = this.preRoll.splice(0);
@@ -239,17 +238,21 @@ export class AudioIntake {
       this.preRoll.length = 0;
       return "kept";
     }
-    this.preRoll.push(pcm);
-    if (this.preRoll.length > this.preRollWindows) this.preRoll.shift();
+    this.keepAsPreRoll(pcm);
     return "kept";
   }
 
+  private keepAsPreRoll(pcm: Int16Array): void {
+    this.preRoll.push(pcm);
+    if (this.preRoll.length > this.preRollWindows) this.preRoll.shift();
+  }
+
   /**
-   * Cuts the input here, and the segmenter starts over. On `finalize` or the end, audio short of a
-   * VAD window still counts: it ends the utterance. The silence flush keeps it in the window, so the
-   * audio's cut into windows does not move: whether that timer fired depends on when audio arrived
-   * (a client or a server held up for a few hundred ms), and the VAD's windows, and so the next
-   * utterance's bounds and its recognition, must not.
+   * Cuts the input here. On `finalize` or the end, audio short of a VAD window still counts (it ends
+   * the utterance) and the segmenter starts over. The silence flush keeps that audio in the window
+   * and lets the segmenter count the silence on (`closingWindow`): whether that timer fired depends
+   * on when audio arrived (a client or a server held up for a few hundred ms), and the VAD's
+   * windows, and so the next utterance's bounds and its recognition, must not.
    */
   private flush(reason: FlushFrame["reason"]): SpeechFrame {
     const cut = reason !== "silence";
