@@ -9,10 +9,10 @@ function words(text: string, startMs = 0): WordTiming[] {
     .map((word, i) => ({ word, startMs: startMs + i * 300, endMs: startMs + i * 300 + 250 }));
 }
 
-const OPTIONS = { holdBackMs: 400, maxWindowMs: 6_000, keepMs: 2_000 };
+const OPTIONS = { holdBackMs: 400, maxWindowMs: 6_000, keepMs: 2_000, overlapMs: 400 };
 
 describe("whisper local agreement", () => {
-  it("commits the words two consecutive decodes agree on, and decodes only what follows them", () => {
+  it("commits the words two consecutive decodes agree on, and decodes again only the newest of them", () => {
     const agreement = new LocalAgreement(OPTIONS);
     agreement.accept(words("the cat sat"), 0, 1_000);
     // One decode alone commits nothing.
@@ -23,14 +23,17 @@ describe("whisper local agreement", () => {
     // Case and punctuation do not count; the first disagreement stops the commit.
     agreement.accept(words("The cat, sat on the mat"), 0, 2_000);
     expect(agreement.committedText).toBe("The cat, sat");
-    expect(agreement.windowStartMs).toBe(850);
     expect(agreement.pendingCount).toBe(3);
+    // The next decode starts 200 ms before "sat" (600–850 ms), the only committed word within 400 ms
+    // of the last commit: it hears "sat" again, and the words before it are its prompt.
+    expect(agreement.windowStartMs).toBe(400);
+    expect(agreement.promptText).toBe("The cat,");
 
-    // The next decode covers only the audio after the committed words, timed on the utterance.
-    agreement.accept(words("on the mat today", 900), 850, 3_000);
+    // Words that heard the overlap again are not taken twice; what follows is compared as before.
+    agreement.accept(words("sat on the mat today", 500), 400, 3_000);
     expect(agreement.committedText).toBe("The cat, sat on the mat");
     expect(agreement.words.map((w) => w.word).join(" ")).toBe("The cat, sat on the mat today");
-    expect(agreement.finish(words("today", 1_800)).map((w) => w.word)).toEqual([
+    expect(agreement.finish(words("mat today", 1_400)).map((w) => w.word)).toEqual([
       "The",
       "cat,",
       "sat",
@@ -41,6 +44,31 @@ describe("whisper local agreement", () => {
     ]);
   });
 
+  it("aligns a decode to the overlap by its words, not by whisper's word times", () => {
+    const agreement = new LocalAgreement(OPTIONS);
+    agreement.accept(words("go forward ten meters"), 0, 2_000);
+    agreement.accept(words("go forward ten meters"), 0, 2_000);
+    expect(agreement.committedText).toBe("go forward ten meters");
+    expect(agreement.promptText).toBe("go forward ten");
+    const start = agreement.windowStartMs;
+    // The window starts just before "meters" as whisper timed it, but whisper had timed it early:
+    // the decode hears "ten meters" again, timed from the window's start, then a new word.
+    expect(agreement.finish(words("ten meters now", start)).map((w) => w.word)).toEqual([
+      "go",
+      "forward",
+      "ten",
+      "meters",
+      "now",
+    ]);
+    // One that hears only new words keeps them all.
+    expect(
+      agreement
+        .finish(words("and back", start))
+        .map((w) => w.word)
+        .join(" "),
+    ).toBe("go forward ten meters and back");
+  });
+
   it("holds back words ending near the end of the audio, which may still grow", () => {
     const agreement = new LocalAgreement(OPTIONS);
     agreement.accept(words("one two three"), 0, 900);
@@ -49,7 +77,7 @@ describe("whisper local agreement", () => {
     expect(agreement.committedText).toBe("one two");
   });
 
-  it("ignores a decode that started before the last commit", () => {
+  it("ignores a decode of a window that has moved since", () => {
     const agreement = new LocalAgreement(OPTIONS);
     agreement.accept(words("a b c d"), 0, 2_000);
     agreement.accept(words("a b c d"), 0, 3_000);
@@ -68,9 +96,10 @@ describe("whisper local agreement", () => {
       0,
       6_500,
     );
-    // 6.5 s > 6 s: words ending before 4.5 s (the last 2 s kept) are committed.
-    expect(agreement.windowStartMs).toBeLessThanOrEqual(4_500);
-    expect(agreement.windowStartMs).toBeGreaterThan(4_000);
+    // 6.5 s > 6 s: words ending before 4.5 s (the last 2 s kept) are committed, and the next decode
+    // starts before the newest of them (4.2–4.45 s), to hear it again.
+    expect(agreement.windowStartMs).toBeLessThanOrEqual(4_200);
+    expect(agreement.windowStartMs).toBeGreaterThan(3_500);
     expect(agreement.committedText.split(" ")).toHaveLength(15);
 
     const silent = new LocalAgreement(OPTIONS);

@@ -297,7 +297,7 @@ class WhisperCppAsrEngine implements WhisperCppEngine, StreamHost {
   ): RunningDecode<Decoded> {
     const { audio } = input;
     const native = this.binding.kind === "native";
-    const committed = input.committedText.slice(-(MAX_PROMPT_CHARS - (settings.context?.length ?? 0) - 1));
+    const committed = input.promptText.slice(-(MAX_PROMPT_CHARS - (settings.context?.length ?? 0) - 1));
     const prompt = [settings.context, committed].filter(Boolean).join(" ");
     const options: NativeTranscribeOptions = {
       language: input.language === "auto" ? "auto" : toWhisperLanguage(input.language),

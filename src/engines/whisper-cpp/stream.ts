@@ -18,8 +18,8 @@ const MIN_FINAL_WINDOW_MS = 200;
 /** One decode of a stream's uncommitted window. */
 export interface DecodeInput {
   readonly audio: Int16Array;
-  /** The utterance's committed text (whisper continues it). */
-  readonly committedText: string;
+  /** The utterance's committed text before the window (whisper continues it). */
+  readonly promptText: string;
   /** An ISO 639-1 code, or "auto" to identify it. */
   readonly language: LanguageCode | "auto";
 }
@@ -164,12 +164,12 @@ export class WhisperCppStream extends AsrStreamBase {
     if (audioMs >= LANGUAGE_SETTLES_AFTER_MS) this.language = decoded.language;
   }
 
-  /** The uncommitted audio, in an ArrayBuffer of its own (the addon reads whole buffers). */
+  /** The window's audio (./agreement.ts), in an ArrayBuffer of its own (the addon reads whole buffers). */
   private window(): DecodeInput {
     const start = Math.min(Math.round(this.agreement.windowStartMs * SAMPLES_PER_MS), this.samples);
     return {
       audio: this.audio.slice(start, this.samples),
-      committedText: this.agreement.committedText,
+      promptText: this.agreement.promptText,
       language: this.language ?? "auto",
     };
   }
