@@ -101,7 +101,8 @@ async function transcribe(
 /**
  * One utterance streamed as a live session does: 100 ms writes, a partial result asked for after
  * each. The client here is one whose decodes keep up (a quick machine): each write waits for the
- * partial decode in flight, so every run makes the same decodes whatever the machine's load.
+ * partial decode in flight (the stream's private `partialDecode`: the engine has no public hook for
+ * it), so every run makes the same decodes whatever the machine's load.
  */
 async function transcribeStreamed(
   engine: WhisperCppEngine,

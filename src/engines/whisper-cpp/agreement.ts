@@ -26,7 +26,7 @@ export interface AgreementOptions {
   readonly maxWindowMs: number;
   /** Audio kept uncommitted when the window is forced down. */
   readonly keepMs: number;
-  /** Committed words ending within this of the last commit are decoded again, to align on. */
+  /** Committed words starting within this of the last commit's end are decoded again, to align on. */
   readonly overlapMs: number;
 }
 
@@ -172,7 +172,7 @@ export class LocalAgreement {
     this.committedUntil = Math.max(this.committedUntil, words.at(-1)!.endMs);
   }
 
-  /** The window starts before the committed words ending within `overlapMs` of the last commit. */
+  /** The window starts before the committed words starting within `overlapMs` of the last commit's end. */
   private moveWindow(): void {
     let first = this.committed.length;
     while (
