@@ -190,8 +190,8 @@ describe.skipIf(PROBLEM)("whisper.cpp on real weights converted from faster-whis
       }
       const overall = agreement(pairs);
       console.log(`tiny.en streamed: word agreement ${overall.toFixed(4)}`);
-      // Measured 0.59 when each decode started at the last committed word's end, and 0.81–0.88 over
-      // runs since decodes hear the newest committed words again (src/engines/whisper-cpp/agreement.ts).
+      // Measured 0.59 when each decode started at the last committed word's end, and 0.81 since
+      // decodes hear the newest committed words again (src/engines/whisper-cpp/agreement.ts).
       // Short of decoding whole (0.98 above): early partial decodes still commit misheard words.
       expect(overall).toBeGreaterThanOrEqual(0.75);
     } finally {
