@@ -11,6 +11,7 @@ import {
   PUBLISHED_WER,
   scoringWords,
   werLimit,
+  prefixWordEdits,
   wordEdits,
   wordErrorRate,
 } from "../../src/engines/kit/models/check-metrics.js";
@@ -31,6 +32,9 @@ describe("word error rate", () => {
     expect(wordEdits(words("the cat sat"), words("the cat sat down"))).toBe(1);
     expect(wordEdits(words("a b c d"), words("b c d e"))).toBe(2);
     expect(wordEdits(words("a b"), [])).toBe(2);
+    // Every prefix of the hypothesis at once; with one leading word free, an extra first word costs nothing.
+    expect(prefixWordEdits(words("b c"), words("a b c d"))).toEqual([2, 2, 2, 1, 2]);
+    expect(prefixWordEdits(words("b c"), words("a b c d"), 1)).toEqual([2, 2, 1, 0, 1]);
   });
 
   it("is a corpus rate: all edits over all reference words, in percent", () => {

@@ -1,4 +1,5 @@
 import type { WordTiming } from "../../core/contracts.js";
+import { prefixWordEdits } from "../kit/models/check-metrics.js";
 
 /**
  * The streaming policy for whisper, which is not a streaming recognizer (after Macháček et al.,
@@ -43,24 +44,6 @@ const LEAD_MS = 200;
 /** Case and punctuation do not count when comparing two decodes' words. */
 function normalize(word: string): string {
   return word.toLocaleLowerCase().replace(/[\p{P}\p{S}]/gu, "");
-}
-
-/**
- * How near each prefix of `words` is to hearing the overlap again: entry j is the word edit distance
- * between words[0..j) and the overlap, where one word ahead of the overlap is free (the decode
- * starts a little early and may hear the end of the word before it).
- */
-function prefixDistances(overlap: readonly string[], words: readonly string[]): number[] {
-  let row = [0, ...words.map((_, j) => j)];
-  for (let i = 1; i <= overlap.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= words.length; j++) {
-      const same = overlap[i - 1] === words[j - 1] ? 0 : 1;
-      next.push(Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + same));
-    }
-    row = next;
-  }
-  return row;
 }
 
 export class LocalAgreement {
@@ -149,10 +132,12 @@ export class LocalAgreement {
   private afterOverlap(words: readonly WordTiming[]): readonly WordTiming[] {
     const overlap = this.committed.slice(this.prompted);
     if (overlap.length === 0 || words.length === 0) return words;
-    const limit = Math.min(words.length, overlap.length * 2 + 1);
-    const distances = prefixDistances(
+    // One word ahead of the overlap is free: the decode starts a little early and may hear the end
+    // of the word before it.
+    const distances = prefixWordEdits(
       overlap.map((w) => normalize(w.word)),
-      words.slice(0, limit).map((w) => normalize(w.word)),
+      words.slice(0, overlap.length * 2 + 1).map((w) => normalize(w.word)),
+      1,
     );
     // Of equally near prefixes, the one after which the next word starts nearest the last commit.
     const offBy = (j: number): number =>
@@ -182,11 +167,12 @@ export class LocalAgreement {
       first--;
     // At least the newest committed word is heard again.
     if (first === this.committed.length && first > this.prompted) first--;
-    const start = this.committed[first]?.startMs ?? 0;
+    if (first <= this.prompted) return;
+    const start = this.committed[first]!.startMs - LEAD_MS;
     // Only together: a decode is matched to its window by where it starts, so the overlap it heard
     // must not change while the start stays.
-    if (first <= this.prompted || start - LEAD_MS <= this.windowStart) return;
-    this.windowStart = start - LEAD_MS;
+    if (start <= this.windowStart) return;
+    this.windowStart = start;
     this.prompted = first;
   }
 }

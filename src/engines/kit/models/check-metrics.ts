@@ -33,7 +33,20 @@ export function scoringWords(text: string): string[] {
 
 /** Substitutions + deletions + insertions turning `reference` into `hypothesis` (word lists). */
 export function wordEdits(reference: readonly string[], hypothesis: readonly string[]): number {
-  const row = Array.from({ length: hypothesis.length + 1 }, (_, j) => j);
+  return prefixWordEdits(reference, hypothesis).at(-1)!;
+}
+
+/**
+ * The edits turning `reference` into each prefix of `hypothesis`: entry j is for hypothesis[0..j).
+ * The first `freeLeading` words of the hypothesis may be left unmatched at no cost (the whisper
+ * streaming policy's decode may hear the end of a word before the words it aligns on).
+ */
+export function prefixWordEdits(
+  reference: readonly string[],
+  hypothesis: readonly string[],
+  freeLeading = 0,
+): number[] {
+  const row = Array.from({ length: hypothesis.length + 1 }, (_, j) => Math.max(0, j - freeLeading));
   for (let i = 1; i <= reference.length; i++) {
     let diagonal = row[0]!;
     row[0] = i;
@@ -47,7 +60,7 @@ export function wordEdits(reference: readonly string[], hypothesis: readonly str
       diagonal = above;
     }
   }
-  return row[hypothesis.length]!;
+  return row;
 }
 
 /**
