@@ -1,5 +1,6 @@
 import { defineConfig } from "vitest/config";
 import { LongestFirst } from "./test/support/sequencer.js";
+import { WAIT } from "./test/support/wait.js";
 
 /**
  * Three tiers (docs/testing.md): unit (pure logic and engine doubles), integration (the real
@@ -28,6 +29,9 @@ export default defineConfig({
     // value for every test and hook (none sets a shorter one of its own).
     testTimeout: 600_000,
     hookTimeout: 600_000,
+    // The same for what a test waits on: expect.poll's default (vi.waitFor and Playwright's waits
+    // are given WAIT too), so no wait of a test is shorter than a loaded machine needs.
+    expect: { poll: { ...WAIT } },
     // Builds dist/ once when the sources changed: system tests run the built service and CLI.
     globalSetup: ["test/support/global-setup.ts"],
     // TEST_CPU_REPORT=<file>: CPU seconds per test file (test/support/cpu-probe.ts).

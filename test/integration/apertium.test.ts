@@ -14,6 +14,7 @@ import {
 import { ApertiumPipeline } from "../../src/engines/apertium/pipeline.js";
 import { FULL_RECORDINGS } from "../support/recordings.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { WAIT } from "../support/wait.js";
 
 const MODES_DIR = "/usr/share/apertium/modes";
 const HAVE_APERTIUM = existsSync(path.join(MODES_DIR, "eng-spa.mode"));
@@ -312,7 +313,7 @@ describe.skipIf(!HAVE_APERTIUM)("Apertium pipeline failures", () => {
     await expect(head).rejects.toThrow(/no answer within 2500 ms/);
     expect(await behind).toMatch(/Buenos días/);
     expect(statusOf(engine, "en", "es").starts).toBe(3);
-    await vi.waitFor(() => expect(stuck.filter(alive)).toEqual([]), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(stuck.filter(alive)).toEqual([]), { ...WAIT, interval: 20 });
   });
 
   it("gives freshly started programs the start-up bound, not the request timeout, for their first answer", async () => {

@@ -20,6 +20,7 @@ import { dubbingClient } from "../support/dubbing-client.js";
 import { testEnv } from "../support/env.js";
 import { freePort } from "../support/ports.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import { WAIT } from "../support/wait.js";
 
 const LINES_PER_SEC = 5;
 let server: TestServer;
@@ -254,7 +255,7 @@ describe("security headers", () => {
         await page.waitForSelector("#live-to option[value=es]", { state: "attached" });
         // The reference page renders the operations from /openapi.json.
         await page.goto(new URL("/docs/", server.baseUrl).href);
-        await page.waitForSelector(".opblock", { timeout: 30_000 });
+        await page.waitForSelector(".opblock", { timeout: WAIT.timeout });
         expect(violations).toEqual([]);
         // A page elsewhere that frames the playground gets nothing in the frame.
         const framing = await browser.newPage();

@@ -14,6 +14,7 @@ import { freePort } from "../support/ports.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { finalizeAndWait, openSession } from "../support/session-socket.js";
+import { WAIT } from "../support/wait.js";
 
 /**
  * The service configured (ENGINES_FILE) with LibreTranslate as its translator, served by a local
@@ -305,9 +306,9 @@ describe.skipIf(SPEECH_MISSING)("real-time sessions translated by LibreTranslate
     await socket.stream(goForward, { chunkMs: 20, speed: 8 });
     socket.finalize();
     const waiting = () => lt.ofEndpoint("translate").find((r) => r.body?.["q"] === SPOKEN);
-    await vi.waitFor(() => expect(waiting()).toBeDefined(), { timeout: 20_000, interval: 50 });
+    await vi.waitFor(() => expect(waiting()).toBeDefined(), { ...WAIT, interval: 50 });
     socket.close();
-    await vi.waitFor(() => expect(waiting()!.aborted).toBe(true), { timeout: 10_000 });
+    await vi.waitFor(() => expect(waiting()!.aborted).toBe(true), WAIT);
   });
 });
 

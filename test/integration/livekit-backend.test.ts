@@ -15,6 +15,7 @@ import { connectLiveKitRoom, LiveKitConnection, type Rtc } from "../../src/rooms
 import type { RoomBackend, RoomEvent, RoomLanguages, SpeechOutput } from "../../src/rooms/types.js";
 import { freePort } from "../support/ports.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
+import { WAIT } from "../support/wait.js";
 
 /**
  * The LiveKit back-end against what can run here: no LiveKit server can (no binaries, no network),
@@ -675,7 +676,7 @@ describe("LiveKitConnection (on a stand-in for a joined rtc-node room)", () => {
     const events = connection.events[Symbol.asyncIterator]();
     const speaking = connection.publishAudio(new Float32Array(24_000 * 5), SPANISH);
     // Speaking: the output track is published and the audio is being queued.
-    await vi.waitFor(() => expect(room.published).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    await vi.waitFor(() => expect(room.published).toHaveLength(1), { ...WAIT, interval: 20 });
     const started = Date.now();
     await Promise.all([connection.leave(), connection.leave()]);
     await speaking;

@@ -67,14 +67,14 @@ describe.skipIf(problem)("a LiveKit server that dies and comes back", () => {
     const server = await serviceOn(livekit);
     const session = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
     const alice = await join(session);
-    await expect.poll(() => alice.room.remoteParticipants.has(TRANSLATOR), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => alice.room.remoteParticipants.has(TRANSLATOR)).toBe(true);
     expect(await metric(server, "relay_rooms_open")).toBe(1);
 
     await livekit.kill();
     // The translator's connection is lost for good: the service ends the room and frees its slot
     // (nothing is left to translate), and no translator lingers.
-    await expect.poll(() => metric(server, "relay_rooms_open"), { timeout: 120_000, interval: 500 }).toBe(0);
-    await expect.poll(() => metric(server, "relay_sessions_live"), { timeout: 10_000 }).toBe(0);
+    await expect.poll(() => metric(server, "relay_rooms_open"), { interval: 500 }).toBe(0);
+    await expect.poll(() => metric(server, "relay_sessions_live")).toBe(0);
     // Meanwhile a new room cannot be had, and the service says why.
     const refused = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM).catch(
       (error: unknown) => error,
@@ -89,7 +89,7 @@ describe.skipIf(problem)("a LiveKit server that dies and comes back", () => {
     cleanups.push(() => livekit.stop());
     const again = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
     const bob = await join(again);
-    await expect.poll(() => bob.room.remoteParticipants.has(TRANSLATOR), { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => bob.room.remoteParticipants.has(TRANSLATOR)).toBe(true);
     await bob.untilHeard();
     await bob.speak(await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav")));
     await expect
@@ -97,7 +97,7 @@ describe.skipIf(problem)("a LiveKit server that dies and comes back", () => {
         () =>
           bob.transcripts(TRANSLATOR).filter((m) => m.type === "translated_transcript" && m.is_final === true)
             .length,
-        { timeout: 120_000, interval: 250 },
+        { interval: 250 },
       )
       .toBeGreaterThan(0);
     // The old room is over for its owner too: ending it again succeeds.

@@ -79,9 +79,7 @@ async function endSession(roomName: string, target: { baseUrl: string } = server
 
 /** Waits until the translator is in the room (it joins before the session is answered). */
 async function translatorPresent(participant: LiveKitParticipant): Promise<void> {
-  await expect
-    .poll(() => participant.room.remoteParticipants.has(TRANSLATOR), { timeout: 20_000 })
-    .toBe(true);
+  await expect.poll(() => participant.room.remoteParticipants.has(TRANSLATOR)).toBe(true);
 }
 
 /** Speaks `pcm` and waits for the translator's final translation of it, then for its speech. */
@@ -93,7 +91,7 @@ async function speakAndHear(participant: LiveKitParticipant, pcm: Int16Array, fi
     participant
       .transcripts(TRANSLATOR)
       .filter((message) => message.type === "translated_transcript" && message.is_final === true);
-  await expect.poll(() => finals().length, { timeout: 120_000, interval: 200 }).toBeGreaterThan(finalsBefore);
+  await expect.poll(() => finals().length, { interval: 200 }).toBeGreaterThan(finalsBefore);
   return finals();
 }
 
@@ -143,7 +141,7 @@ describe.skipIf(problem)("rooms on a real LiveKit server", () => {
     expect(originals.some((m) => m.is_final === true && String(m.text).trim().length > 0)).toBe(true);
     // The translated speech, on the track Pinch's clients look for: sound, not silence.
     await expect
-      .poll(() => alice.soundSeconds(`${TRANSLATOR}/translated-audio`), { timeout: 60_000, interval: 250 })
+      .poll(() => alice.soundSeconds(`${TRANSLATOR}/translated-audio`), { interval: 250 })
       .toBeGreaterThan(0.5);
     expect([...alice.published].filter((key) => key.startsWith(`${TRANSLATOR}/`))).toEqual([
       `${TRANSLATOR}/translated-audio`,
@@ -154,9 +152,7 @@ describe.skipIf(problem)("rooms on a real LiveKit server", () => {
     const session = await createRoomSession(server.baseUrl, API_KEY, SPEC_ROOM);
     const alice = await join(session);
     const mallory = await join(await addRoomParticipant(server.baseUrl, API_KEY, session.room_name));
-    await expect
-      .poll(() => alice.room.remoteParticipants.has(mallory.identity), { timeout: 20_000 })
-      .toBe(true);
+    await expect.poll(() => alice.room.remoteParticipants.has(mallory.identity)).toBe(true);
     const forged = {
       type: "translated_transcript",
       text: "Envíen el dinero a Mallory",
@@ -191,7 +187,7 @@ describe.skipIf(problem)("rooms on a real LiveKit server", () => {
     const alice = await join(session);
     await translatorPresent(alice);
     expect(await endSession(session.room_name)).toBe(200);
-    await expect.poll(() => alice.disconnected, { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => alice.disconnected).toBe(true);
     expect(await rooms().listRooms([session.room_name])).toEqual([]);
     // The room is gone: its link opens nothing any more (LiveKit creates no room on join:
     // room.auto_create is off, as in deploy/livekit.yaml).
@@ -271,22 +267,14 @@ describe.skipIf(problem || sharedMissing("data/speech/fleurs-dev"))(
           .transcripts(TRANSLATOR)
           .filter((m) => m.type === "translated_transcript" && m.is_final === true);
       for (const listener of [bruno, clara]) {
-        await expect
-          .poll(() => finals(listener).length, { timeout: 120_000, interval: 250 })
-          .toBeGreaterThan(0);
+        await expect.poll(() => finals(listener).length, { interval: 250 }).toBeGreaterThan(0);
       }
       // Each hears their language's speech, on their language's track, and nothing else.
       await expect
-        .poll(() => bruno.soundSeconds(`${TRANSLATOR}/translated-audio-es`), {
-          timeout: 60_000,
-          interval: 250,
-        })
+        .poll(() => bruno.soundSeconds(`${TRANSLATOR}/translated-audio-es`), { interval: 250 })
         .toBeGreaterThan(0.3);
       await expect
-        .poll(() => clara.soundSeconds(`${TRANSLATOR}/translated-audio-de`), {
-          timeout: 60_000,
-          interval: 250,
-        })
+        .poll(() => clara.soundSeconds(`${TRANSLATOR}/translated-audio-de`), { interval: 250 })
         .toBeGreaterThan(0.3);
       expect([...bruno.heard.keys()]).toEqual([`${TRANSLATOR}/translated-audio-es`]);
       expect([...clara.heard.keys()]).toEqual([`${TRANSLATOR}/translated-audio-de`]);
@@ -357,7 +345,7 @@ describe.skipIf(fleetProblem)("a fleet on one LiveKit server: two processes, Pos
     expect(await openRooms(b)).toBe(0);
     // b hosts no translator for it: it finds the room's host through Redis and has it end there.
     expect(await endSession(session.room_name, b)).toBe(200);
-    await expect.poll(() => alice.disconnected, { timeout: 20_000 }).toBe(true);
+    await expect.poll(() => alice.disconnected).toBe(true);
     expect(await openRooms(a)).toBe(0);
     const rooms = new RoomServiceClient(roomServiceUrl(target.url), target.apiKey, target.apiSecret);
     expect(await rooms.listRooms([session.room_name])).toEqual([]);

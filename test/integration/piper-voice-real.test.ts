@@ -132,7 +132,7 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
       ["speak", path.join(realModelDir(NAME), `${VOICE}.onnx`), path.join(work, "piper"), "2"],
       SENTENCES,
     );
-  }, 60_000);
+  });
   afterAll(async () => {
     await tts?.close();
     await server?.close();
@@ -161,7 +161,7 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
     } finally {
       log.mockRestore();
     }
-  }, 30_000);
+  });
 
   it("sherpa-onnx feeds the model the phoneme ids Piper does (with Piper's eSpeak NG data)", async () => {
     // The probe in Piper's layout, with joe's config, imported the same way: with piper-tts's eSpeak
@@ -207,7 +207,7 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
     console.log(
       `phoneme ids with the default eSpeak NG data: ${same} of ${expected.flat(2).length} as Piper's (${byDefault.length} ids)`,
     );
-  }, 30_000);
+  });
 
   it("speaks as Piper does: its length of speech (pauses shortened as sherpa-onnx does), a log-mel distance within Piper's own", async () => {
     tts = await createSherpaTtsEngine({ models: neuralVoiceModels([NAME], modelsDir) });
@@ -278,7 +278,7 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
     expect(Math.abs(relaySeconds - piperShortenedSeconds) / piperShortenedSeconds).toBeLessThan(0.05);
     expect(relay).toBeLessThan(own! * 1.5);
     expect(relay).toBeLessThan(other! / 2);
-  }, 60_000);
+  });
 
   it("the service speaks with it: a mode=tts session gets its audio", async () => {
     server = await startServer({ MODELS_DIR: modelsDir }, { ownEngines: true });
@@ -294,7 +294,7 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
     } finally {
       socket.close();
     }
-  }, 60_000);
+  });
 
   it("relay models check speaks the check's sentences with it and hears them with the real whisper base", async () => {
     // The default model, converted from faster-whisper's real base (scripts/convert-whisper-ct2-to-ggml.py):
@@ -323,5 +323,5 @@ describe.skipIf(PROBLEM)("a real Piper voice imported from Piper's own layout", 
     expect(row).toContain(`${NAME} → whisper base`);
     // Measured: 4.0 % (one word in twelve sentences, MEASURED_ROUND_TRIP_WER); its limit is 23 %.
     expect(row).toMatch(/WER \d+\.\d % +≤ 23\.0 %.* ok$/u);
-  }, 180_000);
+  });
 });

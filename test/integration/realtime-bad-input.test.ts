@@ -156,12 +156,10 @@ describe.skipIf(SPEECH_MISSING)("malformed input on the session socket", () => {
     for (let i = 0; i < lines; i++) socket.send({ type: "speak", text });
     // The server renders while the client reads nothing, until its queue to the client is full.
     await expect
-      .poll(() => server.app.sessions.droppedAudioFrames, { timeout: 120_000, interval: 100 })
+      .poll(() => server.app.sessions.droppedAudioFrames, { interval: 100 })
       .toBeGreaterThan(dropped);
     socket.resume();
-    await expect
-      .poll(() => socket.messages.filter((m) => m.type === "speech_end").length, { timeout: 60_000 })
-      .toBe(lines);
+    await expect.poll(() => socket.messages.filter((m) => m.type === "speech_end").length).toBe(lines);
     expect(socket.audioFrames.length).toBeLessThan(framesPerLine * lines);
     expect(socket.audioFrames.length).toBeGreaterThan(0);
     socket.close();
@@ -230,7 +228,7 @@ describe.skipIf(SPEECH_MISSING)("engine failure inside a session", () => {
       );
       // the final line's own translation fails too, after its original
       await expect
-        .poll(() => socket.messages.findLastIndex((m) => m.type === "error"), { timeout: 20_000 })
+        .poll(() => socket.messages.findLastIndex((m) => m.type === "error"))
         .toBeGreaterThan(socket.messages.indexOf(final));
       // every original final still gets its translated final (nothing translated: empty), after its error
       const translated = await socket.waitFor(

@@ -90,9 +90,7 @@ describe("mode=tts", () => {
     const named = (type: string) =>
       socket.messages.filter((m) => m.type === type).map((m) => m.correlation_id as string);
     // every speak is either accepted (speak_ack when its turn comes) or refused with an error naming it
-    await expect
-      .poll(() => named("speak_ack").length + named("error").length, { timeout: 60_000 })
-      .toBe(lines);
+    await expect.poll(() => named("speak_ack").length + named("error").length).toBe(lines);
     const accepted = named("speak_ack");
     const refused = named("error");
     expect(refused.length).toBeGreaterThan(0);
@@ -104,7 +102,7 @@ describe("mode=tts", () => {
     for (const error of socket.messages.filter((m) => m.type === "error"))
       expect(error.error).toMatch(new RegExp(`${MAX_WAITING_SPEAKS} speak requests are already waiting`));
     await expect
-      .poll(() => socket.messages.filter((m) => m.type === "speech_end").length, { timeout: 60_000 })
+      .poll(() => socket.messages.filter((m) => m.type === "speech_end").length)
       .toBe(accepted.length);
     expect(socket.isOpen).toBe(true);
     expect(

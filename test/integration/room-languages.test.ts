@@ -110,9 +110,7 @@ async function speak(speaker: RealtimeSocket, pcm: Int16Array, listeners: Realti
   await speaker.stream(withTrailingSilence(pcm), { chunkMs: 20, speed: 4 });
   await Promise.all(
     listeners.map((socket, i) =>
-      expect
-        .poll(() => translations(socket).filter((m) => m.is_final).length, { timeout: 300_000 })
-        .toBeGreaterThan(before[i]!),
+      expect.poll(() => translations(socket).filter((m) => m.is_final).length).toBeGreaterThan(before[i]!),
     ),
   );
   await Promise.all([speaker, ...listeners].map((socket) => socket.settle(1500)));
@@ -136,13 +134,11 @@ describe.skipIf(MISSING)("a room in several languages (embedded)", () => {
       // Bruno: Alice's words in Spanish, labelled with her, and her translated speech. (Rooms have
       // no `finalized`: the growing finals of her utterance are waited for, not a quiet spell.)
       await expect
-        .poll(
-          () =>
-            translations(bruno)
-              .filter((m) => m.is_final)
-              .map((m) => m.translated_text)
-              .join(" "),
-          { timeout: 300_000 },
+        .poll(() =>
+          translations(bruno)
+            .filter((m) => m.is_final)
+            .map((m) => m.translated_text)
+            .join(" "),
         )
         .toMatch(/adelante|diez|metros/iu);
       const toBruno = translations(bruno).filter((m) => m.is_final);

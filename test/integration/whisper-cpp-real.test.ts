@@ -139,7 +139,7 @@ beforeAll(async () => {
     convert("whisper-tiny.en", tinyEn),
     convert("whisper-base", path.join(modelsDir, "ggml-base.bin")),
   ]);
-}, 120_000);
+});
 
 afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
@@ -173,7 +173,7 @@ describe.skipIf(PROBLEM)("whisper.cpp on real weights converted from faster-whis
         await engine.close();
       }
     }
-  }, 300_000);
+  });
 
   it("streamed, keeps most of faster-whisper's words where decodes join", async () => {
     const references = await reference;
@@ -197,7 +197,7 @@ describe.skipIf(PROBLEM)("whisper.cpp on real weights converted from faster-whis
     } finally {
       await engine.close();
     }
-  }, 300_000);
+  });
 
   it("identifies Spanish and German with the base model", async () => {
     const engine = await createWhisperCppEngine({
@@ -220,13 +220,13 @@ describe.skipIf(PROBLEM)("whisper.cpp on real weights converted from faster-whis
     } finally {
       await engine.close();
     }
-  }, 120_000);
+  });
 
   describe("the converted base as the service's default model", () => {
     let server: TestServer;
     beforeAll(async () => {
       server = await startServer({ MODELS_DIR: modelsDir });
-    }, 120_000);
+    });
     afterAll(async () => {
       await server?.close();
     });
@@ -250,7 +250,7 @@ describe.skipIf(PROBLEM)("whisper.cpp on real weights converted from faster-whis
       );
       expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
       socket.close();
-    }, 180_000);
+    });
 
     it("a two-way session: English is translated into Spanish and Spanish into English", async () => {
       const socket = await openSession(server.baseUrl, {
@@ -282,6 +282,6 @@ describe.skipIf(PROBLEM)("whisper.cpp on real weights converted from faster-whis
         expect.arrayContaining(["people", "messages"]),
       );
       expect(socket.messages.filter((m) => m.type === "error")).toEqual([]);
-    }, 180_000);
+    });
   });
 });

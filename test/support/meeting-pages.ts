@@ -3,6 +3,7 @@ import { expect } from "vitest";
 import { chromiumMissing, launchWithMicrophone, microphoneClip } from "./chromium.js";
 import { API_KEY } from "./server.js";
 import { sharedMissing, sharedPath } from "./shared.js";
+import { WAIT } from "./wait.js";
 
 /**
  * The translated-meeting page (/meeting) in headless Chromium, as test/system/meeting.test.ts
@@ -14,8 +15,7 @@ import { sharedMissing, sharedPath } from "./shared.js";
 
 export type Language = "en" | "es" | "de";
 
-/** Generous: a verdict waits for speech to loop, be recognized, translated and spoken on 2 busy cores. */
-export const WAIT = { timeout: 300_000, interval: 250 };
+export { WAIT };
 
 /** Why the meeting page cannot be tested here (no Chromium, no speech in ../shared), or undefined. */
 export function meetingPagesProblem(): string | undefined {

@@ -15,6 +15,7 @@ import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { testLiveKit, type TestLiveKit } from "../support/servers.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { WAIT } from "../support/wait.js";
 
 /**
  * Pinch's own Python clients, installed from PyPI at the versions test/python/requirements.txt pins
@@ -37,8 +38,6 @@ const problem =
 if (problem) console.warn(`Pinch's Python clients not run: ${problem}`);
 
 const PYTHON_DIR = path.join(PROJECT_ROOT, "test/python");
-/** Hang guards, not speed limits: on a loaded machine an agents job process alone takes a minute. */
-const WAIT = { timeout: 300_000, interval: 250 };
 
 interface PythonRun {
   readonly code: number | null;

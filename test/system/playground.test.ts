@@ -17,6 +17,7 @@ import { makeTestVideo } from "../support/media.js";
 import { PROJECT_ROOT } from "../support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
+import { WAIT } from "../support/wait.js";
 
 const problem = chromiumMissing()
   ? chromiumMissing()
@@ -75,8 +76,8 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
     expect(await page.textContent("#live-route")).toBe("Translated by apertium");
     await page.click("#live-start");
     const translated = page.locator("#live-transcript .translated:not(.interim)", { hasText: /metros/iu });
-    await translated.first().waitFor({ timeout: 60_000 });
-    await expect.poll(() => frames("#live-audio"), { timeout: 30_000 }).toBeGreaterThan(0);
+    await translated.first().waitFor({ timeout: WAIT.timeout });
+    await expect.poll(() => frames("#live-audio")).toBeGreaterThan(0);
     expect(await page.locator("#live-transcript .original").first().textContent()).toMatch(/^\[en\] /u);
     await screenshot("playground-live.png");
     await page.click("#live-stop");
@@ -87,7 +88,7 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
     await page.selectOption("#tts-language", "es");
     await page.fill("#tts-text", "Buenos días a todos.");
     await page.click("#tts-speak");
-    await page.locator("#tts-status", { hasText: "Done." }).waitFor({ timeout: 30_000 });
+    await page.locator("#tts-status", { hasText: "Done." }).waitFor({ timeout: WAIT.timeout });
     expect(await frames("#tts-audio")).toBeGreaterThan(0);
     await screenshot("playground-tts.png");
   });
@@ -98,7 +99,7 @@ describe.skipIf(problem !== undefined)("the playground in Chromium", () => {
     await page.selectOption("#dub-from", "en");
     await page.selectOption("#dub-to", "es");
     await page.click("#dub-start");
-    await page.locator("#dub-status", { hasText: "completed" }).waitFor({ timeout: 120_000 });
+    await page.locator("#dub-status", { hasText: "completed" }).waitFor({ timeout: WAIT.timeout });
     expect(Number(await page.getAttribute("#dub-progress", "value"))).toBe(100);
     const src = await page.getAttribute("#dub-result", "src");
     expect((await fetch(src!)).status).toBe(200);

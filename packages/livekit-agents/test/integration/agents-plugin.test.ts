@@ -23,6 +23,7 @@ import { readWavAsPcm16 } from "../../../../src/audio/wav.js";
 import { API_KEY, startServer, type TestServer } from "../../../../test/support/server.js";
 import { sharedMissing, sharedPath } from "../../../../test/support/shared.js";
 import * as relay from "../../src/index.js";
+import { WAIT } from "../../../../test/support/wait.js";
 
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx/goforward.wav");
 const GO_FORWARD = "go forward ten meters";
@@ -201,14 +202,14 @@ describe.skipIf(SPEECH_MISSING)("relay.STT through the agents' SpeechStream", ()
       }
     })();
     for (const frame of frames48k.slice(0, 100)) stream.pushFrame(frame);
-    await vi.waitFor(() => expect(collected.length).toBeGreaterThan(0), { timeout: 60_000, interval: 50 });
+    await vi.waitFor(() => expect(collected.length).toBeGreaterThan(0), { ...WAIT, interval: 50 });
     const connections = proxy.connections;
     proxy.cut();
     cut = true;
     // Audio sent before the drop is noticed is lost with the socket. Once the stream has a new
     // session (its request and its socket through the proxy), the whole utterance is said again.
     await vi.waitFor(() => expect(proxy.connections).toBeGreaterThanOrEqual(connections + 2), {
-      timeout: 30_000,
+      ...WAIT,
       interval: 20,
     });
     for (const frame of [...frames48k, ...silence()]) stream.pushFrame(frame);
@@ -244,12 +245,12 @@ describe.skipIf(SPEECH_MISSING)("relay.STT through the agents' SpeechStream", ()
     recognizer.on("error", (error) => errors.push(error));
     const stream = recognizer.stream();
     for (const frame of frames48k.slice(0, 50)) stream.pushFrame(frame);
-    await vi.waitFor(async () => expect(await liveSessions()).toBe(1), { timeout: 30_000, interval: 50 });
+    await vi.waitFor(async () => expect(await liveSessions()).toBe(1), { ...WAIT, interval: 50 });
     stream.close();
     const after: stt.SpeechEvent[] = [];
     for await (const event of stream) after.push(event);
     expect(() => stream.pushFrame(frames48k[0]!)).toThrow(/closed/u);
-    await vi.waitFor(async () => expect(await liveSessions()).toBe(0), { timeout: 30_000, interval: 50 });
+    await vi.waitFor(async () => expect(await liveSessions()).toBe(0), { ...WAIT, interval: 50 });
     expect(errors).toEqual([]);
   });
 });
@@ -510,7 +511,7 @@ describe.skipIf(SPEECH_MISSING)("relay.Translator in a room", () => {
             (t) => t.type === "translated_transcript" && t.is_final && t.original_text === GO_FORWARD,
           ),
         ).toBe(true),
-      { timeout: 60_000, interval: 50 },
+      { ...WAIT, interval: 50 },
     );
     // Only alice is translated (an agent is not), on her own track.
     expect(room.published).toEqual([{ name: "translated-audio-alice", sid: "TR_out_0" }]);
@@ -529,18 +530,18 @@ describe.skipIf(SPEECH_MISSING)("relay.Translator in a room", () => {
       },
     });
     await vi.waitFor(() => expect(room.texts.some((t) => t.attributes?.["language"] === "es")).toBe(true), {
-      timeout: 30_000,
+      ...WAIT,
       interval: 50,
     });
     // Translated speech reached the track's source: 100 ms frames at 24 kHz, not silence.
-    await vi.waitFor(() => expect(captured.length).toBeGreaterThan(5), { timeout: 60_000, interval: 50 });
+    await vi.waitFor(() => expect(captured.length).toBeGreaterThan(5), { ...WAIT, interval: 50 });
     expect(captured.every((frame) => frame.sampleRate === 24_000)).toBe(true);
     expect(rms(captured)).toBeGreaterThan(300);
 
     // She leaves: her session ends and her track is unpublished.
     room.emit(rtc.RoomEvent.ParticipantDisconnected, alice);
-    await vi.waitFor(() => expect(room.unpublished).toEqual(["TR_out_0"]), { timeout: 30_000, interval: 50 });
-    await vi.waitFor(async () => expect(await liveSessions()).toBe(0), { timeout: 30_000, interval: 50 });
+    await vi.waitFor(() => expect(room.unpublished).toEqual(["TR_out_0"]), { ...WAIT, interval: 50 });
+    await vi.waitFor(async () => expect(await liveSessions()).toBe(0), { ...WAIT, interval: 50 });
     await translator.close();
   });
 });

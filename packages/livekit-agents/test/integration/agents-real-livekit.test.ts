@@ -26,6 +26,7 @@ import { PROJECT_ROOT } from "../../../../test/support/run-script.js";
 import { API_KEY, startServer, type TestServer } from "../../../../test/support/server.js";
 import { testLiveKit, type TestLiveKit } from "../../../../test/support/servers.js";
 import { sharedMissing, sharedPath } from "../../../../test/support/shared.js";
+import { WAIT } from "../../../../test/support/wait.js";
 
 const livekit = testLiveKit();
 const problem =
@@ -40,8 +41,6 @@ const AGENT_FILE = path.join(path.dirname(fileURLToPath(import.meta.url)), "..",
 /** What the voice agent says first. */
 const GREETING = "Hello! relay is speaking.";
 const TRANSCRIPTION = "lk.transcription";
-/** Long enough for real-time speech through the engines on a loaded 2-core machine. */
-const WAIT = { timeout: 300_000, interval: 250 };
 
 /** A text stream on `lk.transcription`, as a participant's app receives it. */
 interface Caption {
@@ -149,11 +148,11 @@ describe.skipIf(problem)("the plugin in real agents jobs on a real LiveKit serve
     )) as typeof Rtc;
     worker = AgentWorker.start(target, server.baseUrl, agentName);
     // (expect.poll is for tests only.)
-    await vi.waitFor(() => expect(worker.exited || worker.output.includes("registered worker")).toBe(true), {
-      // A loaded machine took more than 120 s to start the agents worker (its job processes too).
-      timeout: 300_000,
-      interval: 250,
-    });
+    // A loaded machine took more than 120 s to start the agents worker (its job processes too).
+    await vi.waitFor(
+      () => expect(worker.exited || worker.output.includes("registered worker")).toBe(true),
+      WAIT,
+    );
     expect(worker.exited, worker.output).toBe(false);
   });
   afterEach(async (context) => {
