@@ -3,7 +3,7 @@
  * measured the way simultaneous speech translation is measured (SimulEval), on the live service.
  * Prints a Markdown table and writes JSON to bench-results/lag.json.
  *
- *   npm run bench:lag [-- --tier embedded|whisper] [-- --quick]
+ *   npm run bench:lag [-- --tier embedded|whisper] [-- --quick] [-- --pace catch-up|natural] [-- --max-speedup 1.5]
  *
  * Tiers: `embedded` (default: PocketSphinx, Apertium, eSpeak NG), English into Spanish; `whisper`:
  * relay's whisper.cpp engine on faster-whisper's real base converted to ggml and installed as
@@ -43,8 +43,10 @@
  *   (Y, X: words and pieces up to the chunk); ATD = mean(end of word − end of its piece).
  * - Backlog: seconds of translated audio arrived and not yet played, sampled every second; its max
  *   and its value at the end of speech (t = source duration).
- * - Speed-up applied: 1.0. The service does not pace its speech yet (eSpeak NG at its own rate);
- *   spoken s / source s shows how much longer the translation is than the speech.
+ * - Speed-up applied: the session's `pace` (`--pace`, default the service's default, catch-up) and
+ *   `maxSpeedup`; measured from the service's `relay_speech_seconds_total{speed}` (/metrics) over each
+ *   clip set: the mean speed weighted by seconds spoken, and the fastest used. Spoken s / source s
+ *   shows how much longer the translation is than the speech, as sent (after any speed-up).
  */
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -65,6 +67,13 @@ const TIER = ((tier = process.argv[process.argv.indexOf("--tier") + 1]) => {
   if (tier !== "embedded" && tier !== "whisper") throw new Error("--tier: embedded or whisper");
   return tier;
 })();
+const option = (name: string) =>
+  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined;
+/** The session's pace parameters (docs/realtime-api.md, "Pace"); absent: the service's defaults. */
+const PACE = {
+  ...(option("--pace") === undefined ? {} : { pace: option("--pace")! }),
+  ...(option("--max-speedup") === undefined ? {} : { maxSpeedup: option("--max-speedup")! }),
+};
 const API_KEY = "bench-key";
 const OUTPUT_RATE = 24_000;
 const SPEECH = path.join(SHARED, "data/speech");
@@ -184,7 +193,7 @@ async function startService(engines: Record<string, string>): Promise<ServicePro
 
 /** Streams one clip in real time on a fresh session; what arrived, timed from its first frame. */
 async function stream(baseUrl: string, set: ClipSet, clip: Clip): Promise<Received[]> {
-  const params = { sourceLanguage: set.from, targetLanguage: set.to };
+  const params = { sourceLanguage: set.from, targetLanguage: set.to, ...PACE };
   const socket = await RealtimeSocket.connect((await createSession(baseUrl, API_KEY, params)).ws_url);
   await socket.waitFor((m) => m.type === "ready");
   const start = performance.now();
@@ -346,6 +355,32 @@ function averageTokenDelay(
   return delays.reduce((a, b) => a + b, 0) / delays.length;
 }
 
+/** Seconds of translated speech the service has sent, by speed (its /metrics). */
+async function speechBySpeed(baseUrl: string): Promise<Map<number, number>> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const spoken = new Map<number, number>();
+  for (const [, speed, seconds] of text.matchAll(
+    /^relay_speech_seconds_total\{speed="([\d.]+)"\} ([\d.e+-]+)$/gmu,
+  ))
+    spoken.set(Number(speed), Number(seconds));
+  return spoken;
+}
+
+/** The speed-up between two readings of `speechBySpeed`: mean weighted by seconds, and the fastest. */
+function speedUp(before: Map<number, number>, after: Map<number, number>): { mean: number; max: number } {
+  let seconds = 0;
+  let weighted = 0;
+  let max = 1;
+  for (const [speed, total] of after) {
+    const spoken = total - (before.get(speed) ?? 0);
+    if (spoken <= 0) continue;
+    seconds += spoken;
+    weighted += speed * spoken;
+    max = Math.max(max, speed);
+  }
+  return { mean: seconds > 0 ? +(weighted / seconds).toFixed(2) : 1, max };
+}
+
 /** The median, the mean of the middle two for an even count. */
 function median(values: readonly (number | null)[]): number | null {
   const sorted = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
@@ -380,6 +415,7 @@ async function main(): Promise<void> {
   const rows = [];
   for (const set of sets) {
     const results: ClipResult[] = [];
+    const spokenBefore = await speechBySpeed(service.baseUrl);
     for (const clip of set.clips) {
       const result = analyse(clip, await stream(service.baseUrl, set, clip));
       console.error(JSON.stringify(result, (key, value: unknown) => (key === "backlog" ? undefined : value)));
@@ -390,6 +426,7 @@ async function main(): Promise<void> {
     const maxBacklog = Math.max(...results.map((r) => r.maxBacklog));
     const source = results.reduce((sum, r) => sum + r.sourceSeconds, 0);
     const spoken = results.reduce((sum, r) => sum + r.spokenSeconds, 0);
+    const speed = speedUp(spokenBefore, await speechBySpeed(service.baseUrl));
     rows.push({
       set: set.name,
       pair: `${set.from}→${set.to}`,
@@ -403,7 +440,8 @@ async function main(): Promise<void> {
       maxBacklog,
       backlogAtEndOfSpeech: Math.max(...results.map((r) => r.backlogAtEndOfSpeech)),
       spokenPerSource: +(spoken / source).toFixed(2),
-      speedUp: 1.0,
+      speedUp: speed.mean,
+      fastest: speed.max,
       ...target(set.form, endOffset, laal, maxBacklog),
       results,
     });
@@ -422,17 +460,21 @@ async function main(): Promise<void> {
   const file = path.join("bench-results", "lag.json");
   // Each tier's run keeps the other's results.
   const previous = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as object) : {};
-  await writeFile(file, JSON.stringify({ ...previous, [TIER]: { machine, quick: QUICK, rows } }, null, 2));
+  const run = `${TIER}${PACE.pace === "natural" ? " natural" : ""}`;
+  await writeFile(
+    file,
+    JSON.stringify({ ...previous, [run]: { machine, quick: QUICK, pace: PACE, rows } }, null, 2),
+  );
 
   console.log(
     [
-      `Tier: ${TIER}${QUICK ? " (--quick)" : ""}; machine: ${machine.model} × ${machine.cpus}, load average ${loadBefore} before, ${machine.loadAverageAfter} after`,
+      `Tier: ${TIER}${QUICK ? " (--quick)" : ""}; pace: ${JSON.stringify(PACE)}; machine: ${machine.model} × ${machine.cpus}, load average ${loadBefore} before, ${machine.loadAverageAfter} after`,
       "",
-      "| tier | clip set | clips | source s | StartOffset | EndOffset (median) | AL | LAAL | ATD | max backlog | backlog at end of speech | spoken s / source s | speed-up | target | met |",
+      "| tier | clip set | clips | source s | StartOffset | EndOffset (median) | AL | LAAL | ATD | max backlog | backlog at end of speech | spoken s / source s | speed-up (mean / fastest) | target | met |",
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
       ...rows.map(
         (r) =>
-          `| ${TIER} | ${r.set} (${r.pair}) | ${r.clips} | ${r.sourceSeconds} | ${r.startOffset} | ${r.endOffset} | ${r.al} | ${r.laal} | ${r.atd} | ${r.maxBacklog} | ${r.backlogAtEndOfSpeech} | ${r.spokenPerSource} | ${r.speedUp.toFixed(1)} | ${r.target} | ${r.met ? "met" : "not met"} |`,
+          `| ${TIER} | ${r.set} (${r.pair}) | ${r.clips} | ${r.sourceSeconds} | ${r.startOffset} | ${r.endOffset} | ${r.al} | ${r.laal} | ${r.atd} | ${r.maxBacklog} | ${r.backlogAtEndOfSpeech} | ${r.spokenPerSource} | ${r.speedUp.toFixed(2)} / ${r.fastest.toFixed(2)} | ${r.target} | ${r.met ? "met" : "not met"} |`,
       ),
     ].join("\n"),
   );

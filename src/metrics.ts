@@ -77,6 +77,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly speech = new Counter({
+    name: "relay_speech_seconds_total",
+    help: "Translated speech sent by live pipelines, by its speed against the voice's natural rate (1: natural; faster while a listener is behind).",
+    labelNames: ["speed"] as const,
+    registers: [this.registry],
+  });
+
   readonly httpRequests = new Counter({
     name: "relay_http_requests_total",
     help: "HTTP requests by route and status (429: rate limited, 503: at capacity, 401/402/403: refused).",
@@ -203,5 +210,6 @@ export class Metrics {
     engineCall: (kind, engine, seconds, ok) =>
       this.engineCalls.observe({ kind, engine, outcome: ok ? "ok" : "error" }, seconds),
     inputDropped: (seconds) => this.inputDropped.inc(seconds),
+    speech: (speed, seconds) => this.speech.inc({ speed: speed.toFixed(2) }, seconds),
   };
 }

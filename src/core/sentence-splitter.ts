@@ -29,6 +29,11 @@ const ABBREVIATIONS = new Set([
 export class SentenceSplitter {
   private buffer = "";
 
+  /** The text taken that no complete sentence holds yet. */
+  get pending(): string {
+    return this.buffer;
+  }
+
   /** Adds text; returns the sentences it completed, in order (trimmed). */
   push(text: string): string[] {
     this.buffer += text;

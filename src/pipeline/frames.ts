@@ -52,6 +52,8 @@ export interface PipelineObserver {
   ): void;
   /** Seconds of input audio dropped because recognition fell behind. */
   inputDropped(seconds: number): void;
+  /** `seconds` of translated speech were spoken at `speed` times the voice's natural rate (pacing). */
+  speech?(speed: number, seconds: number): void;
 }
 
 interface TranscriptFields {

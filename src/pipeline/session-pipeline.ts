@@ -8,6 +8,7 @@ import { fixedVoice, genderDefault, MatchedVoices, type VoiceChooser } from "../
 import { voiceClonerFor } from "../voices/voice-clone.js";
 import { renderOwnVoice, renderSpeech } from "./speech-output.js";
 import { ClonedVoices, SpeakerToneColors } from "../speakers/tone-colors.js";
+import type { PaceOptions } from "./pacing.js";
 import type { FinalizeMode } from "./stabilizer.js";
 import { TranslationPipeline, type PipelineObserver } from "./translation-pipeline.js";
 
@@ -28,6 +29,8 @@ export interface LivePipelineOptions extends SessionLanguages {
    * caller has checked that the engines serve the languages.
    */
   readonly voice: VoiceChoice | undefined;
+  /** Speech keeps pace with its listeners (src/pipeline/pacing.ts); undefined: natural speed always. */
+  readonly pace?: PaceOptions | undefined;
   /** Tell the speakers apart and label transcripts with them (relay-2). */
   readonly labelSpeakers?: boolean;
   /** Where the pipeline reports its timings (the service's metrics). */
@@ -135,6 +138,7 @@ export function createLivePipeline(
               ? renderOwnVoice(tts, request, { converter: registry.toneColor, toneColor }, signal)
               : renderSpeech(tts, request, signal);
           },
+    pace: options.pace,
     finalizeMode: options.finalizeMode,
     context: options.context,
     ...(account === undefined ? {} : { account }),

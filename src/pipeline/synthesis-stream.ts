@@ -15,6 +15,12 @@ export class SynthesisStream {
   /** `synthesize` renders one sentence as output frames. */
   constructor(private readonly synthesize: (sentence: string) => AsyncIterable<Float32Array>) {}
 
+  /** Characters of text taken and not being spoken yet (white space not counted). */
+  get waitingCharacters(): number {
+    const visible = (text: string) => text.replace(/\s/gu, "").length;
+    return this.sentences.reduce((sum, sentence) => sum + visible(sentence), visible(this.splitter.pending));
+  }
+
   /** More of the line's text (appended to what came before). Ignored after `flush` or `cancel`. */
   pushText(text: string): void {
     if (this.flushed) return;

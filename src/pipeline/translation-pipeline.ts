@@ -19,6 +19,7 @@ import { EventOutput } from "./stages/output.js";
 import { SegmentBuilder } from "./stages/segment-builder.js";
 import { SpeakerSplit } from "./stages/speaker-split.js";
 import { SynthesisStage } from "./stages/synthesis.js";
+import type { PaceOptions } from "./pacing.js";
 import { TranslationStage, UNIDENTIFIED_LANGUAGE } from "./stages/translation.js";
 import { UtteranceRecognition } from "./stages/utterance-recognition.js";
 
@@ -91,6 +92,8 @@ export interface PipelineOptions {
   readonly translateStream?: TranslateStreamFn;
   /** Absent when audio output is disabled. */
   readonly speak?: SpeakFn;
+  /** Speech keeps pace with the speaker (src/pipeline/pacing.ts); undefined: natural speed always. */
+  readonly pace?: PaceOptions | undefined;
   readonly finalizeMode: FinalizeMode;
   readonly context?: string;
   /** Whose audio: recognizers shared by every session serve accounts in turn. */
@@ -256,6 +259,7 @@ export class TranslationPipeline {
                 reportError,
                 ...(observer ? { observer } : {}),
                 ...(options.engineIds ? { engineId: options.engineIds.synthesize } : {}),
+                pace: options.pace,
               },
               speech,
             )

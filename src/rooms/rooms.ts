@@ -6,6 +6,7 @@ import { roomParticipantBound } from "./room-languages.js";
 import type { RoomDirectory } from "../fleet/room-directory.js";
 import { AccountSessionsLimitError, type LiveSession, type SessionCapacity } from "../sessions/capacity.js";
 import { Invitations, type Invitation } from "./invites.js";
+import type { PaceOptions } from "../pipeline/pacing.js";
 import { RoomTranslator } from "./translator.js";
 import type { RoomAccess, RoomBackend, RoomEndReason, RoomLanguages } from "./types.js";
 
@@ -48,6 +49,8 @@ export interface RoomRequest {
   readonly language: LanguageCode | undefined;
   /** The translator's voice; undefined: it publishes transcripts only, no speech. */
   readonly voice: Voice | "clone" | undefined;
+  /** How its speech keeps pace with the listeners (src/pipeline/pacing.ts); undefined: natural speed. */
+  readonly pace: PaceOptions | undefined;
   /** Names and jargon for every speaker's recognition and translation (src/core/glossary.ts). */
   readonly context: string;
 }
@@ -238,6 +241,7 @@ export class Rooms {
         registry,
         room: request.room,
         voice: request.voice,
+        pace: request.pace,
         context: request.context,
         account: request.accountId,
         log: log.child({ room: roomName }),

@@ -5,6 +5,7 @@ import type { LanguageCode, Voice } from "../core/contracts.js";
 import { Channel } from "../core/channel.js";
 import { roomSpeakerPlan } from "../pipeline/language-plan.js";
 import { createLivePipeline, prepareVoiceCloning } from "../pipeline/session-pipeline.js";
+import type { PaceOptions } from "../pipeline/pacing.js";
 import type { TranslationPipeline } from "../pipeline/translation-pipeline.js";
 import { errorFrame } from "../wire/error-frame.js";
 import { transcriptMessage, type TranscriptEvent } from "../wire/transcript-message.js";
@@ -26,6 +27,8 @@ export interface TranslatorOptions {
    * (src/speakers/tone-colors.ts); undefined: no speech, transcripts only.
    */
   readonly voice: Voice | "clone" | undefined;
+  /** How speech keeps pace with the listeners (src/pipeline/pacing.ts); undefined: natural speed. */
+  readonly pace: PaceOptions | undefined;
   readonly context: string;
   /** The account that opened the room: shared engines serve accounts in turn. */
   readonly account: string;
@@ -143,7 +146,7 @@ export class RoomTranslator {
   private speakerPipeline(identity: string): TranslationPipeline | undefined {
     let pipeline = this.speakers.get(identity);
     if (pipeline || this.unheard.has(identity)) return pipeline;
-    const { registry, room, voice, context, account } = this.options;
+    const { registry, room, voice, pace, context, account } = this.options;
     const speaker = this.present.get(identity) ?? { identity };
     const { source, target, twoWay } = pairOf(speaker, room);
     if (speaker.language !== undefined && !registry.recognizer(speaker.language)) {
@@ -174,6 +177,7 @@ export class RoomTranslator {
         }),
         finalizeMode: "stable",
         voice,
+        pace,
         context,
         account,
       });

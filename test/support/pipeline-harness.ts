@@ -55,6 +55,24 @@ export async function* toneFor(text: string): AsyncGenerator<Float32Array> {
   yield new Float32Array(1920).fill(text.length / 100);
 }
 
+/**
+ * The spoken clips among `events`, each as its frames: a clip ends with its `clipEnd` frame (a
+ * line's speech is one clip, however many frames its speech and its closing pause take).
+ */
+export function clipsOf(events: readonly PipelineEvent[]): Float32Array[][] {
+  const clips: Float32Array[][] = [];
+  let open: Float32Array[] = [];
+  for (const event of events) {
+    if (event.type !== "audio") continue;
+    open.push(event.samples);
+    if (event.clipEnd) {
+      clips.push(open);
+      open = [];
+    }
+  }
+  return clips;
+}
+
 /** The pipeline's events until `until` says enough (by default: until the pipeline ends). */
 export async function collect(
   pipeline: TranslationPipeline,

@@ -69,7 +69,8 @@ describe("pipeline stages (engine doubles)", () => {
     const final = events.find((e) => e.type === "translated" && e.isFinal)!;
     expect(final).toMatchObject({ text: "Uno dos. Tres cuatro." });
     const audio = events.filter((e) => e.type === "audio");
-    expect(audio.map((e) => e.clipEnd)).toEqual([false, false, false, true]);
+    // One clip: its frames (both sentences, each followed by its pause) end with one clipEnd.
+    expect(audio.map((e) => e.clipEnd)).toEqual([...audio.slice(1).map(() => false), true]);
     expect(events.indexOf(audio[0]!)).toBeLessThan(events.indexOf(final));
   });
 
@@ -89,7 +90,8 @@ describe("pipeline stages (engine doubles)", () => {
     const events = await collect(pipeline);
     await ending;
     expect(spoken).toEqual(["Uno."]);
-    expect(events.filter((e) => e.type === "audio").map((e) => e.clipEnd)).toEqual([false, true]);
+    const audio = events.filter((e) => e.type === "audio");
+    expect(audio.map((e) => e.clipEnd)).toEqual([...audio.slice(1).map(() => false), true]);
     expect(events.filter((e) => e.type === "error")).toEqual([
       expect.objectContaining({ message: "translation failed: engine down", fatal: false }),
     ]);

@@ -17,6 +17,7 @@ import {
   silence,
   speech,
   toneFor,
+  clipsOf,
 } from "../support/pipeline-harness.js";
 
 /** Engine doubles: speech is any window whose samples are non-zero; the recognizer reveals one scripted word per 250 ms. */
@@ -128,7 +129,7 @@ describe("TranslationPipeline (engine doubles)", () => {
       pipeline,
       (evs) =>
         finals(evs, "translated").at(-1)?.text === "og drawrof net sretem won" &&
-        evs.filter((e) => e.type === "audio").length === finals(evs, "translated").length,
+        clipsOf(evs).length === finals(evs, "translated").length,
     );
     await pipeline.close();
 
@@ -148,9 +149,7 @@ describe("TranslationPipeline (engine doubles)", () => {
       new Set(events.filter((e) => "segmentId" in e).map((e) => (e as { segmentId: string }).segmentId)).size,
     ).toBe(1);
     // one spoken clip per committed span, each clip's level encoding its text length in this double
-    expect(
-      events.filter((e) => e.type === "audio").map((e) => (e as { samples: Float32Array }).samples[0]),
-    ).toEqual(
+    expect(clipsOf(events).map((clip) => clip[0]![0])).toEqual(
       translated.map((t, i) =>
         Math.fround((t.text.length - (translated[i - 1]?.text.length ?? -1) - 1) / 100),
       ),
@@ -205,7 +204,7 @@ describe("TranslationPipeline (engine doubles)", () => {
     release();
     const rest = await collect(pipeline, (evs) => evs.at(-1)?.type === "finalized");
     const events = [...beforeSpeech, ...rest];
-    expect(events.filter((e) => e.type === "audio")).toHaveLength(2);
+    expect(clipsOf(events)).toHaveLength(2);
     expect(events.at(-1)).toEqual({ type: "finalized" });
     expect(pipeline.working).toBe(false);
     await pipeline.close();
@@ -776,8 +775,8 @@ describe("closing the pipeline cancels engine calls (engine doubles)", () => {
     const pipeline = pipelineWith({
       asr: scriptedAsr(["one", "two"]),
       speak: async function* () {
-        yield new Float32Array(1920);
-        yield new Float32Array(1920);
+        yield new Float32Array(1920).fill(0.1);
+        yield new Float32Array(1920).fill(0.1);
         throw new Error("voice lost");
       },
     });

@@ -82,6 +82,13 @@ export interface SessionParams {
   readonly targetLanguageLabel?: string;
   /** s2tt: speech in [s2tt]; tts: text in (`speak()`), speech out. */
   readonly mode?: "s2tt" | "tts";
+  /**
+   * Beyond the spec: catch-up [catch-up]: translated speech gets faster (up to `maxSpeedup`) while
+   * the listener is behind, so a long turn is heard soon after it ends; natural: never faster.
+   */
+  readonly pace?: "catch-up" | "natural";
+  /** Beyond the spec: the fastest translated speech, times the voice's natural rate, 1–1.6 [1.5]. */
+  readonly maxSpeedup?: number;
 }
 
 export interface CloseInfo {

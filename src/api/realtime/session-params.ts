@@ -13,6 +13,13 @@ import {
 import { DEFAULT_VOICE_TYPES, voiceOf } from "../../voices/voice-defaults.js";
 import { languagePlan, requirementsOf } from "../../pipeline/language-plan.js";
 import { voiceById } from "../../voices/library.js";
+import {
+  DEFAULT_MAX_SPEEDUP,
+  MAX_SPEEDUP_RANGE,
+  PACE_MODES,
+  paceOf,
+  type PaceOptions,
+} from "../../pipeline/pacing.js";
 
 /**
  * Session metadata (every query parameter of `GET /v1/session`) → a validated session plan.
@@ -55,6 +62,9 @@ export const SESSION_PARAMETERS = [
   "sourceLanguageLabel",
   "targetLanguageLabel",
   "mode",
+  // Beyond the spec (docs/realtime-api.md, "Pace").
+  "pace",
+  "maxSpeedup",
 ] as const;
 
 /** The model a session would run: `modelName` when it names one, else the default. */
@@ -83,6 +93,8 @@ export interface SessionPlan {
    */
   readonly cloneVoices: boolean;
   readonly finalizeMode: FinalizeMode;
+  /** Beyond the spec: how translated speech keeps pace with the speaker; undefined: natural speed. */
+  readonly pace: PaceOptions | undefined;
   readonly context: string;
   readonly sourceLanguageLabel?: string;
   readonly targetLanguageLabel?: string;
@@ -194,6 +206,15 @@ function rejectUnservable(
   );
 }
 
+function speedup(key: string, value: string | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_SPEEDUP;
+  const { min, max } = MAX_SPEEDUP_RANGE;
+  const number = Number(value);
+  if (value.trim() === "" || !(number >= min && number <= max))
+    reject(`${key}="${value}" is not valid; use a number from ${min} to ${max}`);
+  return number;
+}
+
 function label(key: string, value: string | undefined): string | undefined {
   if (value !== undefined && characterCount(value) > MAX_LABEL_LENGTH) {
     reject(`${key} is ${characterCount(value)} characters long; the limit is ${MAX_LABEL_LENGTH}`);
@@ -237,6 +258,7 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
     DEFAULT_VOICE_TYPES.realtime,
   );
   const context = checkContext(m.context ?? "");
+  const pace = paceOf(oneOf("pace", m.pace, PACE_MODES, "catch-up"), speedup("maxSpeedup", m.maxSpeedup));
   const sourceIsAuto = m.sourceLanguage === "auto";
 
   if (mode === "tts" && !audioOutputEnabled)
@@ -303,6 +325,7 @@ function buildPlan(m: Readonly<Record<string, string>>, registry: EngineRegistry
     cloneVoices,
     // Two-way sessions always finalise per sentence (the spec).
     finalizeMode: twoWay ? "sentence" : finalizeMode,
+    pace,
     context,
     sourceLanguageLabel: label("sourceLanguageLabel", m.sourceLanguageLabel),
     targetLanguageLabel: label("targetLanguageLabel", m.targetLanguageLabel),

@@ -261,6 +261,7 @@ class SpeechSession implements ModeHandler {
       ...(plan.languageHints ? { languageHints: plan.languageHints } : {}),
       twoWay: plan.twoWay,
       finalizeMode: plan.finalizeMode,
+      pace: plan.pace,
       context: plan.context,
       sourceLanguageLabel: plan.sourceLanguageLabel,
       targetLanguageLabel: plan.targetLanguageLabel,

@@ -5,6 +5,7 @@ import { MAX_ROOM_LANGUAGES, roomLanguageOf } from "../../rooms/room-languages.j
 import type { RoomLanguages } from "../../rooms/types.js";
 import { DEFAULT_VOICE_TYPES, voiceOf } from "../../voices/voice-defaults.js";
 import { voiceById } from "../../voices/library.js";
+import { MAX_SPEEDUP_RANGE, PACE_MODES, paceOf } from "../../pipeline/pacing.js";
 import { contextField } from "../context-field.js";
 import type { ValidationErrorMapping } from "../errors.js";
 
@@ -22,6 +23,7 @@ const CAMEL_CASE = {
   voice_id: "voiceId",
   enable_audio_output: "enableAudioOutput",
   two_way: "twoWay",
+  max_speedup: "maxSpeedup",
 } as const;
 type Field = keyof typeof CAMEL_CASE;
 
@@ -50,6 +52,12 @@ const voiceId = (name: string) =>
     .optional();
 const audioOutput = (name: string) => z.boolean({ error: `${name} must be true or false` }).optional();
 const twoWay = (name: string) => z.boolean({ error: `${name} must be true or false` }).optional();
+const maxSpeedup = (name: string) =>
+  z
+    .number({ error: `${name} must be a number from ${MAX_SPEEDUP_RANGE.min} to ${MAX_SPEEDUP_RANGE.max}` })
+    .min(MAX_SPEEDUP_RANGE.min, { error: `${name} must be at least ${MAX_SPEEDUP_RANGE.min}` })
+    .max(MAX_SPEEDUP_RANGE.max, { error: `${name} must be at most ${MAX_SPEEDUP_RANGE.max}` })
+    .optional();
 const roomLanguages = z
   .array(z.string({ error: "languages must be language codes such as en-US" }), {
     error: 'languages must be an array of language codes such as ["en-US", "es-ES"]',
@@ -123,6 +131,17 @@ export const sessionRequest = z
       language: participantLanguage.describe(
         "Beyond the spec: the creator's own language (one of the room's; with languages, default the first)",
       ),
+      pace: z
+        .enum(PACE_MODES, { error: 'pace must be "catch-up" or "natural"' })
+        .optional()
+        .describe(
+          'Beyond the spec, default "catch-up": translated speech gets faster (up to max_speedup) while a ' +
+            'listener is behind; "natural": never (docs/rooms.md, "Pace")',
+        ),
+      max_speedup: maxSpeedup("max_speedup").describe(
+        `Beyond the spec, default 1.5: the fastest translated speech, times the voice's natural rate (${MAX_SPEEDUP_RANGE.min}–${MAX_SPEEDUP_RANGE.max})`,
+      ),
+      maxSpeedup: maxSpeedup("maxSpeedup").describe(camelCase("max_speedup")),
       context: contextField,
     },
     { error: "the body must be a JSON object" },
@@ -227,6 +246,7 @@ export const sessionRequest = z
       /** How the request named each language, for messages: `sourceLanguage "en"`. */
       named: new Map(room.languages.map((code, index) => [code, names[index] ?? `"${code}"`])),
       voice: speaks ? voice : undefined,
+      pace: paceOf(body.pace ?? "catch-up", given("max_speedup", body.max_speedup, body.maxSpeedup)?.value),
       context: body.context ?? "",
     };
   });

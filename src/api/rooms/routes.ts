@@ -108,6 +108,7 @@ export async function roomRoutes(app: FastifyInstance, options: RoomRouteOptions
             room: body.room,
             language: body.language,
             voice: body.voice,
+            pace: body.pace,
             context: body.context,
           },
           options.publicBaseUrl(request),

@@ -1,6 +1,16 @@
 import type { LanguageCode } from "../../core/contracts.js";
 import type { LineFrame, PipelineEvent, PipelineObserver, SpeakFn, SpokenLine } from "../frames.js";
 import type { BoundedQueue } from "../../core/queue.js";
+import { Framer, OUTPUT_SAMPLE_RATE } from "../framer.js";
+import {
+  fasterVoice,
+  ListenerClock,
+  pauseAfter,
+  SECONDS_PER_CHARACTER,
+  SilenceTrimmer,
+  speedFor,
+  type PaceOptions,
+} from "../pacing.js";
 import { SynthesisStream } from "../synthesis-stream.js";
 
 /**
@@ -18,19 +28,26 @@ export interface SynthesisStageOptions {
   readonly reportError: (message: string, segmentId?: string) => void;
   readonly observer?: PipelineObserver;
   readonly engineId?: (language: LanguageCode) => string;
+  /** Keeps pace with the speaker (src/pipeline/pacing.ts); undefined: natural speed always. */
+  readonly pace?: PaceOptions | undefined;
 }
 
 /**
  * Stage 6, synthesis: line text in, `audio` events out. Each line is a `SynthesisStream`: its text
  * arrives in frames, and each sentence is spoken as soon as it is complete. Lines are spoken one
  * at a time, in order; each line is one clip (its last frame carries `clipEnd`), however many
- * sentences it has.
+ * sentences it has. Each sentence's engine silence is trimmed and replaced by a phrase or sentence
+ * pause, and with `pace` it is spoken faster while the listener of its language is behind.
  */
 export class SynthesisStage {
   /** The line whose text is arriving. */
   private current: { line: SpokenLine; stream: SynthesisStream } | undefined;
   /** The speech of each line taken and not spoken yet, oldest first; each waits for the one before. */
   private readonly waiting: Promise<void>[] = [];
+  /** The lines whose text is not all spoken yet, for the text still waiting (backlog to come). */
+  private readonly unspoken = new Set<{ line: SpokenLine; stream: SynthesisStream }>();
+  /** When each language's listener will have heard the audio sent so far. */
+  private readonly listeners = new Map<LanguageCode, ListenerClock>();
 
   constructor(
     private readonly options: SynthesisStageOptions,
@@ -53,8 +70,12 @@ export class SynthesisStage {
         // A line ends with its flush or cancel frame; a new one starts with its first text.
         if (frame.kind !== "text") continue;
         const stream = new SynthesisStream((sentence) => this.synthesize(frame.line, sentence));
-        this.current = { line: frame.line, stream };
-        await this.after(() => this.speakLine(frame.line, stream));
+        const current = { line: frame.line, stream };
+        this.current = current;
+        this.unspoken.add(current);
+        await this.after(() =>
+          this.speakLine(frame.line, stream).finally(() => this.unspoken.delete(current)),
+        );
       }
       const { stream } = this.current;
       if (frame.kind === "text") stream.pushText(frame.text);
@@ -88,29 +109,79 @@ export class SynthesisStage {
    * its clip with the frames it produced, then reports the failure.
    */
   private async speakLine(line: SpokenLine, stream: SynthesisStream): Promise<void> {
-    const { signal, emit, observer } = this.options;
+    const { signal, observer } = this.options;
     if (signal.aborted) return;
+    // Trimming leaves pieces of any length: the clip is framed again into standard frames.
+    const framer = new Framer();
     let held: Float32Array | undefined;
+    const send = (frame: Float32Array, clipEnd: boolean) => {
+      this.listener(line.language).sent(frame.length / OUTPUT_SAMPLE_RATE, performance.now());
+      this.options.emit({ type: "audio", samples: frame, clipEnd, language: line.language });
+    };
     let failure: Error | undefined;
     try {
       for await (const samples of stream.frames()) {
-        if (held) emit({ type: "audio", samples: held, clipEnd: false, language: line.language });
-        // The line's first frame.
-        else observer?.latency("first_audio", (performance.now() - line.queuedAt) / 1000);
-        held = samples;
+        for (const frame of framer.push(samples)) {
+          if (held) send(held, false);
+          // The line's first frame.
+          else observer?.latency("first_audio", (performance.now() - line.queuedAt) / 1000);
+          held = frame;
+        }
       }
     } catch (error) {
       failure = error as Error;
       stream.cancel();
     }
-    if (held) emit({ type: "audio", samples: held, clipEnd: true, language: line.language });
+    for (const frame of framer.flush()) {
+      if (held) send(held, false);
+      held = frame;
+    }
+    if (held) send(held, true);
     // A synthesis cancelled with the pipeline did not fail.
     if (failure && !signal.aborted)
       this.options.reportError(`speech synthesis failed: ${failure.message}`, line.segmentId);
   }
 
-  /** One sentence's speech, with its engine call reported once the engine has answered (or failed). */
+  private listener(language: LanguageCode): ListenerClock {
+    let clock = this.listeners.get(language);
+    if (!clock) this.listeners.set(language, (clock = new ListenerClock()));
+    return clock;
+  }
+
+  /**
+   * What the listener of `language` still has to hear: the audio sent and not played yet, and the
+   * text waiting to be spoken as the seconds it would take.
+   */
+  private backlog(language: LanguageCode): number {
+    let characters = 0;
+    for (const { line, stream } of this.unspoken)
+      if (line.language === language) characters += stream.waitingCharacters;
+    return this.listener(language).backlog(performance.now()) + characters * SECONDS_PER_CHARACTER;
+  }
+
+  /**
+   * One sentence's speech, its engine silence trimmed and followed by its pause, at the speed the
+   * listener's backlog asks for; its engine call reported once the engine has answered (or failed).
+   */
   private async *synthesize(line: SpokenLine, sentence: string): AsyncIterable<Float32Array> {
+    const { pace, observer } = this.options;
+    const speed = pace ? speedFor(this.backlog(line.language), pace) : 1;
+    const trimmer = new SilenceTrimmer(OUTPUT_SAMPLE_RATE);
+    let seconds = 0;
+    for await (const samples of this.engineSpeech(line, sentence, speed))
+      for (const piece of trimmer.push(samples)) {
+        seconds += piece.length / OUTPUT_SAMPLE_RATE;
+        yield piece;
+      }
+    yield* trimmer.end(pauseAfter(sentence));
+    if (seconds > 0) observer?.speech?.(speed, seconds);
+  }
+
+  private async *engineSpeech(
+    line: SpokenLine,
+    sentence: string,
+    speed: number,
+  ): AsyncIterable<Float32Array> {
     const { signal, observer, engineId } = this.options;
     const startedAt = performance.now();
     const report = (ok: boolean) => {
@@ -129,7 +200,7 @@ export class SynthesisStage {
       for await (const samples of this.options.speak(
         sentence,
         line.language,
-        line.voice,
+        line.voice && fasterVoice(line.voice, speed),
         signal,
         line.toneColor,
       )) {

@@ -1,0 +1,200 @@
+import { describe, expect, it } from "vitest";
+import type { LanguageCode, Voice } from "../../src/core/contracts.js";
+import { BoundedQueue } from "../../src/core/queue.js";
+import { OUTPUT_SAMPLE_RATE } from "../../src/pipeline/framer.js";
+import type { LineFrame, PipelineEvent, SpokenLine } from "../../src/pipeline/frames.js";
+import {
+  ListenerClock,
+  NATURAL_BACKLOG_S,
+  paceOf,
+  pauseAfter,
+  PHRASE_PAUSE_S,
+  SENTENCE_PAUSE_S,
+  SilenceTrimmer,
+  speedFor,
+} from "../../src/pipeline/pacing.js";
+import { SynthesisStage } from "../../src/pipeline/stages/synthesis.js";
+import { voiceOf } from "../../src/voices/voice-defaults.js";
+
+const PACE = { maxSpeedup: 1.5 };
+
+describe("speedFor", () => {
+  it("is natural up to the natural backlog, rises with it, and never passes the maximum", () => {
+    expect(speedFor(0, PACE)).toBe(1);
+    expect(speedFor(NATURAL_BACKLOG_S, PACE)).toBe(1);
+    const speeds = [2, 3, 4, 5, 6, 30, 600].map((backlog) => speedFor(backlog, PACE));
+    for (const [i, speed] of speeds.entries())
+      if (i > 0) expect(speed).toBeGreaterThanOrEqual(speeds[i - 1]!);
+    expect(speeds[0]).toBeGreaterThan(1);
+    expect(speeds.at(-1)).toBe(1.5);
+    expect(Math.max(...speeds)).toBeLessThanOrEqual(PACE.maxSpeedup);
+    expect(speedFor(600, { maxSpeedup: 1.2 })).toBe(1.2);
+  });
+
+  it("natural pace and a maximum of 1 mean no pacing", () => {
+    expect(paceOf("natural")).toBeUndefined();
+    expect(paceOf("catch-up", 1)).toBeUndefined();
+    expect(paceOf("catch-up")).toEqual({ maxSpeedup: 1.5 });
+    expect(paceOf("catch-up", 1.6)).toEqual({ maxSpeedup: 1.6 });
+  });
+});
+
+describe("ListenerClock", () => {
+  it("plays clips in order from their arrival: the backlog is what is sent and not heard yet", () => {
+    const clock = new ListenerClock();
+    clock.sent(2, 1_000);
+    expect(clock.backlog(1_000)).toBe(2);
+    // A second clip arriving while the first plays starts after it.
+    clock.sent(1, 1_500);
+    expect(clock.backlog(1_500)).toBe(2.5);
+    expect(clock.backlog(4_000)).toBe(0);
+    // After a gap, a clip starts when it arrives.
+    clock.sent(1, 10_000);
+    expect(clock.backlog(10_500)).toBe(0.5);
+  });
+});
+
+describe("SilenceTrimmer", () => {
+  const rate = 1_000;
+  const tone = (n: number) => new Float32Array(n).fill(0.5);
+  const quiet = (n: number) => new Float32Array(n);
+  const trimmed = (chunks: Float32Array[], pause: number) => {
+    const trimmer = new SilenceTrimmer(rate);
+    const out = [...chunks.flatMap((chunk) => trimmer.push(chunk)), ...trimmer.end(pause)];
+    return Float32Array.from(out.flatMap((chunk) => [...chunk]));
+  };
+
+  it("drops the engine's leading and trailing silence, keeps a pause inside, ends with its own pause", () => {
+    const out = trimmed([quiet(300), tone(100), quiet(50), tone(100), quiet(400)], 0.12);
+    expect(out.length).toBe(100 + 50 + 100 + 120);
+    expect(out[0]).toBe(0.5);
+    expect(out[249]).toBe(0.5);
+    expect(out.subarray(250).every((s) => s === 0)).toBe(true);
+  });
+
+  it("trims across chunk boundaries, and a piece with no speech at all stays empty", () => {
+    expect(trimmed([quiet(10), quiet(10), tone(5), quiet(10), quiet(10)], 0.01).length).toBe(5 + 10);
+    expect(trimmed([quiet(100)], 0.3).length).toBe(0);
+  });
+
+  it("pauses longer after a sentence than after a phrase", () => {
+    expect(pauseAfter("el abad")).toBe(PHRASE_PAUSE_S);
+    expect(pauseAfter("Es la cosa fácil.")).toBe(SENTENCE_PAUSE_S);
+    expect(pauseAfter("¿Dónde está?» ")).toBe(SENTENCE_PAUSE_S);
+  });
+});
+
+/**
+ * A TTS double: a line's speech lasts `length / 14 / rate` seconds (the voice's rate, which pacing
+ * raises) between 0.2 s of silence on either side, as engines pad their clips.
+ */
+function speaker() {
+  const asked: { text: string; rate: number }[] = [];
+  const speak = async function* (text: string, _language: LanguageCode, voice: Voice | undefined) {
+    const rate = voice!.timbre.rate;
+    asked.push({ text, rate });
+    const pad = new Float32Array(0.2 * OUTPUT_SAMPLE_RATE);
+    yield pad;
+    yield new Float32Array(Math.round((text.length / 14 / rate) * OUTPUT_SAMPLE_RATE)).fill(0.3);
+    yield pad;
+  };
+  return { asked, speak };
+}
+
+const VOICE = voiceOf("male");
+
+function stage(pace: { maxSpeedup: number } | undefined) {
+  const { asked, speak } = speaker();
+  const events: PipelineEvent[] = [];
+  const input = new BoundedQueue<LineFrame>(64);
+  const synthesis = new SynthesisStage(
+    {
+      speak,
+      signal: new AbortController().signal,
+      emit: (event) => events.push(event),
+      reportError: (message) => {
+        throw new Error(message);
+      },
+      pace,
+    },
+    input,
+  );
+  const running = synthesis.run();
+  let lines = 0;
+  const say = async (text: string) => {
+    const line: SpokenLine = { segmentId: `s${lines++}`, language: "es", voice: VOICE, queuedAt: 0 };
+    await input.put({ kind: "text", line, text });
+    await input.put({ kind: "flush", line });
+  };
+  const clips = () => events.filter((e) => e.type === "audio" && e.clipEnd).length;
+  const seconds = () =>
+    events.reduce((sum, e) => sum + (e.type === "audio" ? e.samples.length / OUTPUT_SAMPLE_RATE : 0), 0);
+  return {
+    asked,
+    say,
+    clips,
+    seconds,
+    /** Resolves once `n` clips are out. */
+    clipsOut: async (n: number) => {
+      while (clips() < n) await new Promise((resolve) => setTimeout(resolve, 5));
+    },
+    end: async () => {
+      input.close();
+      await running;
+    },
+  };
+}
+
+const LINES = Array.from(
+  { length: 20 },
+  (_, i) => `Esta es la frase número ${i + 1}, que dura unos tres segundos`,
+);
+
+describe("SynthesisStage keeps pace with its listener", () => {
+  it("a listener falling behind gets faster speech, up to the maximum, and hears every line sooner", async () => {
+    const paced = stage(PACE);
+    for (const text of LINES) await paced.say(text);
+    await paced.end();
+    const natural = stage(undefined);
+    for (const text of LINES) await natural.say(text);
+    await natural.end();
+
+    // Nothing is dropped: every line spoken, in order, one clip each.
+    expect(paced.asked.map((a) => a.text)).toEqual(LINES);
+    expect(paced.clips()).toBe(LINES.length);
+    const rates = paced.asked.map((a) => a.rate / VOICE.timbre.rate);
+    expect(Math.max(...rates)).toBeCloseTo(1.5);
+    expect(rates.every((rate) => rate >= 1 && rate <= 1.5 + 1e-9)).toBe(true);
+    // Twenty 3 s lines at once: the second half is spoken at the full speed-up.
+    expect(rates.slice(10).every((rate) => Math.abs(rate - 1.5) < 1e-9)).toBe(true);
+    // Without pacing every line is natural; with it, the whole turn is heard in about 1/1.5 the time.
+    expect(natural.asked.every((a) => a.rate === VOICE.timbre.rate)).toBe(true);
+    expect(natural.clips()).toBe(LINES.length);
+    expect(paced.seconds()).toBeLessThan(natural.seconds() * 0.8);
+  });
+
+  it("a listener who is not behind gets natural speech", async () => {
+    const paced = stage(PACE);
+    for (const [i, text] of ["Hola.", "Buenos días.", "Gracias."].entries()) {
+      await paced.say(text);
+      await paced.clipsOut(i + 1);
+      // Each line is heard before the next one comes (well under a second of speech each).
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+    await paced.end();
+    expect(paced.asked.map((a) => a.rate)).toEqual([1, 1, 1].map(() => VOICE.timbre.rate));
+  });
+
+  it("replaces the engine's silence by a phrase or sentence pause, in standard frames", async () => {
+    const paced = stage(undefined);
+    await paced.say("el abad");
+    await paced.say("Es la cosa fácil.");
+    await paced.end();
+    const speech = (text: string) => Math.round((text.length / 14) * OUTPUT_SAMPLE_RATE) / OUTPUT_SAMPLE_RATE;
+    // 0.2 s of engine silence on both sides of each is gone; the pauses replace it.
+    expect(paced.seconds()).toBeCloseTo(
+      speech("el abad") + PHRASE_PAUSE_S + speech("Es la cosa fácil.") + SENTENCE_PAUSE_S,
+      3,
+    );
+  });
+});
