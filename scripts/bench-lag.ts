@@ -59,6 +59,7 @@ import { createSession, RealtimeSocket, type Received } from "../src/cli/recordi
 import { startServiceProcess, type ServiceProcess } from "../test/support/service-process.js";
 import { pythonEnvDir } from "../test/support/python-clients.js";
 import { realModelDir } from "../test/support/real-models.js";
+import { speechBySpeed } from "../test/support/speech-metrics.js";
 import { SHARED, loadClip } from "./realtime-load.js";
 
 const QUICK = process.argv.includes("--quick");
@@ -353,17 +354,6 @@ function averageTokenDelay(
     return w.end - Math.min(s * piece, source);
   });
   return delays.reduce((a, b) => a + b, 0) / delays.length;
-}
-
-/** Seconds of translated speech the service has sent, by speed (its /metrics). */
-async function speechBySpeed(baseUrl: string): Promise<Map<number, number>> {
-  const text = await (await fetch(`${baseUrl}/metrics`)).text();
-  const spoken = new Map<number, number>();
-  for (const [, speed, seconds] of text.matchAll(
-    /^relay_speech_seconds_total\{speed="([\d.]+)"\} ([\d.e+-]+)$/gmu,
-  ))
-    spoken.set(Number(speed), Number(seconds));
-  return spoken;
 }
 
 /** The speed-up between two readings of `speechBySpeed`: mean weighted by seconds, and the fastest. */

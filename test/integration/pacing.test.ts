@@ -4,6 +4,7 @@ import type { RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { startServer, type TestServer } from "../support/server.js";
 import { finalizeAndWait, openSession } from "../support/session-socket.js";
+import { speechBySpeed } from "../support/speech-metrics.js";
 
 /**
  * Pace (docs/realtime-api.md, "Pace") on the real server with the real embedded engines (Silero,
@@ -35,15 +36,6 @@ afterAll(async () => {
   await server?.close();
 });
 
-/** Seconds of speech the service has sent, by speed (`relay_speech_seconds_total`). */
-async function speechBySpeed(): Promise<Map<number, number>> {
-  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
-  const spoken = new Map<number, number>();
-  for (const [, speed, seconds] of text.matchAll(/^relay_speech_seconds_total\{speed="([\d.]+)"\} (\S+)$/gmu))
-    spoken.set(Number(speed), Number(seconds));
-  return spoken;
-}
-
 interface Turn {
   /** Seconds of speech sent at each speed during the turn (the metric's growth). */
   readonly bySpeed: Map<number, number>;
@@ -56,7 +48,7 @@ interface Turn {
 
 /** The whole turn at 10× real time, then finalize: everything it says is out. */
 async function speak(params: Record<string, string>): Promise<Turn> {
-  const before = await speechBySpeed();
+  const before = await speechBySpeed(server.baseUrl);
   const socket: RealtimeSocket = await openSession(server.baseUrl, {
     sourceLanguage: "en",
     targetLanguage: "es",
@@ -68,7 +60,7 @@ async function speak(params: Record<string, string>): Promise<Turn> {
   } finally {
     socket.close();
   }
-  const after = await speechBySpeed();
+  const after = await speechBySpeed(server.baseUrl);
   const bySpeed = new Map(
     [...after]
       .map(([speed, seconds]): [number, number] => [speed, seconds - (before.get(speed) ?? 0)])
