@@ -80,44 +80,58 @@ export class ListenerClock {
 
 /** Below this a sample counts as silence (about −54 dBFS: engines' silence is digital or near it). */
 const SILENCE_LEVEL = 0.002;
-/** The pause after a piece that ends inside a sentence (a phrase boundary). */
+/** The pause after a piece that ends at a phrase boundary inside a sentence (a comma, a colon…). */
 export const PHRASE_PAUSE_S = 0.12;
-/** The pause after a piece that ends a sentence. */
+/** The pause after a piece that ends a sentence, and between one utterance's speech and the next's. */
 export const SENTENCE_PAUSE_S = 0.3;
 /** Sentence-final punctuation, with any closing quotes or brackets (as the sentence splitter reads it). */
 const SENTENCE_END = /[.!?…。！？]["'”’»」』)\]]*$/u;
+/** Punctuation that ends a phrase inside a sentence. */
+const PHRASE_END = /[,;:—–、，；：]["'”’»」』)\]]*$/u;
 
-/** The pause a piece of text is followed by. */
+/**
+ * The pause a piece of text is followed by. A piece that ends neither a sentence nor a phrase (the
+ * stabiliser commits a few words at a time, wherever its agreement ends) joins the next piece of its
+ * utterance with no pause: speech is paused where its punctuation says, not where it was cut.
+ */
 export function pauseAfter(text: string): number {
-  return SENTENCE_END.test(text.trim()) ? SENTENCE_PAUSE_S : PHRASE_PAUSE_S;
+  const end = text.trim();
+  if (SENTENCE_END.test(end)) return SENTENCE_PAUSE_S;
+  return PHRASE_END.test(end) ? PHRASE_PAUSE_S : 0;
 }
 
 /**
  * Trims the silence an engine puts before and after a piece of speech, streaming: `push` returns the
  * audio that is certainly not trailing silence (a silent run is held until speech follows it, so a
- * pause inside the piece is kept), `end` the pause that replaces the trailing silence.
+ * pause inside the piece is kept), `end` the pause that replaces the trailing silence. A piece may
+ * start with a pause of its own (`leadSeconds`, before its first speech).
  */
 export class SilenceTrimmer {
   private started = false;
   private held: Float32Array[] = [];
 
-  constructor(private readonly sampleRate: number) {}
+  constructor(
+    private readonly sampleRate: number,
+    private readonly leadSeconds = 0,
+  ) {}
 
   push(samples: Float32Array): Float32Array[] {
     let chunk = samples;
+    let lead: Float32Array[] = [];
     if (!this.started) {
       const first = chunk.findIndex((s) => Math.abs(s) >= SILENCE_LEVEL);
       if (first < 0) return [];
       this.started = true;
       chunk = chunk.subarray(first);
+      if (this.leadSeconds > 0) lead = [this.silence(this.leadSeconds)];
     }
     let last = chunk.length - 1;
     while (last >= 0 && Math.abs(chunk[last]!) < SILENCE_LEVEL) last--;
     if (last < 0) {
       this.held.push(chunk);
-      return [];
+      return lead;
     }
-    const out = [...this.held, chunk.subarray(0, last + 1)];
+    const out = [...lead, ...this.held, chunk.subarray(0, last + 1)];
     this.held = last + 1 < chunk.length ? [chunk.subarray(last + 1)] : [];
     return out;
   }
@@ -127,6 +141,10 @@ export class SilenceTrimmer {
     this.held = [];
     if (!this.started) return [];
     this.started = false;
-    return [new Float32Array(Math.round(pauseSeconds * this.sampleRate))];
+    return pauseSeconds > 0 ? [this.silence(pauseSeconds)] : [];
+  }
+
+  private silence(seconds: number): Float32Array {
+    return new Float32Array(Math.round(seconds * this.sampleRate));
   }
 }

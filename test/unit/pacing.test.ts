@@ -77,8 +77,19 @@ describe("SilenceTrimmer", () => {
     expect(trimmed([quiet(100)], 0.3).length).toBe(0);
   });
 
-  it("pauses longer after a sentence than after a phrase", () => {
-    expect(pauseAfter("el abad")).toBe(PHRASE_PAUSE_S);
+  it("starts with its lead pause before the first speech, only when there is speech", () => {
+    const lead = (chunks: Float32Array[]) => {
+      const trimmer = new SilenceTrimmer(rate, 0.2);
+      return chunks.flatMap((chunk) => trimmer.push(chunk)).reduce((n, c) => n + c.length, 0);
+    };
+    expect(lead([quiet(50), tone(10)])).toBe(200 + 10);
+    expect(lead([quiet(50), quiet(50)])).toBe(0);
+  });
+
+  it("pauses longer after a sentence than after a phrase, and not at all inside a phrase", () => {
+    expect(pauseAfter("el abad")).toBe(0);
+    expect(pauseAfter("el abad,")).toBe(PHRASE_PAUSE_S);
+    expect(pauseAfter("dijo: «sí»;")).toBe(PHRASE_PAUSE_S);
     expect(pauseAfter("Es la cosa fácil.")).toBe(SENTENCE_PAUSE_S);
     expect(pauseAfter("¿Dónde está?» ")).toBe(SENTENCE_PAUSE_S);
   });
@@ -121,8 +132,10 @@ function stage(pace: { maxSpeedup: number } | undefined) {
   );
   const running = synthesis.run();
   let lines = 0;
-  const say = async (text: string) => {
-    const line: SpokenLine = { segmentId: `s${lines++}`, language: "es", voice: VOICE, queuedAt: 0 };
+  /** One line; lines of one utterance share its `segmentId` (by default each is its own). */
+  const say = async (text: string, segmentId = `s${lines}`) => {
+    lines++;
+    const line: SpokenLine = { segmentId, language: "es", voice: VOICE, queuedAt: 0 };
     await input.put({ kind: "text", line, text });
     await input.put({ kind: "flush", line });
   };
@@ -185,15 +198,22 @@ describe("SynthesisStage keeps pace with its listener", () => {
     expect(paced.asked.map((a) => a.rate)).toEqual([1, 1, 1].map(() => VOICE.timbre.rate));
   });
 
-  it("replaces the engine's silence by a phrase or sentence pause, in standard frames", async () => {
+  it("joins an utterance's pieces without the engine's silence, pausing where punctuation says", async () => {
     const paced = stage(undefined);
-    await paced.say("el abad");
-    await paced.say("Es la cosa fácil.");
+    const pieces = ["Son", "el abad,", "la cosa fácil.", "Y"];
+    for (const piece of pieces) await paced.say(piece, "u1");
+    // The next utterance, queued while the listener still hears this one.
+    await paced.say("Otra", "u2");
     await paced.end();
     const speech = (text: string) => Math.round((text.length / 14) * OUTPUT_SAMPLE_RATE) / OUTPUT_SAMPLE_RATE;
-    // 0.2 s of engine silence on both sides of each is gone; the pauses replace it.
+    // 0.2 s of engine silence on both sides of each piece is gone: no pause inside a phrase, a phrase
+    // pause after the comma, a sentence pause after the full stop and between the utterances.
+    expect(paced.clips()).toBe(pieces.length + 1);
     expect(paced.seconds()).toBeCloseTo(
-      speech("el abad") + PHRASE_PAUSE_S + speech("Es la cosa fácil.") + SENTENCE_PAUSE_S,
+      [...pieces, "Otra"].reduce((sum, piece) => sum + speech(piece), 0) +
+        PHRASE_PAUSE_S +
+        SENTENCE_PAUSE_S +
+        SENTENCE_PAUSE_S,
       3,
     );
   });

@@ -7,6 +7,7 @@ import {
   ListenerClock,
   pauseAfter,
   SECONDS_PER_CHARACTER,
+  SENTENCE_PAUSE_S,
   SilenceTrimmer,
   speedFor,
   type PaceOptions,
@@ -36,8 +37,9 @@ export interface SynthesisStageOptions {
  * Stage 6, synthesis: line text in, `audio` events out. Each line is a `SynthesisStream`: its text
  * arrives in frames, and each sentence is spoken as soon as it is complete. Lines are spoken one
  * at a time, in order; each line is one clip (its last frame carries `clipEnd`), however many
- * sentences it has. Each sentence's engine silence is trimmed and replaced by a phrase or sentence
- * pause, and with `pace` it is spoken faster while the listener of its language is behind.
+ * sentences it has. Each sentence's engine silence is trimmed: the pieces of one utterance join with
+ * pauses only where their punctuation ends a phrase or a sentence (`pauseAfter`), and with `pace`
+ * they are spoken faster while the listener of its language is behind.
  */
 export class SynthesisStage {
   /** The line whose text is arriving. */
@@ -48,6 +50,8 @@ export class SynthesisStage {
   private readonly unspoken = new Set<{ line: SpokenLine; stream: SynthesisStream }>();
   /** When each language's listener will have heard the audio sent so far. */
   private readonly listeners = new Map<LanguageCode, ListenerClock>();
+  /** Each language's last piece spoken: its utterance and the pause that followed it. */
+  private readonly lastSpoken = new Map<LanguageCode, { segmentId: string; pause: number }>();
 
   constructor(
     private readonly options: SynthesisStageOptions,
@@ -162,19 +166,30 @@ export class SynthesisStage {
   /**
    * One sentence's speech, its engine silence trimmed and followed by its pause, at the speed the
    * listener's backlog asks for; its engine call reported once the engine has answered (or failed).
+   * The first piece of an utterance is set apart from the one before by a sentence pause while the
+   * listener still hears that one (when they do not, the silence is there already).
    */
   private async *synthesize(line: SpokenLine, sentence: string): AsyncIterable<Float32Array> {
     const { pace, observer } = this.options;
     const speed = pace ? speedFor(this.backlog(line.language), pace) : 1;
-    const trimmer = new SilenceTrimmer(OUTPUT_SAMPLE_RATE);
+    const before = this.lastSpoken.get(line.language);
+    const lead =
+      before && before.segmentId !== line.segmentId && this.listener(line.language).backlog(performance.now()) > 0
+        ? Math.max(0, SENTENCE_PAUSE_S - before.pause)
+        : 0;
+    const trimmer = new SilenceTrimmer(OUTPUT_SAMPLE_RATE, lead);
     let seconds = 0;
     for await (const samples of this.engineSpeech(line, sentence, speed))
       for (const piece of trimmer.push(samples)) {
         seconds += piece.length / OUTPUT_SAMPLE_RATE;
         yield piece;
       }
-    yield* trimmer.end(pauseAfter(sentence));
-    if (seconds > 0) observer?.speech?.(speed, seconds);
+    const pause = pauseAfter(sentence);
+    yield* trimmer.end(pause);
+    if (seconds > 0) {
+      this.lastSpoken.set(line.language, { segmentId: line.segmentId, pause });
+      observer?.speech?.(speed, seconds - lead);
+    }
   }
 
   private async *engineSpeech(
