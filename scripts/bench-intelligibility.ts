@@ -86,7 +86,8 @@ try {
     .slice(0, SENTENCES);
   const apertium = await createApertiumEngine();
   const meant: string[] = [];
-  for (const text of spanish) meant.push(await apertium.translate({ text, from: "es", to: "en", previous: [] }));
+  for (const text of spanish)
+    meant.push(await apertium.translate({ text, from: "es", to: "en", previous: [] }));
   await apertium.close();
 
   const modelsDir = path.join(work, "models");

@@ -22,8 +22,11 @@ export interface PaceOptions {
  */
 export const PACE_MODES = ["catch-up", "natural"] as const;
 export type PaceMode = (typeof PACE_MODES)[number];
-/** The default fastest speech: 1.5× natural (never above 1.6×; intelligibility in docs/benchmarks.md). */
-export const DEFAULT_MAX_SPEEDUP = 1.5;
+/**
+ * The default fastest speech: 1.25× natural (never above 1.6×). Measured (docs/benchmarks.md,
+ * "Intelligibility"): eSpeak NG loses about 3.5 WER points at 1.25× and 13–15 at 1.5×.
+ */
+export const DEFAULT_MAX_SPEEDUP = 1.25;
 /** The range a client may ask for. */
 export const MAX_SPEEDUP_RANGE = { min: 1, max: 1.6 } as const;
 

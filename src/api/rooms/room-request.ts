@@ -5,7 +5,7 @@ import { MAX_ROOM_LANGUAGES, roomLanguageOf } from "../../rooms/room-languages.j
 import type { RoomLanguages } from "../../rooms/types.js";
 import { DEFAULT_VOICE_TYPES, voiceOf } from "../../voices/voice-defaults.js";
 import { voiceById } from "../../voices/library.js";
-import { MAX_SPEEDUP_RANGE, PACE_MODES, paceOf } from "../../pipeline/pacing.js";
+import { DEFAULT_MAX_SPEEDUP, MAX_SPEEDUP_RANGE, PACE_MODES, paceOf } from "../../pipeline/pacing.js";
 import { contextField } from "../context-field.js";
 import type { ValidationErrorMapping } from "../errors.js";
 
@@ -139,7 +139,7 @@ export const sessionRequest = z
             'listener is behind; "natural": never (docs/rooms.md, "Pace")',
         ),
       max_speedup: maxSpeedup("max_speedup").describe(
-        `Beyond the spec, default 1.5: the fastest translated speech, times the voice's natural rate (${MAX_SPEEDUP_RANGE.min}–${MAX_SPEEDUP_RANGE.max})`,
+        `Beyond the spec, default ${DEFAULT_MAX_SPEEDUP}: the fastest translated speech, times the voice's natural rate (${MAX_SPEEDUP_RANGE.min}–${MAX_SPEEDUP_RANGE.max})`,
       ),
       maxSpeedup: maxSpeedup("maxSpeedup").describe(camelCase("max_speedup")),
       context: contextField,

@@ -174,7 +174,9 @@ export class SynthesisStage {
     const speed = pace ? speedFor(this.backlog(line.language), pace) : 1;
     const before = this.lastSpoken.get(line.language);
     const lead =
-      before && before.segmentId !== line.segmentId && this.listener(line.language).backlog(performance.now()) > 0
+      before &&
+      before.segmentId !== line.segmentId &&
+      this.listener(line.language).backlog(performance.now()) > 0
         ? Math.max(0, SENTENCE_PAUSE_S - before.pause)
         : 0;
     const trimmer = new SilenceTrimmer(OUTPUT_SAMPLE_RATE, lead);
