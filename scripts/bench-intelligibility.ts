@@ -17,17 +17,27 @@
  *   English; greedy, as test/python/faster_whisper_transcribe.py decodes). WER as relay's model
  *   checks score it (check-metrics `wordErrorRate`: corpus-level, lower case, punctuation removed).
  *
- * The speech is made by the engines directly, not through a session: what pacing changes is the
- * voice's rate and nothing else, so the same sentences at each speed measure exactly that change.
+ * Two parts (`--part engines|sessions`; both by default):
+ * - engines: the speech is made by the engines directly, not through a session: what pacing changes
+ *   is the voice's rate and nothing else, so the same sentences at each speed measure exactly that
+ *   change, at every speed pacing may use.
+ * - sessions: the pace relay chose. The five FLEURS dev Spanish clips joined into one 48.5 s turn
+ *   are streamed in real time to live es→en sessions (recognition by relay's whisper.cpp engine on
+ *   the same real base, converted to ggml; Apertium; the session's default English voice: eSpeak NG,
+ *   or the Piper voice once it is installed), once with `pace=natural` and once with the default
+ *   (catch-up). Everything the session spoke is heard as one recording and scored against every
+ *   translated final it sent (the last final of each segment, in order): what it meant to say.
+ *   The speeds it chose are read from `relay_speech_seconds_total{speed}`.
  * Writes bench-results/intelligibility.json.
  */
 import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { encodeWav } from "../src/audio/wav.js";
+import { encodeWav, readWavAsPcm16 } from "../src/audio/wav.js";
+import { createSession, RealtimeSocket } from "../src/cli/recording-socket.js";
 import type { TtsEngine, Voice } from "../src/core/contracts.js";
 import { wordErrorRate } from "../src/engines/kit/models/check-metrics.js";
 import { createApertiumEngine } from "../src/engines/apertium/index.js";
@@ -40,14 +50,19 @@ import { defaultVoice } from "../src/voices/library.js";
 import { pythonEnvDir, pythonEnvProblem } from "../test/support/python-clients.js";
 import { realModelDir, realModelsProblem } from "../test/support/real-models.js";
 import { PROJECT_ROOT } from "../test/support/run-script.js";
+import { startServiceProcess } from "../test/support/service-process.js";
+import { speechBySpeed, speedsChosen } from "../test/support/speech-metrics.js";
 import { SHARED } from "./realtime-load.js";
 
 const run = promisify(execFile);
-const SENTENCES = Number(
-  process.argv.includes("--sentences") ? process.argv[process.argv.indexOf("--sentences") + 1] : 30,
-);
-const SPEEDS = [1, 1.25, 1.5, MAX_SPEEDUP_RANGE.max];
+const option = (name: string) =>
+  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined;
+const SENTENCES = Number(option("--sentences") ?? 30);
+const SPEEDS = [1, 1.15, 1.25, 1.5, MAX_SPEEDUP_RANGE.max];
+const PART = option("--part");
 const PIPER = "piper-en_US-joe-medium";
+const API_KEY = "bench-key";
+const OUTPUT_RATE = 24_000;
 
 const problem = realModelsProblem() ?? pythonEnvProblem("models");
 if (problem) {
@@ -78,8 +93,27 @@ async function hear(files: readonly string[]): Promise<Transcript[]> {
   return JSON.parse(stdout) as Transcript[];
 }
 
-const work = await mkdtemp(path.join(tmpdir(), "relay-intelligibility-"));
-try {
+interface Row {
+  readonly part: "engines" | "sessions";
+  readonly voice: string;
+  /** engines: the rate asked for; sessions: the session's pace. */
+  readonly speed: number | "natural" | "catch-up";
+  /** sessions: the speeds relay chose, mean weighted by seconds spoken, and the fastest. */
+  readonly chose?: { readonly mean: number; readonly fastest: number };
+  readonly seconds: number;
+  readonly words: number;
+  readonly charactersPerSecond: number;
+  readonly wer: number;
+  readonly meant: readonly string[];
+  readonly hypotheses: readonly string[];
+}
+
+const words = (texts: readonly string[]) =>
+  texts.reduce((n, t) => n + t.split(/\s+/u).filter(Boolean).length, 0);
+const characters = (texts: readonly string[]) => texts.reduce((n, text) => n + text.length, 0);
+
+/** Every speed pacing may use, on the same sentences, spoken by the engines directly. */
+async function engineRows(work: string, modelsDir: string): Promise<Row[]> {
   const spanish = readFileSync(path.join(SHARED, "data/text/flores-dev/es.txt"), "utf8")
     .split("\n")
     .filter((line) => line.trim() !== "")
@@ -90,27 +124,14 @@ try {
     meant.push(await apertium.translate({ text, from: "es", to: "en", previous: [] }));
   await apertium.close();
 
-  const modelsDir = path.join(work, "models");
-  await importPiperVoice(path.join(realModelDir(PIPER), "en_US-joe-medium.onnx"), modelsDir);
-  const voices: { name: string; engine: TtsEngine; voice: Voice }[] = [];
   const espeak = await createEspeakEngine();
   const piper = await createSherpaTtsEngine({ models: neuralVoiceModels([PIPER], modelsDir) });
-  voices.push(
+  const voices: { name: string; engine: TtsEngine; voice: Voice }[] = [
     { name: "eSpeak NG, female", engine: espeak, voice: defaultVoice("female") },
     { name: "eSpeak NG, male", engine: espeak, voice: defaultVoice("male") },
     { name: "Piper en_US-joe-medium", engine: piper, voice: defaultVoice("male") },
-  );
-
-  interface Row {
-    voice: string;
-    speed: number;
-    seconds: number;
-    charactersPerSecond: number;
-    wer: number;
-    hypotheses: string[];
-  }
+  ];
   const rows: Row[] = [];
-  await mkdir(path.join(work, "wav"));
   for (const [v, { name, engine, voice }] of voices.entries())
     for (const speed of SPEEDS) {
       const files: string[] = [];
@@ -118,42 +139,177 @@ try {
       for (const [i, text] of meant.entries()) {
         const audio = await engine.synthesize({ text, language: "en", voice: fasterVoice(voice, speed) });
         seconds += audio.samples.length / audio.sampleRate;
-        const file = path.join(work, "wav", `${v}-${speed}-${i}.wav`);
+        const file = path.join(work, `${v}-${speed}-${i}.wav`);
         await writeFile(file, encodeWav(toPcm16(audio.samples), audio.sampleRate));
         files.push(file);
       }
       const hypotheses = (await hear(files)).map((t) => t.text);
-      const characters = meant.reduce((n, text) => n + text.length, 0);
       rows.push({
+        part: "engines",
         voice: name,
         speed,
         seconds,
-        charactersPerSecond: characters / seconds,
+        words: words(meant),
+        charactersPerSecond: characters(meant) / seconds,
         wer: wordErrorRate(meant, hypotheses),
+        meant,
         hypotheses,
       });
       console.error(`${name} at ${speed}×: ${rows.at(-1)!.wer.toFixed(1)} %`);
     }
   await espeak.close();
   await piper.close();
+  return rows;
+}
 
-  const lines = [
-    `${meant.length} sentences (FLORES dev es 1–${meant.length} → Apertium en, ${meant.reduce((n, t) => n + t.split(/\s+/u).length, 0)} words); heard by faster-whisper 1.2.1, Whisper base (real weights), language en`,
-    "",
-    "| Voice | Speed | Speech (s) | Characters/s | WER | vs natural (points) |",
-    "| --- | --- | --- | --- | --- | --- |",
-  ];
-  for (const row of rows) {
-    const natural = rows.find((r) => r.voice === row.voice && r.speed === 1)!;
+/** The FLEURS dev Spanish clips, joined in order into one turn. */
+async function spanishTurn(): Promise<Int16Array> {
+  const parts = await Promise.all(
+    ["005", "006", "007", "008", "009"].map((n) =>
+      readWavAsPcm16(path.join(SHARED, `data/speech/fleurs-dev/fleurs-es-${n}.wav`)),
+    ),
+  );
+  const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    pcm.set(part, offset);
+    offset += part.length;
+  }
+  return pcm;
+}
+
+/** One es→en session over the turn: all it spoke, and every segment's last translated final. */
+async function speakTurn(baseUrl: string, pcm: Int16Array, pace: string) {
+  const params = { sourceLanguage: "es", targetLanguage: "en", pace };
+  const socket = await RealtimeSocket.connect((await createSession(baseUrl, API_KEY, params)).ws_url);
+  await socket.waitFor((m) => m.type === "ready");
+  await socket.stream(pcm, { chunkMs: 20, speed: 1 });
+  socket.finalize();
+  await socket.waitFor((m) => m.type === "finalized", 600_000);
+  socket.close();
+  const finals = new Map<unknown, string>();
+  for (const m of socket.messages)
+    if (m.type === "translated_transcript" && m.is_final === true)
+      finals.set(m.correlation_id, String(m.text));
+  const frames = socket.audioFrames;
+  const audio = new Float32Array(frames.reduce((n, f) => n + f.length, 0));
+  let offset = 0;
+  for (const frame of frames) {
+    audio.set(frame, offset);
+    offset += frame.length;
+  }
+  return { meant: [...finals.values()].filter((t) => t.trim() !== ""), audio };
+}
+
+/** Live es→en sessions, natural pace and the pace relay chose, with each English voice. */
+async function sessionRows(work: string, modelsDir: string): Promise<Row[]> {
+  const pcm = await spanishTurn();
+  // eSpeak NG speaks English while no neural English voice is installed; the Piper voice once it is.
+  const espeakModels = path.join(work, "models-espeak");
+  await mkdir(espeakModels);
+  const converted = path.join(work, "ggml-base.bin");
+  await run(path.join(pythonEnvDir("models"), "bin/python"), [
+    path.join(PROJECT_ROOT, "scripts/convert-whisper-ct2-to-ggml.py"),
+    realModelDir("whisper-base"),
+    converted,
+  ]);
+  for (const dir of [espeakModels, modelsDir]) await copyFile(converted, path.join(dir, "ggml-base.bin"));
+  const rows: Row[] = [];
+  for (const [voice, dir] of [
+    ["eSpeak NG (default voice)", espeakModels],
+    ["Piper en_US-joe-medium", modelsDir],
+  ] as const) {
+    const service = await startServiceProcess("bench-intelligibility", {
+      API_KEYS: API_KEY,
+      DATA_DIR: path.join(work, "data"),
+      MODELS_DIR: dir,
+    });
+    try {
+      console.error(`healthz: ${await (await fetch(`${service.baseUrl}/healthz`)).text()}`);
+      for (const pace of ["natural", "catch-up"] as const) {
+        const before = await speechBySpeed(service.baseUrl);
+        const { meant, audio } = await speakTurn(service.baseUrl, pcm, pace);
+        const chose = speedsChosen(before, await speechBySpeed(service.baseUrl));
+        const file = path.join(work, `session-${rows.length}.wav`);
+        await writeFile(file, encodeWav(toPcm16(audio), OUTPUT_RATE));
+        const hypotheses = (await hear([file])).map((t) => t.text);
+        const seconds = audio.length / OUTPUT_RATE;
+        rows.push({
+          part: "sessions",
+          voice,
+          speed: pace,
+          chose,
+          seconds,
+          words: words(meant),
+          charactersPerSecond: characters(meant) / seconds,
+          // One recording against all it meant: corpus WER over the joined text.
+          wer: wordErrorRate([meant.join(" ")], hypotheses),
+          meant,
+          hypotheses,
+        });
+        console.error(`${voice}, ${pace}: ${rows.at(-1)!.wer.toFixed(1)} % (chose ${JSON.stringify(chose)})`);
+      }
+    } finally {
+      service.child.kill("SIGTERM");
+      await service.exited;
+    }
+  }
+  return rows;
+}
+
+const signed = (points: number) => `${points >= 0 ? "+" : ""}${points.toFixed(1)}`;
+
+function table(rows: readonly Row[]): string[] {
+  const engines = rows.filter((r) => r.part === "engines");
+  const sessions = rows.filter((r) => r.part === "sessions");
+  const lines: string[] = [];
+  if (engines.length) {
     lines.push(
-      `| ${row.voice} | ${row.speed}× | ${row.seconds.toFixed(1)} | ${row.charactersPerSecond.toFixed(1)} | ${row.wer.toFixed(1)} % | ${row.speed === 1 ? "—" : (row.wer - natural.wer >= 0 ? "+" : "") + (row.wer - natural.wer).toFixed(1)} |`,
+      `Engines: ${SENTENCES} sentences (FLORES dev es 1–${SENTENCES} → Apertium en, ${engines[0]!.words} words); heard by faster-whisper 1.2.1, Whisper base (real weights), language en`,
+      "",
+      "| Voice | Speed | Speech (s) | Characters/s | WER | vs natural (points) |",
+      "| --- | --- | --- | --- | --- | --- |",
+      ...engines.map((row) => {
+        const natural = engines.find((r) => r.voice === row.voice && r.speed === 1)!;
+        return `| ${row.voice} | ${row.speed}× | ${row.seconds.toFixed(1)} | ${row.charactersPerSecond.toFixed(1)} | ${row.wer.toFixed(1)} % | ${row.speed === 1 ? "—" : signed(row.wer - natural.wer)} |`;
+      }),
+      "",
     );
   }
-  console.log(lines.join("\n"));
+  if (sessions.length)
+    lines.push(
+      "Sessions: FLEURS dev es 005–009 as one 48.5 s turn, es→en, whisper.cpp base → Apertium; heard as above",
+      "",
+      "| Voice | pace | Speeds chosen (mean / fastest) | Speech (s) | Words meant | WER | vs natural (points) |",
+      "| --- | --- | --- | --- | --- | --- | --- |",
+      ...sessions.map((row) => {
+        const natural = sessions.find((r) => r.voice === row.voice && r.speed === "natural")!;
+        return `| ${row.voice} | ${row.speed} | ${row.chose!.mean.toFixed(2)} / ${row.chose!.fastest.toFixed(2)} | ${row.seconds.toFixed(1)} | ${row.words} | ${row.wer.toFixed(1)} % | ${row.speed === "natural" ? "—" : signed(row.wer - natural.wer)} |`;
+      }),
+    );
+  return lines;
+}
+
+const work = await mkdtemp(path.join(tmpdir(), "relay-intelligibility-"));
+try {
+  const loadBefore = loadavg()[0]!.toFixed(2);
+  const modelsDir = path.join(work, "models");
+  await importPiperVoice(path.join(realModelDir(PIPER), "en_US-joe-medium.onnx"), modelsDir);
+  const rows = [
+    ...(PART === undefined || PART === "engines" ? await engineRows(work, modelsDir) : []),
+    ...(PART === undefined || PART === "sessions" ? await sessionRows(work, modelsDir) : []),
+  ];
+  console.log(
+    [
+      `Machine: ${cpus()[0]?.model} × ${cpus().length}, load average ${loadBefore} before, ${loadavg()[0]!.toFixed(2)} after`,
+      "",
+      ...table(rows),
+    ].join("\n"),
+  );
   await mkdir(path.join(PROJECT_ROOT, "bench-results"), { recursive: true });
   await writeFile(
     path.join(PROJECT_ROOT, "bench-results/intelligibility.json"),
-    JSON.stringify({ meant, rows }, null, 2),
+    JSON.stringify(rows, null, 2),
   );
 } finally {
   await rm(work, { recursive: true, force: true });

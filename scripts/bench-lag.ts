@@ -59,7 +59,7 @@ import { createSession, RealtimeSocket, type Received } from "../src/cli/recordi
 import { startServiceProcess, type ServiceProcess } from "../test/support/service-process.js";
 import { pythonEnvDir } from "../test/support/python-clients.js";
 import { realModelDir } from "../test/support/real-models.js";
-import { speechBySpeed } from "../test/support/speech-metrics.js";
+import { speechBySpeed, speedsChosen } from "../test/support/speech-metrics.js";
 import { SHARED, loadClip } from "./realtime-load.js";
 
 const QUICK = process.argv.includes("--quick");
@@ -356,21 +356,6 @@ function averageTokenDelay(
   return delays.reduce((a, b) => a + b, 0) / delays.length;
 }
 
-/** The speed-up between two readings of `speechBySpeed`: mean weighted by seconds, and the fastest. */
-function speedUp(before: Map<number, number>, after: Map<number, number>): { mean: number; max: number } {
-  let seconds = 0;
-  let weighted = 0;
-  let max = 1;
-  for (const [speed, total] of after) {
-    const spoken = total - (before.get(speed) ?? 0);
-    if (spoken <= 0) continue;
-    seconds += spoken;
-    weighted += speed * spoken;
-    max = Math.max(max, speed);
-  }
-  return { mean: seconds > 0 ? +(weighted / seconds).toFixed(2) : 1, max };
-}
-
 /** The median, the mean of the middle two for an even count. */
 function median(values: readonly (number | null)[]): number | null {
   const sorted = values.filter((v): v is number => v !== null).sort((a, b) => a - b);
@@ -416,7 +401,7 @@ async function main(): Promise<void> {
     const maxBacklog = Math.max(...results.map((r) => r.maxBacklog));
     const source = results.reduce((sum, r) => sum + r.sourceSeconds, 0);
     const spoken = results.reduce((sum, r) => sum + r.spokenSeconds, 0);
-    const speed = speedUp(spokenBefore, await speechBySpeed(service.baseUrl));
+    const speed = speedsChosen(spokenBefore, await speechBySpeed(service.baseUrl));
     rows.push({
       set: set.name,
       pair: `${set.from}→${set.to}`,
@@ -430,8 +415,8 @@ async function main(): Promise<void> {
       maxBacklog,
       backlogAtEndOfSpeech: Math.max(...results.map((r) => r.backlogAtEndOfSpeech)),
       spokenPerSource: +(spoken / source).toFixed(2),
-      speedUp: speed.mean,
-      fastest: speed.max,
+      speedUp: +speed.mean.toFixed(2),
+      fastest: speed.fastest,
       ...target(set.form, endOffset, laal, maxBacklog),
       results,
     });

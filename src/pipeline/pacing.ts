@@ -7,8 +7,8 @@ import type { Voice } from "../core/contracts.js";
  * translated audio in order in real time from when it arrives (a WebSocket client, a room's track),
  * so the audio still to be heard is the backlog. Speech is made faster as the backlog grows, through
  * the voice's own rate (every TTS engine honours it: eSpeak NG's words per minute, Piper's and
- * Kokoro's length scale, Pico's speed), and each line's leading and trailing engine silence is
- * replaced by a pause of its own length.
+ * Kokoro's length scale, Pico's speed), and each piece's leading and trailing engine silence is
+ * replaced by the pause its punctuation asks for.
  */
 
 export interface PaceOptions {
@@ -79,6 +79,11 @@ export class ListenerClock {
   backlog(nowMs: number): number {
     return Math.max(0, this.endsAt - nowMs) / 1000;
   }
+
+  /** Seconds the listener has heard nothing at `nowMs` (0 while they still hear audio). */
+  silentFor(nowMs: number): number {
+    return Math.max(0, nowMs - this.endsAt) / 1000;
+  }
 }
 
 /** Below this a sample counts as silence (about −54 dBFS: engines' silence is digital or near it). */
@@ -107,16 +112,22 @@ export function pauseAfter(text: string): number {
  * Trims the silence an engine puts before and after a piece of speech, streaming: `push` returns the
  * audio that is certainly not trailing silence (a silent run is held until speech follows it, so a
  * pause inside the piece is kept), `end` the pause that replaces the trailing silence. A piece may
- * start with a pause of its own (`leadSeconds`, before its first speech).
+ * start with a pause of its own (`leadFor()`, read when its first speech arrives).
  */
 export class SilenceTrimmer {
   private started = false;
   private held: Float32Array[] = [];
+  private lead = 0;
 
   constructor(
     private readonly sampleRate: number,
-    private readonly leadSeconds = 0,
+    private readonly leadFor: () => number = () => 0,
   ) {}
+
+  /** The seconds of pause put before the first speech (0 until it arrived). */
+  get leadSeconds(): number {
+    return this.lead;
+  }
 
   push(samples: Float32Array): Float32Array[] {
     let chunk = samples;
@@ -126,7 +137,8 @@ export class SilenceTrimmer {
       if (first < 0) return [];
       this.started = true;
       chunk = chunk.subarray(first);
-      if (this.leadSeconds > 0) lead = [this.silence(this.leadSeconds)];
+      this.lead = this.leadFor();
+      if (this.lead > 0) lead = [this.silence(this.lead)];
     }
     let last = chunk.length - 1;
     while (last >= 0 && Math.abs(chunk[last]!) < SILENCE_LEVEL) last--;
@@ -143,8 +155,12 @@ export class SilenceTrimmer {
   end(pauseSeconds: number): Float32Array[] {
     this.held = [];
     if (!this.started) return [];
-    this.started = false;
     return pauseSeconds > 0 ? [this.silence(pauseSeconds)] : [];
+  }
+
+  /** The piece held speech. */
+  get spoke(): boolean {
+    return this.started;
   }
 
   private silence(seconds: number): Float32Array {

@@ -12,8 +12,13 @@ export class SynthesisStream {
   private flushed = false;
   private wakeReader: (() => void) | undefined;
 
-  /** `synthesize` renders one sentence as output frames. */
-  constructor(private readonly synthesize: (sentence: string) => AsyncIterable<Float32Array>) {}
+  /**
+   * `synthesize` renders one sentence as output frames; `ends()` says, once it is called, whether the
+   * line has nothing more to say after that sentence.
+   */
+  constructor(
+    private readonly synthesize: (sentence: string, ends: () => boolean) => AsyncIterable<Float32Array>,
+  ) {}
 
   /** Characters of text taken and not being spoken yet (white space not counted). */
   get waitingCharacters(): number {
@@ -51,7 +56,7 @@ export class SynthesisStream {
         await new Promise<void>((resolve) => (this.wakeReader = resolve));
       const sentence = this.sentences.shift();
       if (sentence === undefined) return;
-      yield* this.synthesize(sentence);
+      yield* this.synthesize(sentence, () => this.flushed && this.sentences.length === 0);
     }
   }
 

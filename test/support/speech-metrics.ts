@@ -9,3 +9,24 @@ export async function speechBySpeed(baseUrl: string): Promise<Map<number, number
     spoken.set(Number(speed), Number(seconds));
   return spoken;
 }
+
+/**
+ * The speeds chosen between two readings of `speechBySpeed`: the mean weighted by seconds spoken,
+ * and the fastest (1 when nothing was spoken).
+ */
+export function speedsChosen(
+  before: Map<number, number>,
+  after: Map<number, number>,
+): { mean: number; fastest: number } {
+  let seconds = 0;
+  let weighted = 0;
+  let fastest = 1;
+  for (const [speed, total] of after) {
+    const spoken = total - (before.get(speed) ?? 0);
+    if (spoken <= 0) continue;
+    seconds += spoken;
+    weighted += speed * spoken;
+    fastest = Math.max(fastest, speed);
+  }
+  return { mean: seconds > 0 ? weighted / seconds : 1, fastest };
+}

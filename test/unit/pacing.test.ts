@@ -51,6 +51,9 @@ describe("ListenerClock", () => {
     // After a gap, a clip starts when it arrives.
     clock.sent(1, 10_000);
     expect(clock.backlog(10_500)).toBe(0.5);
+    // Silent for the time since the last clip ended; not while one is heard.
+    expect(clock.silentFor(10_500)).toBe(0);
+    expect(clock.silentFor(11_250)).toBe(0.25);
   });
 });
 
@@ -61,11 +64,11 @@ describe("SilenceTrimmer", () => {
   const trimmed = (chunks: Float32Array[], pause: number) => {
     const trimmer = new SilenceTrimmer(rate);
     const out = [...chunks.flatMap((chunk) => trimmer.push(chunk)), ...trimmer.end(pause)];
-    return Float32Array.from(out.flatMap((chunk) => [...chunk]));
+    return { trimmer, out: Float32Array.from(out.flatMap((chunk) => [...chunk])) };
   };
 
   it("drops the engine's leading and trailing silence, keeps a pause inside, ends with its own pause", () => {
-    const out = trimmed([quiet(300), tone(100), quiet(50), tone(100), quiet(400)], 0.12);
+    const { out } = trimmed([quiet(300), tone(100), quiet(50), tone(100), quiet(400)], 0.12);
     expect(out.length).toBe(100 + 50 + 100 + 120);
     expect(out[0]).toBe(0.5);
     expect(out[249]).toBe(0.5);
@@ -73,17 +76,22 @@ describe("SilenceTrimmer", () => {
   });
 
   it("trims across chunk boundaries, and a piece with no speech at all stays empty", () => {
-    expect(trimmed([quiet(10), quiet(10), tone(5), quiet(10), quiet(10)], 0.01).length).toBe(5 + 10);
-    expect(trimmed([quiet(100)], 0.3).length).toBe(0);
+    expect(trimmed([quiet(10), quiet(10), tone(5), quiet(10), quiet(10)], 0.01).out.length).toBe(5 + 10);
+    const silent = trimmed([quiet(100)], 0.3);
+    expect(silent.out.length).toBe(0);
+    expect(silent.trimmer.spoke).toBe(false);
   });
 
-  it("starts with its lead pause before the first speech, only when there is speech", () => {
-    const lead = (chunks: Float32Array[]) => {
-      const trimmer = new SilenceTrimmer(rate, 0.2);
-      return chunks.flatMap((chunk) => trimmer.push(chunk)).reduce((n, c) => n + c.length, 0);
-    };
-    expect(lead([quiet(50), tone(10)])).toBe(200 + 10);
-    expect(lead([quiet(50), quiet(50)])).toBe(0);
+  it("starts with its lead pause before the first speech, read when that speech arrives", () => {
+    let lead = 0.5;
+    const trimmer = new SilenceTrimmer(rate, () => lead);
+    expect(trimmer.push(quiet(50))).toEqual([]);
+    lead = 0.2;
+    const out = trimmer.push(Float32Array.from([...quiet(5), ...tone(10)]));
+    expect(out.reduce((n, c) => n + c.length, 0)).toBe(200 + 10);
+    expect(out[0]!.every((s) => s === 0)).toBe(true);
+    expect(trimmer.spoke).toBe(true);
+    expect(trimmer.leadSeconds).toBe(0.2);
   });
 
   it("pauses longer after a sentence than after a phrase, and not at all inside a phrase", () => {
@@ -144,6 +152,7 @@ function stage(pace: { maxSpeedup: number } | undefined) {
     events.reduce((sum, e) => sum + (e.type === "audio" ? e.samples.length / OUTPUT_SAMPLE_RATE : 0), 0);
   return {
     asked,
+    events,
     say,
     clips,
     seconds,
@@ -207,7 +216,8 @@ describe("SynthesisStage keeps pace with its listener", () => {
     await paced.end();
     const speech = (text: string) => Math.round((text.length / 14) * OUTPUT_SAMPLE_RATE) / OUTPUT_SAMPLE_RATE;
     // 0.2 s of engine silence on both sides of each piece is gone: no pause inside a phrase, a phrase
-    // pause after the comma, a sentence pause after the full stop and between the utterances.
+    // pause after the comma, a sentence pause after the full stop and between the utterances, and
+    // none after the last piece.
     expect(paced.clips()).toBe(pieces.length + 1);
     expect(paced.seconds()).toBeCloseTo(
       [...pieces, "Otra"].reduce((sum, piece) => sum + speech(piece), 0) +
@@ -216,5 +226,7 @@ describe("SynthesisStage keeps pace with its listener", () => {
         SENTENCE_PAUSE_S,
       3,
     );
+    const last = paced.events.filter((e) => e.type === "audio").at(-1)!;
+    expect(last.type === "audio" && last.samples.at(-1)).toBeCloseTo(0.3);
   });
 });

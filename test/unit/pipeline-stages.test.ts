@@ -69,7 +69,7 @@ describe("pipeline stages (engine doubles)", () => {
     const final = events.find((e) => e.type === "translated" && e.isFinal)!;
     expect(final).toMatchObject({ text: "Uno dos. Tres cuatro." });
     const audio = events.filter((e) => e.type === "audio");
-    // One clip: its frames (both sentences, each followed by its pause) end with one clipEnd.
+    // One clip: its frames (both sentences, the second after its pause) end with one clipEnd.
     expect(audio.map((e) => e.clipEnd)).toEqual([...audio.slice(1).map(() => false), true]);
     expect(events.indexOf(audio[0]!)).toBeLessThan(events.indexOf(final));
   });

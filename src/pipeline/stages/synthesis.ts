@@ -38,8 +38,8 @@ export interface SynthesisStageOptions {
  * arrives in frames, and each sentence is spoken as soon as it is complete. Lines are spoken one
  * at a time, in order; each line is one clip (its last frame carries `clipEnd`), however many
  * sentences it has. Each sentence's engine silence is trimmed: the pieces of one utterance join with
- * pauses only where their punctuation ends a phrase or a sentence (`pauseAfter`), and with `pace`
- * they are spoken faster while the listener of its language is behind.
+ * pauses only where their punctuation ends a phrase or a sentence (`pauseAfter`), none after the
+ * last piece, and with `pace` they are spoken faster while the listener of its language is behind.
  */
 export class SynthesisStage {
   /** The line whose text is arriving. */
@@ -50,8 +50,11 @@ export class SynthesisStage {
   private readonly unspoken = new Set<{ line: SpokenLine; stream: SynthesisStream }>();
   /** When each language's listener will have heard the audio sent so far. */
   private readonly listeners = new Map<LanguageCode, ListenerClock>();
-  /** Each language's last piece spoken: its utterance and the pause that followed it. */
-  private readonly lastSpoken = new Map<LanguageCode, { segmentId: string; pause: number }>();
+  /**
+   * Each language's last piece spoken: its utterance, the pause its punctuation asks for, and how
+   * much of it followed the piece.
+   */
+  private readonly lastSpoken = new Map<LanguageCode, { segmentId: string; pause: number; paused: number }>();
 
   constructor(
     private readonly options: SynthesisStageOptions,
@@ -73,7 +76,7 @@ export class SynthesisStage {
       if (this.current?.line !== frame.line) {
         // A line ends with its flush or cancel frame; a new one starts with its first text.
         if (frame.kind !== "text") continue;
-        const stream = new SynthesisStream((sentence) => this.synthesize(frame.line, sentence));
+        const stream = new SynthesisStream((sentence, ends) => this.synthesize(frame.line, sentence, ends));
         const current = { line: frame.line, stream };
         this.current = current;
         this.unspoken.add(current);
@@ -164,34 +167,40 @@ export class SynthesisStage {
   }
 
   /**
-   * One sentence's speech, its engine silence trimmed and followed by its pause, at the speed the
-   * listener's backlog asks for; its engine call reported once the engine has answered (or failed).
-   * The first piece of an utterance is set apart from the one before by a sentence pause while the
-   * listener still hears that one (when they do not, the silence is there already).
+   * One sentence's speech, its engine silence trimmed, at the speed the listener's backlog asks for;
+   * its engine call reported once the engine has answered (or failed). The pause its punctuation asks
+   * for (`pauseAfter`) follows it when more of its line follows (that pause also carries its last
+   * frames out); otherwise it is owed to whatever is spoken next, which starts with what is still
+   * missing of it (a sentence pause when that is another utterance) once the silence the listener
+   * has had since is counted: no pause trails the last piece, and a speaker's real gap is not
+   * lengthened.
    */
-  private async *synthesize(line: SpokenLine, sentence: string): AsyncIterable<Float32Array> {
+  private async *synthesize(
+    line: SpokenLine,
+    sentence: string,
+    ends: () => boolean,
+  ): AsyncIterable<Float32Array> {
     const { pace, observer } = this.options;
     const speed = pace ? speedFor(this.backlog(line.language), pace) : 1;
+    const clock = this.listener(line.language);
     const before = this.lastSpoken.get(line.language);
-    const lead =
-      before &&
-      before.segmentId !== line.segmentId &&
-      this.listener(line.language).backlog(performance.now()) > 0
-        ? Math.max(0, SENTENCE_PAUSE_S - before.pause)
-        : 0;
-    const trimmer = new SilenceTrimmer(OUTPUT_SAMPLE_RATE, lead);
+    const wanted =
+      before === undefined ? 0 : before.segmentId === line.segmentId ? before.pause : SENTENCE_PAUSE_S;
+    const trimmer = new SilenceTrimmer(OUTPUT_SAMPLE_RATE, () =>
+      Math.max(0, wanted - (before?.paused ?? 0) - clock.silentFor(performance.now())),
+    );
     let seconds = 0;
     for await (const samples of this.engineSpeech(line, sentence, speed))
       for (const piece of trimmer.push(samples)) {
         seconds += piece.length / OUTPUT_SAMPLE_RATE;
         yield piece;
       }
+    if (!trimmer.spoke) return;
     const pause = pauseAfter(sentence);
-    yield* trimmer.end(pause);
-    if (seconds > 0) {
-      this.lastSpoken.set(line.language, { segmentId: line.segmentId, pause });
-      observer?.speech?.(speed, seconds - lead);
-    }
+    const paused = ends() ? 0 : pause;
+    yield* trimmer.end(paused);
+    this.lastSpoken.set(line.language, { segmentId: line.segmentId, pause, paused });
+    observer?.speech?.(speed, seconds - trimmer.leadSeconds);
   }
 
   private async *engineSpeech(
