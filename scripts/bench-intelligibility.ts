@@ -3,15 +3,15 @@
  * relay chose"): relay's English speech at natural pace and at the faster rates pacing uses, heard by
  * a real recognizer, scored against the text relay meant to say.
  *
- *   npm run bench:intelligibility [-- --sentences 30]
+ *   npm run bench:intelligibility [-- --sentences 30] [-- --part engines|sessions]
  *
  * - Text: the first N (default 30) Spanish sentences of FLORES dev (../shared/data), translated into
  *   English by relay's Apertium engine: what an es→en session would speak.
  * - Voices: eSpeak NG (the library's default female and male voices) and the real Piper voice
  *   en_US-joe-medium imported from Piper's layout into relay's sherpa-onnx engine (the test fixture
  *   of scripts/setup-real-models.sh).
- * - Speeds: 1 (natural), 1.25, 1.5 (the default maximum), 1.6 (the highest a client may ask for),
- *   made exactly as pacing makes them (`fasterVoice`: the voice's own rate, through the engine's
+ * - Speeds: 1 (natural), 1.15 (the default maximum), 1.25, 1.5, 1.6 (the highest a client may ask
+ *   for), made exactly as pacing makes them (`fasterVoice`: the voice's own rate, through the engine's
  *   rate control).
  * - Heard by faster-whisper 1.2.1 with the real Whisper base (multilingual, told the language is
  *   English; greedy, as test/python/faster_whisper_transcribe.py decodes). WER as relay's model

@@ -42,7 +42,8 @@
  *   arrived. Word t of chunk c is paired with source piece min(t − max(0, Y_{c−1} − X_{c−1}), X_c)
  *   (Y, X: words and pieces up to the chunk); ATD = mean(end of word − end of its piece).
  * - Backlog: seconds of translated audio arrived and not yet played, sampled every second; its max
- *   and its value at the end of speech (t = source duration).
+ *   and its value at the end of speech (t = source duration). On the 180 s turn, its max over each
+ *   third of the turn: "no growth" is the last third's max no higher than the first's.
  * - Speed-up applied: the session's `pace` (`--pace`, default the service's default, catch-up) and
  *   `maxSpeedup`; measured from the service's `relay_speech_seconds_total{speed}` (/metrics) over each
  *   clip set: the mean speed weighted by seconds spoken, and the fastest used. Spoken s / source s
@@ -372,9 +373,26 @@ const mean = (values: readonly (number | null)[]) => {
   return present.length ? +(present.reduce((a, b) => a + b, 0) / present.length).toFixed(2) : null;
 };
 
-/** The issue's targets for each form, and whether the measured values meet them. */
-function target(form: ClipSet["form"], endOffset: number | null, laal: number | null, maxBacklog: number) {
-  if (form === "180 s") return { target: "backlog bounded (max ≤ 2.5 s)", met: maxBacklog <= 2.5 };
+/**
+ * The issue's targets for each form, and whether the measured values meet them. "No growth over the
+ * turn" is read on the backlog sampled each second: its maximum over the last third of the turn is
+ * no higher than over the first third.
+ */
+function target(
+  form: ClipSet["form"],
+  endOffset: number | null,
+  laal: number | null,
+  backlog: readonly number[],
+) {
+  if (form === "180 s") {
+    const third = Math.floor(backlog.length / 3);
+    const [first, last] = [Math.max(...backlog.slice(0, third)), Math.max(...backlog.slice(-third))];
+    return {
+      target: "no growth (max backlog, last third ≤ first third)",
+      met: last <= first,
+      backlogByThird: [first, Math.max(...backlog.slice(third, -third)), last],
+    };
+  }
   const [end, lag] = form === "short" ? [2.0, 2.5] : [2.5, 3.0];
   const label = `${form === "short" ? "median " : ""}EndOffset ≤ ${end} s, LAAL ≤ ${lag} s`;
   return { target: label, met: endOffset !== null && laal !== null && endOffset <= end && laal <= lag };
@@ -417,7 +435,7 @@ async function main(): Promise<void> {
       spokenPerSource: +(spoken / source).toFixed(2),
       speedUp: +speed.mean.toFixed(2),
       fastest: speed.fastest,
-      ...target(set.form, endOffset, laal, maxBacklog),
+      ...target(set.form, endOffset, laal, results[0]!.backlog),
       results,
     });
   }
@@ -449,7 +467,7 @@ async function main(): Promise<void> {
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
       ...rows.map(
         (r) =>
-          `| ${TIER} | ${r.set} (${r.pair}) | ${r.clips} | ${r.sourceSeconds} | ${r.startOffset} | ${r.endOffset} | ${r.al} | ${r.laal} | ${r.atd} | ${r.maxBacklog} | ${r.backlogAtEndOfSpeech} | ${r.spokenPerSource} | ${r.speedUp.toFixed(2)} / ${r.fastest.toFixed(2)} | ${r.target} | ${r.met ? "met" : "not met"} |`,
+          `| ${TIER} | ${r.set} (${r.pair}) | ${r.clips} | ${r.sourceSeconds} | ${r.startOffset} | ${r.endOffset} | ${r.al} | ${r.laal} | ${r.atd} | ${r.maxBacklog} | ${r.backlogAtEndOfSpeech} | ${r.spokenPerSource} | ${r.speedUp.toFixed(2)} / ${r.fastest.toFixed(2)} | ${r.target} | ${r.met ? "met" : "not met"}${"backlogByThird" in r && r.backlogByThird ? ` (thirds: ${r.backlogByThird.join(" / ")} s)` : ""} |`,
       ),
     ].join("\n"),
   );

@@ -23,10 +23,11 @@ export interface PaceOptions {
 export const PACE_MODES = ["catch-up", "natural"] as const;
 export type PaceMode = (typeof PACE_MODES)[number];
 /**
- * The default fastest speech: 1.25× natural (never above 1.6×). Measured (docs/benchmarks.md,
- * "Intelligibility"): eSpeak NG loses about 3.5 WER points at 1.25× and 13–15 at 1.5×.
+ * The default fastest speech: 1.15× natural (never above 1.6×). Measured (docs/benchmarks.md,
+ * "Intelligibility at the pace relay chose", Whisper base listening): eSpeak NG loses up to 0.8 WER
+ * points at 1.15×, 3–5 at 1.25× and 13–17 at 1.5×; the Piper voice none up to 1.25×.
  */
-export const DEFAULT_MAX_SPEEDUP = 1.25;
+export const DEFAULT_MAX_SPEEDUP = 1.15;
 /** The range a client may ask for. */
 export const MAX_SPEEDUP_RANGE = { min: 1, max: 1.6 } as const;
 

@@ -34,7 +34,7 @@ describe("speedFor", () => {
   it("natural pace and a maximum of 1 mean no pacing", () => {
     expect(paceOf("natural")).toBeUndefined();
     expect(paceOf("catch-up", 1)).toBeUndefined();
-    expect(paceOf("catch-up")).toEqual({ maxSpeedup: 1.25 });
+    expect(paceOf("catch-up")).toEqual({ maxSpeedup: 1.15 });
     expect(paceOf("catch-up", 1.6)).toEqual({ maxSpeedup: 1.6 });
   });
 });

@@ -87,7 +87,7 @@ export interface SessionParams {
    * the listener is behind, so a long turn is heard soon after it ends; natural: never faster.
    */
   readonly pace?: "catch-up" | "natural";
-  /** Beyond the spec: the fastest translated speech, times the voice's natural rate, 1–1.6 [1.25]. */
+  /** Beyond the spec: the fastest translated speech, times the voice's natural rate, 1–1.6 [1.15]. */
   readonly maxSpeedup?: number;
 }
 
