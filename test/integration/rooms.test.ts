@@ -142,6 +142,24 @@ describe("POST /api/beta1/session", () => {
       [{ source_language: "en-US", target_language: "ja-JP" }, 400, "invalid_language", /"ja-JP"/],
       [{ source_language: "de-DE", target_language: "es-ES" }, 400, "invalid_language", /"de-DE"/],
       [[], 400, "invalid_request", /JSON object/],
+      [
+        { source_language: "en-US", target_language: "es-ES", pace: "fast" },
+        400,
+        "invalid_request",
+        /pace must be "catch-up" or "natural"/,
+      ],
+      [
+        { source_language: "en-US", target_language: "es-ES", max_speedup: 2 },
+        400,
+        "invalid_request",
+        /max_speedup must be at most 1.6/,
+      ],
+      [
+        { source_language: "en-US", target_language: "es-ES", maxSpeedup: "1.2" },
+        400,
+        "invalid_request",
+        /maxSpeedup must be a number from 1 to 1.6/,
+      ],
     ];
     for (const [body, status, code, message] of cases) {
       const response = await post("/api/beta1/session", body);

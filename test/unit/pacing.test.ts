@@ -108,10 +108,10 @@ describe("SilenceTrimmer", () => {
  * raises) between 0.2 s of silence on either side, as engines pad their clips.
  */
 function speaker() {
-  const asked: { text: string; rate: number }[] = [];
-  const speak = async function* (text: string, _language: LanguageCode, voice: Voice | undefined) {
+  const asked: { text: string; rate: number; language: LanguageCode }[] = [];
+  const speak = async function* (text: string, language: LanguageCode, voice: Voice | undefined) {
     const rate = voice!.timbre.rate;
-    asked.push({ text, rate });
+    asked.push({ text, rate, language });
     const pad = new Float32Array(0.2 * OUTPUT_SAMPLE_RATE);
     yield pad;
     yield new Float32Array(Math.round((text.length / 14 / rate) * OUTPUT_SAMPLE_RATE)).fill(0.3);
@@ -141,9 +141,9 @@ function stage(pace: { maxSpeedup: number } | undefined) {
   const running = synthesis.run();
   let lines = 0;
   /** One line; lines of one utterance share its `segmentId` (by default each is its own). */
-  const say = async (text: string, segmentId = `s${lines}`) => {
+  const say = async (text: string, segmentId = `s${lines}`, language: LanguageCode = "es") => {
     lines++;
-    const line: SpokenLine = { segmentId, language: "es", voice: VOICE, queuedAt: 0 };
+    const line: SpokenLine = { segmentId, language, voice: VOICE, queuedAt: 0 };
     await input.put({ kind: "text", line, text });
     await input.put({ kind: "flush", line });
   };
@@ -205,6 +205,20 @@ describe("SynthesisStage keeps pace with its listener", () => {
     }
     await paced.end();
     expect(paced.asked.map((a) => a.rate)).toEqual([1, 1, 1].map(() => VOICE.timbre.rate));
+  });
+
+  it("paces each language's listener on its own: the one behind speeds up, the other stays natural", async () => {
+    const paced = stage(PACE);
+    // A room's fan-out: Spanish lines pile up while French gets two short ones (under 1 s in all).
+    for (const [i, text] of LINES.entries()) {
+      await paced.say(text, `es${i}`, "es");
+      if (i % 7 === 6) await paced.say("Oui.", `fr${i}`, "fr");
+    }
+    await paced.end();
+    const rates = (language: string) =>
+      paced.asked.filter((a) => a.language === language).map((a) => a.rate / VOICE.timbre.rate);
+    expect(rates("fr")).toEqual([1, 1]);
+    expect(Math.max(...rates("es"))).toBeCloseTo(1.5);
   });
 
   it("joins an utterance's pieces without the engine's silence, pausing where punctuation says", async () => {
