@@ -36,6 +36,7 @@ import { copyFile, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { concatFloat32, concatPcm } from "../src/audio/pcm.js";
 import { encodeWav, readWavAsPcm16 } from "../src/audio/wav.js";
 import { createSession, RealtimeSocket } from "../src/cli/recording-socket.js";
 import type { TtsEngine, Voice } from "../src/core/contracts.js";
@@ -169,13 +170,7 @@ async function spanishTurn(): Promise<Int16Array> {
       readWavAsPcm16(path.join(SHARED, `data/speech/fleurs-dev/fleurs-es-${n}.wav`)),
     ),
   );
-  const pcm = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    pcm.set(part, offset);
-    offset += part.length;
-  }
-  return pcm;
+  return concatPcm(parts);
 }
 
 /** One es→en session over the turn: all it spoke, and every segment's last translated final. */
@@ -191,13 +186,7 @@ async function speakTurn(baseUrl: string, pcm: Int16Array, pace: string) {
   for (const m of socket.messages)
     if (m.type === "translated_transcript" && m.is_final === true)
       finals.set(m.correlation_id, String(m.text));
-  const frames = socket.audioFrames;
-  const audio = new Float32Array(frames.reduce((n, f) => n + f.length, 0));
-  let offset = 0;
-  for (const frame of frames) {
-    audio.set(frame, offset);
-    offset += frame.length;
-  }
+  const audio = concatFloat32(socket.audioFrames);
   return { meant: [...finals.values()].filter((t) => t.trim() !== ""), audio };
 }
 

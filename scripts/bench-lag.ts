@@ -55,6 +55,7 @@ import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { concatPcm } from "../src/audio/pcm.js";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createSession, RealtimeSocket, type Received } from "../src/cli/recording-socket.js";
 import { startServiceProcess, type ServiceProcess } from "../test/support/service-process.js";
@@ -133,14 +134,8 @@ async function turn(seconds: number): Promise<Clip> {
     samples += pcm.length;
     words += LJ_WORDS.get(id)!;
   }
-  const pcm = new Int16Array(samples);
-  let offset = 0;
-  for (const part of parts) {
-    pcm.set(part, offset);
-    offset += part.length;
-  }
   const name = `LJ001-0001…${LJ_IDS[parts.length - 1]!.slice(-4)}`;
-  return { name, pcm, referenceWords: words };
+  return { name, pcm: concatPcm(parts), referenceWords: words };
 }
 
 async function clipSets(): Promise<ClipSet[]> {
