@@ -46,6 +46,7 @@ import { createEspeakEngine } from "../src/engines/espeak-ng/index.js";
 import { neuralVoiceModels } from "../src/engines/sherpa-onnx/models.js";
 import { importPiperVoice } from "../src/engines/sherpa-onnx/piper-import.js";
 import { createSherpaTtsEngine } from "../src/engines/sherpa-onnx/tts.js";
+import { OUTPUT_SAMPLE_RATE } from "../src/pipeline/framer.js";
 import { fasterVoice, MAX_SPEEDUP_RANGE } from "../src/pipeline/pacing.js";
 import { defaultVoice } from "../src/voices/library.js";
 import { pythonEnvDir, pythonEnvProblem } from "../test/support/python-clients.js";
@@ -53,17 +54,14 @@ import { realModelDir, realModelsProblem } from "../test/support/real-models.js"
 import { PROJECT_ROOT } from "../test/support/run-script.js";
 import { startServiceProcess } from "../test/support/service-process.js";
 import { speechBySpeed, speedsChosen } from "../test/support/speech-metrics.js";
-import { SHARED } from "./realtime-load.js";
+import { flagValue, SHARED } from "./realtime-load.js";
 
 const run = promisify(execFile);
-const option = (name: string) =>
-  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined;
-const SENTENCES = Number(option("--sentences") ?? 30);
+const SENTENCES = Number(flagValue("--sentences") ?? 30);
 const SPEEDS = [1, 1.15, 1.25, 1.5, MAX_SPEEDUP_RANGE.max];
-const PART = option("--part");
+const PART = flagValue("--part");
 const PIPER = "piper-en_US-joe-medium";
 const API_KEY = "bench-key";
-const OUTPUT_RATE = 24_000;
 
 const problem = realModelsProblem() ?? pythonEnvProblem("models");
 if (problem) {
@@ -220,9 +218,9 @@ async function sessionRows(work: string, modelsDir: string): Promise<Row[]> {
         const { meant, audio } = await speakTurn(service.baseUrl, pcm, pace);
         const chose = speedsChosen(before, await speechBySpeed(service.baseUrl));
         const file = path.join(work, `session-${rows.length}.wav`);
-        await writeFile(file, encodeWav(toPcm16(audio), OUTPUT_RATE));
+        await writeFile(file, encodeWav(toPcm16(audio), OUTPUT_SAMPLE_RATE));
         const hypotheses = (await hear([file])).map((t) => t.text);
-        const seconds = audio.length / OUTPUT_RATE;
+        const seconds = audio.length / OUTPUT_SAMPLE_RATE;
         rows.push({
           part: "sessions",
           voice,

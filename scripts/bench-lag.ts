@@ -58,27 +58,24 @@ import { promisify } from "node:util";
 import { concatPcm } from "../src/audio/pcm.js";
 import { readWavAsPcm16 } from "../src/audio/wav.js";
 import { createSession, RealtimeSocket, type Received } from "../src/cli/recording-socket.js";
+import { OUTPUT_SAMPLE_RATE } from "../src/pipeline/framer.js";
 import { startServiceProcess, type ServiceProcess } from "../test/support/service-process.js";
 import { pythonEnvDir } from "../test/support/python-clients.js";
 import { realModelDir } from "../test/support/real-models.js";
 import { speechBySpeed, speedsChosen } from "../test/support/speech-metrics.js";
-import { SHARED, loadClip } from "./realtime-load.js";
+import { flagValue, SHARED, loadClip } from "./realtime-load.js";
 
 const QUICK = process.argv.includes("--quick");
-const TIER = ((tier = process.argv[process.argv.indexOf("--tier") + 1]) => {
-  if (!process.argv.includes("--tier")) return "embedded";
+const TIER = ((tier = flagValue("--tier") ?? "embedded") => {
   if (tier !== "embedded" && tier !== "whisper") throw new Error("--tier: embedded or whisper");
   return tier;
 })();
-const option = (name: string) =>
-  process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined;
 /** The session's pace parameters (docs/realtime-api.md, "Pace"); absent: the service's defaults. */
 const PACE = {
-  ...(option("--pace") === undefined ? {} : { pace: option("--pace")! }),
-  ...(option("--max-speedup") === undefined ? {} : { maxSpeedup: option("--max-speedup")! }),
+  ...(flagValue("--pace") === undefined ? {} : { pace: flagValue("--pace")! }),
+  ...(flagValue("--max-speedup") === undefined ? {} : { maxSpeedup: flagValue("--max-speedup")! }),
 };
 const API_KEY = "bench-key";
-const OUTPUT_RATE = 24_000;
 const SPEECH = path.join(SHARED, "data/speech");
 
 interface Clip {
@@ -237,7 +234,7 @@ function linesOf(received: readonly Received[]): { lines: Line[]; played: Played
   let clipStarts = true;
   for (const r of audio) {
     const start = Math.max(r.at, played.at(-1)?.end ?? 0);
-    const frame = { arrival: r.at, start, end: start + r.audio!.length / OUTPUT_RATE };
+    const frame = { arrival: r.at, start, end: start + r.audio!.length / OUTPUT_SAMPLE_RATE };
     played.push(frame);
     if (clipStarts && (line < 0 || (lines[line + 1] && lines[line + 1]!.arrival <= r.at))) line++;
     lines[Math.max(0, line)]?.frames.push(frame);

@@ -40,14 +40,10 @@ import { startServiceProcess } from "../test/support/service-process.js";
 import { pythonEnvDir } from "../test/support/python-clients.js";
 import { realModelDir } from "../test/support/real-models.js";
 import { startWhisperServer, WHISPER_SERVER_MODEL } from "../test/support/whisper-server.js";
-import { percentile, SHARED, sleep, speechSpan } from "./realtime-load.js";
+import { flagValue, percentile, SHARED, sleep, speechSpan } from "./realtime-load.js";
 
 const run = promisify(execFile);
-const argument = (flag: string): string | undefined => {
-  const index = process.argv.indexOf(flag);
-  return index < 0 ? undefined : process.argv[index + 1];
-};
-const MODEL = argument("--model") ?? "tiny.en";
+const MODEL = flagValue("--model") ?? "tiny.en";
 if (MODEL !== "tiny.en" && MODEL !== "base") throw new Error("--model: tiny.en or base");
 const MODEL_DIR = realModelDir(`whisper-${MODEL}`);
 const API_KEY = "bench-key";
@@ -89,7 +85,7 @@ async function loadClips(): Promise<Clip[]> {
     .split("\n")
     .map((line) => line.match(/^<s> (.*) <\/s> \((.*)\)$/u)!)
     .map(([, text, id]) => ({ file: `librivox-pocketsphinx/${id}.wav`, reference: text! }));
-  const count = Number(argument("--clips") ?? Infinity);
+  const count = Number(flagValue("--clips") ?? Infinity);
   return Promise.all(
     [...librivox, ...lj].slice(0, count).map(async ({ file, reference }) => {
       const pcm = await readWavAsPcm16(path.join(speech, file));

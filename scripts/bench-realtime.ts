@@ -45,6 +45,7 @@ import {
 import { benchWhisperStreaming } from "./bench-whisper-streaming.js";
 import {
   CLIPS,
+  flagValue,
   SHARED,
   loadClip,
   measureConcurrency,
@@ -60,9 +61,8 @@ const API_KEY = "bench-key";
 
 /** The value after a command-line flag, checked against its choices; undefined without the flag. */
 function choice<T extends string>(flag: string, choices: readonly T[]): T | undefined {
-  const index = process.argv.indexOf(flag);
-  if (index < 0) return undefined;
-  const value = process.argv[index + 1] as T;
+  if (!process.argv.includes(flag)) return undefined;
+  const value = flagValue(flag) as T;
   if (!choices.includes(value)) throw new Error(`${flag}: one of ${choices.join(", ")}`);
   return value;
 }

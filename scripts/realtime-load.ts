@@ -9,6 +9,12 @@ import { createSession, RealtimeSocket } from "../src/cli/recording-socket.js";
 
 export const SHARED = process.env.SHARED_DIR ?? path.resolve(import.meta.dirname, "../../shared");
 
+/** The value after a command-line flag of a benchmark script; undefined without the flag. */
+export function flagValue(flag: string): string | undefined {
+  const index = process.argv.indexOf(flag);
+  return index < 0 ? undefined : process.argv[index + 1];
+}
+
 export const CLIPS = [
   "librivox-pocketsphinx/goforward.wav",
   "librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0870.wav",
