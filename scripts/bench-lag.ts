@@ -24,11 +24,14 @@
  *   max(its arrival, the end of the previous one) and lasts its sample count / 24000.
  * - StartOffset = start of the first frame; EndOffset = end of the last frame − source duration.
  * - Output words: each translated final adds the words beyond the previous final of its segment
- *   (finals are prefix extensions), and that span is spoken as one clip (one line). Clips are told
- *   apart on the wire by their last frame, which is shorter than the synthesizer's full frames; a
- *   clip goes to the next line once that line's final has arrived, otherwise it continues the line
- *   (a line of several sentences). Each word's time is the playback time of its position in its
- *   line's audio, the position proportional to the word's character offset in the line's text.
+ *   (finals are prefix extensions), and that span is spoken in one clip, alone or joined with the
+ *   spans after it (an utterance's unfinished pieces are spoken as one phrase). Clips are told apart
+ *   on the wire by their last frame, which is shorter than the synthesizer's full frames. A clip
+ *   speaks the spans whose finals had arrived when it began and no clip spoke before — as many of
+ *   them as best fit its length at the session's seconds per character — or, when none had, it
+ *   continues the clip before (a line of several sentences). Each word's time is the playback time
+ *   of its position in its clip's audio, the position proportional to the word's character offset
+ *   in the clip's text.
  * - AL and LAAL (Papi et al. 2022, "Over-Generation Cannot Be Rewarded: Length-Adaptive Average
  *   Lagging for Simultaneous Speech Translation", as SimulEval's ALScorer / LAALScorer compute
  *   them): with word delays d_i, source duration |X|, τ the first i with d_i ≥ |X| (all words if
@@ -213,10 +216,14 @@ interface Line {
   readonly frames: Played[];
 }
 
-/** The lines of a session, each with the played frames of its clip(s) (file comment). */
+/**
+ * The lines of a session as they were spoken, each with the played frames of its clip(s) (file
+ * comment): a clip speaks one or more finals' lines (the service joins an utterance's unfinished
+ * pieces into phrases), or continues the line before it (a line of several sentences).
+ */
 function linesOf(received: readonly Received[]): { lines: Line[]; played: Played[] } {
   const previous = new Map<unknown, number>();
-  const lines: Line[] = [];
+  const finals: Line[] = [];
   for (const r of received) {
     const m = r.message;
     if (m?.type !== "translated_transcript" || m.is_final !== true) continue;
@@ -225,21 +232,50 @@ function linesOf(received: readonly Received[]): { lines: Line[]; played: Played
       .filter(Boolean);
     const before = previous.get(m.correlation_id) ?? 0;
     previous.set(m.correlation_id, words.length);
-    if (words.length > before) lines.push({ text: words.slice(before).join(" "), arrival: r.at, frames: [] });
+    if (words.length > before)
+      finals.push({ text: words.slice(before).join(" "), arrival: r.at, frames: [] });
   }
   const audio = received.filter((r) => r.audio);
   const full = Math.max(0, ...audio.map((r) => r.audio!.length));
   const played: Played[] = [];
-  let line = -1;
+  const clips: Played[][] = [];
   let clipStarts = true;
   for (const r of audio) {
     const start = Math.max(r.at, played.at(-1)?.end ?? 0);
     const frame = { arrival: r.at, start, end: start + r.audio!.length / OUTPUT_SAMPLE_RATE };
     played.push(frame);
-    if (clipStarts && (line < 0 || (lines[line + 1] && lines[line + 1]!.arrival <= r.at))) line++;
-    lines[Math.max(0, line)]?.frames.push(frame);
+    if (clipStarts) clips.push([]);
+    clips.at(-1)!.push(frame);
     clipStarts = r.audio!.length < full;
   }
+  const seconds = (frames: readonly Played[]) => frames.reduce((sum, f) => sum + f.end - f.start, 0);
+  const characters = (group: readonly Line[]) => group.reduce((sum, l) => sum + l.text.length, 0);
+  // Seconds per character over the whole session, to tell how many lines a clip speaks.
+  const rate = seconds(played) / Math.max(1, characters(finals));
+  const lines: Line[] = [];
+  let next = 0;
+  for (const frames of clips) {
+    // Lines that had arrived when the clip began and no clip spoke before: the clip speaks the first
+    // j of them, j the count whose text best fits its length; none: it continues the line before.
+    let arrived = next;
+    while (arrived < finals.length && finals[arrived]!.arrival <= frames[0]!.arrival) arrived++;
+    if (arrived === next && lines.length > 0) {
+      lines.at(-1)!.frames.push(...frames);
+      continue;
+    }
+    const misfit = (from: number, end: number) =>
+      Math.abs(characters(finals.slice(from, end)) * rate - seconds(frames));
+    let best = next + 1;
+    for (let j = next + 2; j <= arrived; j++) if (misfit(next, j) < misfit(next, best)) best = j;
+    const group = finals.slice(next, Math.min(best, finals.length));
+    next = Math.min(best, finals.length);
+    lines.push({
+      text: group.map((l) => l.text).join(" "),
+      arrival: group.at(-1)?.arrival ?? frames[0]!.arrival,
+      frames: [...frames],
+    });
+  }
+  lines.push(...finals.slice(next));
   return { lines, played };
 }
 

@@ -13,7 +13,7 @@ import {
   SilenceTrimmer,
   speedFor,
 } from "../../src/pipeline/pacing.js";
-import { SynthesisStage } from "../../src/pipeline/stages/synthesis.js";
+import { MAX_PHRASE_WORDS, SynthesisStage } from "../../src/pipeline/stages/synthesis.js";
 import { voiceOf } from "../../src/voices/voice-defaults.js";
 
 const PACE = { maxSpeedup: 1.5 };
@@ -141,11 +141,16 @@ function stage(pace: { maxSpeedup: number } | undefined) {
   const running = synthesis.run();
   let lines = 0;
   /** One line; lines of one utterance share its `segmentId` (by default each is its own). */
-  const say = async (text: string, segmentId = `s${lines}`, language: LanguageCode = "es") => {
+  const say = async (
+    text: string,
+    segmentId = `s${lines}`,
+    language: LanguageCode = "es",
+    end: "flush" | "cancel" = "flush",
+  ) => {
     lines++;
     const line: SpokenLine = { segmentId, language, voice: VOICE, queuedAt: 0 };
     await input.put({ kind: "text", line, text });
-    await input.put({ kind: "flush", line });
+    await input.put({ kind: end, line });
   };
   const clips = () => events.filter((e) => e.type === "audio" && e.clipEnd).length;
   const seconds = () =>
@@ -160,12 +165,94 @@ function stage(pace: { maxSpeedup: number } | undefined) {
     clipsOut: async (n: number) => {
       while (clips() < n) await new Promise((resolve) => setTimeout(resolve, 5));
     },
+    finalize: () => input.put({ kind: "finalized" }),
     end: async () => {
       input.close();
       await running;
     },
   };
 }
+
+/** About 3 s of speech: the listener has that much to hear while the next pieces come. */
+const LONG = "Esta es la primera frase de la tarde, que dura unos tres segundos";
+
+describe("SynthesisStage speaks in phrases", () => {
+  it("holds an utterance's unfinished pieces while the listener is busy and speaks them as one phrase", async () => {
+    const synthesis = stage(undefined);
+    await synthesis.say(LONG, "u1");
+    await synthesis.clipsOut(1);
+    for (const piece of ["el abad", "es la cosa", "fácil"]) await synthesis.say(piece, "u1");
+    await synthesis.end();
+    // Nothing dropped, in order; the three pieces are one engine call, one clip.
+    expect(synthesis.asked.map((a) => a.text)).toEqual([LONG, "el abad es la cosa fácil"]);
+    expect(synthesis.clips()).toBe(2);
+  });
+
+  it(`speaks a phrase once it has ${MAX_PHRASE_WORDS} words, a piece with punctuation at once`, async () => {
+    const synthesis = stage(undefined);
+    await synthesis.say(LONG, "u1");
+    await synthesis.clipsOut(1);
+    const words = "uno dos tres cuatro cinco seis siete ocho nueve diez".split(" ");
+    for (const word of words) await synthesis.say(word, "u1");
+    await synthesis.say("once,", "u1");
+    await synthesis.say("doce", "u1");
+    await synthesis.end();
+    expect(synthesis.asked.map((a) => a.text)).toEqual([
+      LONG,
+      words.slice(0, MAX_PHRASE_WORDS).join(" "),
+      [...words.slice(MAX_PHRASE_WORDS), "once,"].join(" "),
+      "doce",
+    ]);
+  });
+
+  it("a listener with nothing left to hear gets each piece at once", async () => {
+    const synthesis = stage(undefined);
+    for (const [i, piece] of ["Son", "el abad"].entries()) {
+      await synthesis.say(piece, "u1");
+      // Spoken before the next piece comes, though it ends no phrase.
+      await synthesis.clipsOut(i + 1);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    await synthesis.end();
+    expect(synthesis.asked.map((a) => a.text)).toEqual(["Son", "el abad"]);
+  });
+
+  it("speaks a held phrase when the listener's audio runs down, with no later piece to wait for", async () => {
+    const synthesis = stage(undefined);
+    await synthesis.say("Una frase corta de un segundo", "u1");
+    await synthesis.clipsOut(1);
+    await synthesis.say("y luego", "u1");
+    // The input stays open: the held phrase goes out on its own as the listener's audio runs down.
+    await synthesis.clipsOut(2);
+    expect(synthesis.asked.map((a) => a.text)).toEqual(["Una frase corta de un segundo", "y luego"]);
+    await synthesis.end();
+  });
+
+  it("never joins utterances, and a finalize speaks the held phrase before `finalized`", async () => {
+    const synthesis = stage(undefined);
+    await synthesis.say(LONG, "u1");
+    await synthesis.clipsOut(1);
+    await synthesis.say("y luego", "u1");
+    await synthesis.say("Otra cosa", "u2");
+    await synthesis.say("y más", "u2");
+    await synthesis.finalize();
+    await synthesis.end();
+    // "y luego" is spoken alone when the next utterance comes; "Otra cosa y más" when the finalize does.
+    expect(synthesis.asked.map((a) => a.text)).toEqual([LONG, "y luego", "Otra cosa y más"]);
+    expect(synthesis.events.at(-1)?.type).toBe("finalized");
+    expect(synthesis.clips()).toBe(3);
+  });
+
+  it("a line cancelled after its text still speaks the phrase held for it, not its own text", async () => {
+    const synthesis = stage(undefined);
+    await synthesis.say(LONG, "u1");
+    await synthesis.clipsOut(1);
+    await synthesis.say("el abad", "u1");
+    await synthesis.say("es la", "u1", "es", "cancel");
+    await synthesis.end();
+    expect(synthesis.asked.map((a) => a.text)).toEqual([LONG, "el abad"]);
+  });
+});
 
 const LINES = Array.from(
   { length: 20 },

@@ -21,6 +21,19 @@ import { SynthesisStream } from "../synthesis-stream.js";
  */
 export const MAX_WAITING_LINES = 16;
 
+/**
+ * Speaking in phrases: the stabiliser commits an utterance a few words at a time (often 1–3 words
+ * on PocketSphinx), and each commit is a line. A line whose text ends without punctuation is an
+ * unfinished phrase: while its listener still has at least HOLD_BACKLOG_S of audio to hear, it is
+ * held and spoken together with the next line of its utterance, up to MAX_PHRASE_WORDS words. A
+ * listener with nothing left to hear gets each line at once (first audio is not delayed), and a held
+ * phrase is spoken when the listener's audio runs down to HOLD_BACKLOG_S (time enough for an engine's
+ * first frame), when another utterance or a `finalized` comes, or when the input ends: holding costs
+ * the listener no silence and no lag, and the engine speaks whole phrases with their intonation.
+ */
+export const HOLD_BACKLOG_S = 0.6;
+export const MAX_PHRASE_WORDS = 8;
+
 export interface SynthesisStageOptions {
   readonly speak: SpeakFn;
   /** Fires when the pipeline is cancelled: the synthesis in flight is aborted, the rest skipped. */
@@ -55,47 +68,138 @@ export class SynthesisStage {
    * much of it followed the piece.
    */
   private readonly lastSpoken = new Map<LanguageCode, { segmentId: string; pause: number; paused: number }>();
+  /** Each language's unfinished phrase held for the next line of its utterance (HOLD_BACKLOG_S). */
+  private readonly held = new Map<
+    LanguageCode,
+    { line: SpokenLine; text: string; timer: ReturnType<typeof setTimeout> }
+  >();
 
   constructor(
     private readonly options: SynthesisStageOptions,
     private readonly input: BoundedQueue<LineFrame>,
   ) {}
 
-  /** No line is waiting to be spoken or being spoken. */
+  /** No line is held, waiting to be spoken or being spoken. */
   get idle(): boolean {
-    return this.waiting.length === 0;
+    return this.waiting.length === 0 && this.held.size === 0;
   }
 
   async run(): Promise<void> {
     for await (const frame of this.input) {
       if (this.options.signal.aborted) continue;
       if (frame.kind === "finalized") {
+        for (const language of [...this.held.keys()]) await this.release(language);
         await this.after(() => this.options.emit({ type: "finalized" }));
         continue;
       }
       if (this.current?.line !== frame.line) {
         // A line ends with its flush or cancel frame; a new one starts with its first text.
         if (frame.kind !== "text") continue;
-        const stream = new SynthesisStream((sentence, ends) => this.synthesize(frame.line, sentence, ends));
-        const current = { line: frame.line, stream };
-        this.current = current;
-        this.unspoken.add(current);
-        await this.after(() =>
-          this.speakLine(frame.line, stream).finally(() => this.unspoken.delete(current)),
-        );
+        this.current = await this.start(frame.line, await this.carriedInto(frame.line));
       }
-      const { stream } = this.current;
+      const { line, stream } = this.current!;
       if (frame.kind === "text") stream.pushText(frame.text);
       else {
-        if (frame.kind === "flush") stream.flush();
-        else stream.cancel();
+        if (frame.kind === "cancel") stream.cancel();
+        else if (!this.hold(line, stream)) stream.flush();
         this.current = undefined;
       }
     }
-    // The input ended: a line cut off without its flush is spoken as it is, unless cancelled.
-    if (this.options.signal.aborted) this.current?.stream.cancel();
-    else this.current?.stream.flush();
+    // The input ended: a line cut off without its flush is spoken as it is, unless cancelled, and so
+    // is a held phrase.
+    if (this.options.signal.aborted) {
+      this.current?.stream.cancel();
+      for (const { timer } of this.held.values()) clearTimeout(timer);
+      this.held.clear();
+    } else {
+      this.current?.stream.flush();
+      for (const language of [...this.held.keys()]) await this.release(language);
+    }
     await Promise.all(this.waiting);
+  }
+
+  /**
+   * A stream for `line`, spoken after the lines taken before it; `carried`: a held phrase spoken
+   * ahead of its text, whose line's first text was queued first (first_audio counts from it).
+   */
+  private async start(
+    line: SpokenLine,
+    carried?: { line: SpokenLine; text: string },
+  ): Promise<{ line: SpokenLine; stream: SynthesisStream }> {
+    const stream = new SynthesisStream(
+      (sentence, ends) => this.synthesize(line, sentence, ends),
+      carried?.text,
+    );
+    const started = { line, stream };
+    this.unspoken.add(started);
+    const queuedAt = carried?.line.queuedAt ?? line.queuedAt;
+    await this.after(() =>
+      this.speakLine(line, stream, queuedAt).finally(() => this.unspoken.delete(started)),
+    );
+    return started;
+  }
+
+  /**
+   * The phrase held for `line`'s language when `line` continues it (same utterance, same voice);
+   * a held phrase that `line` does not continue is spoken first.
+   */
+  private async carriedInto(line: SpokenLine): Promise<{ line: SpokenLine; text: string } | undefined> {
+    const held = this.held.get(line.language);
+    if (!held) return undefined;
+    const continues =
+      held.line.segmentId === line.segmentId &&
+      held.line.voice?.id === line.voice?.id &&
+      held.line.toneColor === line.toneColor;
+    if (!continues) {
+      await this.release(line.language);
+      return undefined;
+    }
+    clearTimeout(held.timer);
+    this.held.delete(line.language);
+    return held;
+  }
+
+  /**
+   * Holds the unfinished phrase that ends a flushed line (HOLD_BACKLOG_S) when its listener has
+   * enough to hear meanwhile; false when the line is to be spoken to its end now.
+   */
+  private hold(line: SpokenLine, stream: SynthesisStream): boolean {
+    const ahead = this.listener(line.language).backlog(performance.now());
+    const unfinished = stream.unfinished.trim();
+    if (
+      ahead < HOLD_BACKLOG_S ||
+      unfinished === "" ||
+      pauseAfter(unfinished) > 0 ||
+      unfinished.split(/\s+/u).length >= MAX_PHRASE_WORDS
+    )
+      return false;
+    const text = stream.takeUnfinished();
+    this.held.set(line.language, { line, text, timer: this.releaseLater(line.language, ahead) });
+    return true;
+  }
+
+  /** Speaks the held phrase of `language` once its listener's audio runs down to HOLD_BACKLOG_S. */
+  private releaseLater(language: LanguageCode, ahead: number): ReturnType<typeof setTimeout> {
+    return setTimeout(
+      () => {
+        const held = this.held.get(language);
+        if (!held || this.options.signal.aborted) return;
+        // Audio sent meanwhile (earlier lines' speech) leaves the listener more to hear.
+        const left = this.listener(language).backlog(performance.now());
+        if (left > HOLD_BACKLOG_S) held.timer = this.releaseLater(language, left);
+        else void this.release(language);
+      },
+      (ahead - HOLD_BACKLOG_S) * 1000,
+    );
+  }
+
+  /** Speaks `language`'s held phrase, if any, as a line of its own. */
+  private async release(language: LanguageCode): Promise<void> {
+    const held = this.held.get(language);
+    if (!held) return;
+    clearTimeout(held.timer);
+    this.held.delete(language);
+    (await this.start(held.line, held)).stream.flush();
   }
 
   /**
@@ -115,7 +219,7 @@ export class SynthesisStage {
    * arrives, so the last frame of the clip can carry `clipEnd`; a synthesis that fails part-way ends
    * its clip with the frames it produced, then reports the failure.
    */
-  private async speakLine(line: SpokenLine, stream: SynthesisStream): Promise<void> {
+  private async speakLine(line: SpokenLine, stream: SynthesisStream, queuedAt: number): Promise<void> {
     const { signal, observer } = this.options;
     if (signal.aborted) return;
     // Trimming leaves pieces of any length: the clip is framed again into standard frames.
@@ -131,7 +235,7 @@ export class SynthesisStage {
         for (const frame of framer.push(samples)) {
           if (held) send(held, false);
           // The line's first frame.
-          else observer?.latency("first_audio", (performance.now() - line.queuedAt) / 1000);
+          else observer?.latency("first_audio", (performance.now() - queuedAt) / 1000);
           held = frame;
         }
       }
@@ -160,7 +264,7 @@ export class SynthesisStage {
    * text waiting to be spoken as the seconds it would take.
    */
   private backlog(language: LanguageCode): number {
-    let characters = 0;
+    let characters = this.held.get(language)?.text.replace(/\s/gu, "").length ?? 0;
     for (const { line, stream } of this.unspoken)
       if (line.language === language) characters += stream.waitingCharacters;
     return this.listener(language).backlog(performance.now()) + characters * SECONDS_PER_CHARACTER;
