@@ -51,6 +51,8 @@
  *   `maxSpeedup`; measured from the service's `relay_speech_seconds_total{speed}` (/metrics) over each
  *   clip set: the mean speed weighted by seconds spoken, and the fastest used. Spoken s / source s
  *   shows how much longer the translation is than the speech, as sent (after any speed-up).
+ * - Pieces per phrase: finals' spans (each a piece the stabiliser committed) per clip spoken, over
+ *   the clip set: 1 when every piece is spoken on its own.
  */
 import { execFile } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
@@ -221,7 +223,7 @@ interface Line {
  * comment): a clip speaks one or more finals' lines (the service joins an utterance's unfinished
  * pieces into phrases), or continues the line before it (a line of several sentences).
  */
-function linesOf(received: readonly Received[]): { lines: Line[]; played: Played[] } {
+function linesOf(received: readonly Received[]): { lines: Line[]; played: Played[]; pieces: number } {
   const previous = new Map<unknown, number>();
   const finals: Line[] = [];
   for (const r of received) {
@@ -276,7 +278,7 @@ function linesOf(received: readonly Received[]): { lines: Line[]; played: Played
     });
   }
   lines.push(...finals.slice(next));
-  return { lines, played };
+  return { lines, played, pieces: finals.length };
 }
 
 /** Playback time of a fraction (0…1) of a line's audio. */
@@ -308,6 +310,8 @@ interface ClipResult {
   readonly sourceSeconds: number;
   readonly spokenSeconds: number;
   readonly words: number;
+  /** Finals' spans (the pieces committed), and the clips they were spoken in (phrases). */
+  readonly pieces: number;
   readonly lines: number;
   readonly startOffset: number | null;
   readonly endOffset: number | null;
@@ -322,7 +326,7 @@ interface ClipResult {
 
 function analyse(clip: Clip, received: readonly Received[]): ClipResult {
   const source = clip.pcm.length / 16_000;
-  const { lines, played } = linesOf(received);
+  const { lines, played, pieces } = linesOf(received);
   const spoken = lines.filter((l) => l.frames.length > 0);
   // Word starts and ends, and the chunk (line) each belongs to.
   const words: { start: number; end: number; chunk: number }[] = [];
@@ -348,6 +352,7 @@ function analyse(clip: Clip, received: readonly Received[]): ClipResult {
     sourceSeconds: +source.toFixed(2),
     spokenSeconds: +played.reduce((sum, f) => sum + f.end - f.start, 0).toFixed(2),
     words: words.length,
+    pieces,
     lines: spoken.length,
     startOffset: round(played[0]?.start),
     endOffset: round(played.length ? lastEnd - source : undefined),
@@ -461,6 +466,14 @@ async function main(): Promise<void> {
       maxBacklog,
       backlogAtEndOfSpeech: Math.max(...results.map((r) => r.backlogAtEndOfSpeech)),
       spokenPerSource: +(spoken / source).toFixed(2),
+      // Pieces committed per clip spoken: how far the service joined pieces into phrases.
+      piecesPerPhrase: +(
+        results.reduce((sum, r) => sum + r.pieces, 0) /
+        Math.max(
+          1,
+          results.reduce((sum, r) => sum + r.lines, 0),
+        )
+      ).toFixed(2),
       speedUp: +speed.mean.toFixed(2),
       fastest: speed.fastest,
       ...target(set.form, endOffset, laal, results[0]!.backlog),
@@ -491,11 +504,11 @@ async function main(): Promise<void> {
     [
       `Tier: ${TIER}${QUICK ? " (--quick)" : ""}; pace: ${JSON.stringify(PACE)}; machine: ${machine.model} × ${machine.cpus}, load average ${loadBefore} before, ${machine.loadAverageAfter} after`,
       "",
-      "| tier | clip set | clips | source s | StartOffset | EndOffset (median) | AL | LAAL | ATD | max backlog | backlog at end of speech | spoken s / source s | speed-up (mean / fastest) | target | met |",
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+      "| tier | clip set | clips | source s | StartOffset | EndOffset (median) | AL | LAAL | ATD | max backlog | backlog at end of speech | spoken s / source s | pieces per phrase | speed-up (mean / fastest) | target | met |",
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
       ...rows.map(
         (r) =>
-          `| ${TIER} | ${r.set} (${r.pair}) | ${r.clips} | ${r.sourceSeconds} | ${r.startOffset} | ${r.endOffset} | ${r.al} | ${r.laal} | ${r.atd} | ${r.maxBacklog} | ${r.backlogAtEndOfSpeech} | ${r.spokenPerSource} | ${r.speedUp.toFixed(2)} / ${r.fastest.toFixed(2)} | ${r.target} | ${r.met ? "met" : "not met"}${"backlogByThird" in r && r.backlogByThird ? ` (thirds: ${r.backlogByThird.join(" / ")} s)` : ""} |`,
+          `| ${TIER} | ${r.set} (${r.pair}) | ${r.clips} | ${r.sourceSeconds} | ${r.startOffset} | ${r.endOffset} | ${r.al} | ${r.laal} | ${r.atd} | ${r.maxBacklog} | ${r.backlogAtEndOfSpeech} | ${r.spokenPerSource} | ${r.piecesPerPhrase} | ${r.speedUp.toFixed(2)} / ${r.fastest.toFixed(2)} | ${r.target} | ${r.met ? "met" : "not met"}${"backlogByThird" in r && r.backlogByThird ? ` (thirds: ${r.backlogByThird.join(" / ")} s)` : ""} |`,
       ),
     ].join("\n"),
   );
