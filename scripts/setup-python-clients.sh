@@ -41,12 +41,17 @@ if ! "$PYTHON" -c "import sys; sys.exit(sys.version_info < (3, $MINOR))" 2>/dev/
   echo "setup-python-clients: $REQUIREMENTS needs Python 3.$MINOR or newer as $PYTHON (RELAY_PYTHON names another)" >&2
   exit 1
 fi
-# Debian's python3 makes environments only with python3-venv (its ensurepip).
-if ! "$PYTHON" -m ensurepip --version >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+# Debian packages the environment needs: python3-venv (Debian's python3 makes environments only with
+# its ensurepip); for WhisperLive, PortAudio's headers (PyAudio builds from source against them).
+PACKAGES=""
+"$PYTHON" -m ensurepip --version >/dev/null 2>&1 || PACKAGES="python3-venv"
+[ "$NAME" != whisperlive ] || [ -f /usr/include/portaudio.h ] || PACKAGES="$PACKAGES portaudio19-dev"
+if [ -n "$PACKAGES" ] && command -v apt-get >/dev/null 2>&1; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -q
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends python3-venv
+  # shellcheck disable=SC2086 # a list of package names
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends $PACKAGES
 fi
 rm -rf "$DIR"
 echo "setup-python-clients: installing $REQUIREMENTS in $DIR (a few minutes, once)" >&2
