@@ -11,7 +11,7 @@ export type { TranslationCall } from "../core/contracts.js";
 
 // ------------------------------------------------------------------ what callers give and get
 
-/** A translation the pipeline asks for: into `to`, the language `targetFor` chose for the utterance. */
+/** A translation the pipeline asks for: into `to`, the language of the utterance's lane (its route). */
 export interface TargetedCall extends TranslationCall {
   readonly to: LanguageCode;
 }
@@ -166,10 +166,12 @@ export interface Segment {
 }
 
 /**
- * A `finalize` carried through the stages behind the work before it; the last stage turns it into
- * the `finalized` event.
+ * A `finalize` carried through the stages behind the work before it. The fan-out hands every lane
+ * one with `passed`, which the lane's last stage calls once everything before it is out; the
+ * `finalized` event follows when every lane has passed it.
  */
 export type FinalizedFrame = { readonly kind: "finalized" };
+export type LaneFinalizedFrame = FinalizedFrame & { readonly passed: () => void };
 
 /** Segment building → translation: one text to translate. */
 export interface TranslationJob {
@@ -190,8 +192,14 @@ export interface TranslationJob {
   readonly queuedAt: number;
 }
 
-/** What the link from segment building to translation carries. */
+/** What the link from segment building to the fan-out carries. */
 export type TranslationInput = TranslationJob | FinalizedFrame;
+
+/** A job on a lane: the language it is translated into there (undefined: passed through untranslated). */
+export type RoutedJob = TranslationJob & { readonly to: LanguageCode | undefined };
+
+/** What the link from the fan-out to a lane's translation carries. */
+export type LaneInput = RoutedJob | LaneFinalizedFrame;
 
 /** One spoken line: a final span's translation, in its language and voice. */
 export interface SpokenLine {
@@ -211,4 +219,4 @@ export interface SpokenLine {
 export type LineFrame =
   | { readonly kind: "text"; readonly line: SpokenLine; readonly text: string }
   | { readonly kind: "flush" | "cancel"; readonly line: SpokenLine }
-  | FinalizedFrame;
+  | LaneFinalizedFrame;

@@ -4,8 +4,9 @@ import type { LanguageLabels } from "../engines/routing/translator.js";
 
 /**
  * The language plan of live sessions (real-time and rooms): how a session listens (a language,
- * "auto", two-way) and which language each utterance goes into. Surfaces check the plan's
- * requirements (`requirementsOf`) with src/engines/routing/languages.ts, then build the pipeline.
+ * "auto", two-way) and where each utterance goes. Surfaces build it (`languagePlan` here; a room
+ * speaker's in src/rooms/room-languages.ts), check its requirements (`requirementsOf`) with
+ * src/engines/routing/languages.ts, then build the pipeline from it.
  */
 
 /** The languages of a live speech session (WebSocket sessions and rooms), as the client asked. */
@@ -19,7 +20,25 @@ export interface SessionLanguages extends LanguageLabels {
   readonly twoWay?: boolean;
 }
 
-/** How a live session listens and what it translates each utterance into. */
+/**
+ * Where an utterance goes: a lane of the pipeline (its own translation and synthesis stages; lanes
+ * never wait for each other) and the language it is translated into there.
+ */
+export interface Route {
+  /** The lane's name: a session has one lane (`SESSION_LANE`), a room speaker one per language heard. */
+  readonly lane: string;
+  /** undefined: passed through (its translation is its own text, and it is not spoken). */
+  readonly to: LanguageCode | undefined;
+}
+
+/** A live session's one lane: one-way, two-way and "auto" sessions translate in order, one line at a time. */
+export const SESSION_LANE = "session";
+
+/**
+ * How a live session (a WebSocket session, or one room participant's speech) listens, and where
+ * each utterance it hears goes. Requirements, engines and voice-clone directions are read from
+ * `directions` and `into`; the pipeline follows `routes`.
+ */
 export interface LanguagePlan {
   /** What the recognizer is opened with: a language, or "auto" (identified per utterance). */
   readonly listen: LanguageCode | "auto";
@@ -27,63 +46,26 @@ export interface LanguagePlan {
   readonly candidates?: readonly LanguageCode[];
   /** Every language an utterance can be translated into, with the labels of that direction. */
   readonly directions: readonly { readonly to: LanguageCode; readonly labels: LanguageLabels }[];
-  /** What an utterance heard in `language` is translated into; undefined: it is passed through. */
-  targetFor(language: LanguageCode): LanguageCode | undefined;
+  /** Every language an utterance heard in `language` may be translated into (what engines must serve). */
+  into(language: LanguageCode): readonly LanguageCode[];
   /**
-   * Rooms: every language an utterance heard in `language` goes into, asked per utterance (who
-   * listens changes); replaces `targetFor` in the pipeline (`PipelineOptions.fanOut`).
+   * Where an utterance heard in `language` goes now (asked per utterance: a room's listeners come
+   * and go); `undefined`: its language was not identified. No route: neither translated nor spoken.
    */
-  readonly fanOut?: (language: LanguageCode) => readonly LanguageCode[];
-}
-
-/** A room participant as a speaker (src/rooms): what they speak, and who listens to them. */
-export interface RoomSpeaker {
-  /** The room's pair (spec rooms): an undeclared participant speaks the source, or either side when two-way. */
-  readonly sourceLanguage: LanguageCode;
-  readonly targetLanguage: LanguageCode;
-  readonly twoWay: boolean;
-  /** Every language of the room. */
-  readonly languages: readonly LanguageCode[];
-  /** The language the participant declared they speak and hear; undefined: a spec room's participant. */
-  readonly language: LanguageCode | undefined;
-  /** The languages the room's listeners hear now (for a declared speaker: everyone else's). */
-  readonly listening: () => ReadonlySet<LanguageCode>;
-}
-
-/**
- * The plan of one room participant's speech. A participant who declared a language is heard in it
- * and translated into every other language someone in the room listens in (none: not translated,
- * not spoken). An undeclared participant of a spec room keeps the spec's rule (and the
- * WebSocket's): the source into the target, or with `twoWay` either side of the pair into the
- * other, whoever listens.
- */
-export function roomSpeakerPlan(speaker: RoomSpeaker): LanguagePlan {
-  const { language, sourceLanguage: source, targetLanguage: target } = speaker;
-  if (language === undefined) {
-    const pair = languagePlan({ sourceLanguage: source, targetLanguage: target, twoWay: speaker.twoWay });
-    return {
-      ...pair,
-      fanOut: (heard) => {
-        const to = pair.targetFor(heard);
-        return to === undefined ? [] : [to];
-      },
-    };
-  }
-  return {
-    listen: language,
-    directions: speaker.languages
-      .filter((to) => to !== language)
-      .map((to) => ({ to, labels: {} as LanguageLabels })),
-    targetFor: () => undefined,
-    fanOut: (heard) => [...speaker.listening()].filter((to) => to !== heard),
-  };
+  routes(language: LanguageCode | undefined): readonly Route[];
+  /**
+   * The language the speaker speaks when heard translated into `to`: the voice matcher's rate
+   * reference and the voice-clone direction.
+   */
+  speakerLanguageInto(to: LanguageCode): LanguageCode;
 }
 
 /**
  * The one rule for which language each utterance of a live session goes into. Two-way: each side
  * of the pair into the other (the labels swap with the direction). "auto": into the target, and an
  * utterance identified as already in the target is passed through. A named source: always into the
- * target (even the same language: the line is then revoiced).
+ * target (even the same language: the line is then revoiced). Every utterance takes the session's
+ * one lane, an unidentified one too (its translated final says nothing was translated).
  */
 export function languagePlan(session: SessionLanguages): LanguagePlan {
   const { sourceLanguage: source, targetLanguage: target } = session;
@@ -91,29 +73,50 @@ export function languagePlan(session: SessionLanguages): LanguagePlan {
     sourceLanguageLabel: session.sourceLanguageLabel,
     targetLanguageLabel: session.targetLanguageLabel,
   };
+  const sessionPlan = (
+    plan: Omit<LanguagePlan, "into" | "routes">,
+    targetFor: (language: LanguageCode) => LanguageCode | undefined,
+  ): LanguagePlan => ({
+    ...plan,
+    into: (language) => {
+      const to = targetFor(language);
+      return to === undefined ? [] : [to];
+    },
+    routes: (language) => [
+      { lane: SESSION_LANE, to: language === undefined ? undefined : targetFor(language) },
+    ],
+  });
   if (session.twoWay) {
     if (source === "auto") throw new Error("a two-way session names both of its languages");
     const swapped = {
       sourceLanguageLabel: labels.targetLanguageLabel,
       targetLanguageLabel: labels.sourceLanguageLabel,
     };
-    return {
-      listen: "auto",
-      candidates: [source, target],
-      directions: [
-        { to: target, labels },
-        { to: source, labels: swapped },
-      ],
-      targetFor: (language) => (language === target ? source : target),
-    };
+    const other = (language: LanguageCode) => (language === target ? source : target);
+    return sessionPlan(
+      {
+        listen: "auto",
+        candidates: [source, target],
+        directions: [
+          { to: target, labels },
+          { to: source, labels: swapped },
+        ],
+        speakerLanguageInto: other,
+      },
+      other,
+    );
   }
   const hints = source === "auto" && session.languageHints?.length ? session.languageHints : undefined;
-  return {
-    listen: source,
-    ...(hints ? { candidates: hints } : {}),
-    directions: [{ to: target, labels }],
-    targetFor: (language) => (source === "auto" && language === target ? undefined : target),
-  };
+  return sessionPlan(
+    {
+      listen: source,
+      ...(hints ? { candidates: hints } : {}),
+      directions: [{ to: target, labels }],
+      // With "auto" the speaker's language is not known ahead: the target stands in.
+      speakerLanguageInto: (to) => (source === "auto" ? to : source),
+    },
+    (language) => (source === "auto" && language === target ? undefined : target),
+  );
 }
 
 /**
@@ -132,9 +135,6 @@ export function requirementsOf(plan: LanguagePlan, speaks: boolean): Requirement
     ...(heard.length === 0
       ? plan.directions.map(({ to }) => ({ kind: "translation", from: "auto", to }) as const)
       : []),
-    ...heard.flatMap((from) => {
-      const to = plan.targetFor(from);
-      return to === undefined ? [] : [{ kind: "translation", from, to } as const];
-    }),
+    ...heard.flatMap((from) => plan.into(from).map((to) => ({ kind: "translation", from, to }) as const)),
   ];
 }

@@ -1,6 +1,6 @@
 import type { EngineRegistry, TranslationRoute } from "../engines/routing/registry.js";
 import type { LanguageCode, TtsEngine } from "../core/contracts.js";
-import { languagePlan, type LanguagePlan, type SessionLanguages } from "./language-plan.js";
+import type { LanguagePlan } from "./language-plan.js";
 import { recognizerFor } from "../engines/routing/recognizer-choice.js";
 import { translatorFor, type Translator } from "../engines/routing/translator.js";
 import { type VoiceChoice } from "../voices/voice-defaults.js";
@@ -21,7 +21,12 @@ import { TranslationPipeline, type PipelineObserver } from "./translation-pipeli
  */
 
 /** "auto" and two-way need a recognizer that identifies languages; the caller has checked the engines. */
-export interface LivePipelineOptions extends SessionLanguages {
+export interface LivePipelineOptions {
+  /**
+   * How the stream is listened to and where each utterance goes: `languagePlan` for a WebSocket
+   * session, `roomSpeakerPlan` (src/rooms) for a room participant.
+   */
+  readonly plan: LanguagePlan;
   readonly finalizeMode: FinalizeMode;
   readonly context?: string;
   /**
@@ -37,8 +42,6 @@ export interface LivePipelineOptions extends SessionLanguages {
   readonly observer?: PipelineObserver;
   /** Whose session: shared engines serve accounts in turn (`TranslateRequest.account`). */
   readonly account?: string;
-  /** A room participant's plan (`roomSpeakerPlan`), instead of the one the languages make. */
-  readonly plan?: LanguagePlan;
 }
 
 /** Until a speaker's voice is measured, clone rooms speak with the library default of this gender. */
@@ -65,8 +68,7 @@ export function createLivePipeline(
   registry: EngineRegistry,
   options: LivePipelineOptions,
 ): TranslationPipeline {
-  const { voice, account } = options;
-  const plan = options.plan ?? languagePlan(options);
+  const { plan, voice, account } = options;
   // The engines that answered the latest call of each direction and language, so the metrics credit
   // a fallback engine with what it served. A stage makes one call at a time and reads the entry
   // after it; a call clears it first, so a failed call names the preferred engine (whose error is
@@ -90,14 +92,6 @@ export function createLivePipeline(
       ),
     ]),
   );
-  // The speaker's language is the voice matcher's rate reference: the named source, in a two-way
-  // session the other side of the pair, and with "auto" (not known ahead) the target stands in.
-  const speakerLanguageInto = (to: LanguageCode): LanguageCode =>
-    plan.listen !== "auto"
-      ? plan.listen
-      : options.twoWay
-        ? (plan.candidates?.find((language) => language !== to) ?? to)
-        : to;
   const synthesizers = new Map<LanguageCode, TtsEngine>(
     voice === undefined ? [] : plan.directions.map(({ to }) => [to, registry.synthesizer(to)!]),
   );
@@ -110,15 +104,14 @@ export function createLivePipeline(
   const voices =
     voice === undefined
       ? undefined
-      : voiceChooser(registry, voice, (to) => speakerLanguageInto(to), [...synthesizers], account);
+      : voiceChooser(registry, voice, plan.speakerLanguageInto, [...synthesizers], account);
   const translator = (language: LanguageCode) => translators.get(language)!;
 
   return new TranslationPipeline({
     vad: registry.vad,
     asr,
     sourceLanguage: plan.listen,
-    targetFor: plan.targetFor,
-    ...(plan.fanOut ? { fanOut: plan.fanOut } : {}),
+    routes: plan.routes,
     translate: (call, signal) => {
       translatedBy.delete(direction(call.from, call.to));
       return translator(call.to).translate({ ...call, account }, signal);

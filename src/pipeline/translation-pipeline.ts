@@ -4,23 +4,26 @@ import { spellHypothesis } from "./glossary-spelling.js";
 import { SpeakerTracker } from "../speakers/tracker.js";
 import type { VoiceChooser } from "../speakers/voice-choice.js";
 import type {
+  LaneInput,
   LineFrame,
+  PipelineEvent,
   PipelineObserver,
   SpeakFn,
   TranslateFn,
   TranslateStreamFn,
   TranslationInput,
 } from "./frames.js";
+import type { Route } from "./language-plan.js";
 import { BoundedQueue } from "../core/queue.js";
 import { DEFAULT_SEGMENTER_OPTIONS, type SegmenterOptions } from "./segmenter.js";
 import type { FinalizeMode } from "./stabilizer.js";
 import { AudioIntake, SAMPLES_PER_MS } from "./stages/audio-intake.js";
 import { EventOutput } from "./stages/output.js";
-import { SegmentBuilder } from "./stages/segment-builder.js";
+import { queueForTranslation, SegmentBuilder } from "./stages/segment-builder.js";
 import { SpeakerSplit } from "./stages/speaker-split.js";
 import { SynthesisStage } from "./stages/synthesis.js";
 import type { PaceOptions } from "./pacing.js";
-import { TranslationStage, UNIDENTIFIED_LANGUAGE } from "./stages/translation.js";
+import { TranslationStage } from "./stages/translation.js";
 import { UtteranceRecognition } from "./stages/utterance-recognition.js";
 
 export type {
@@ -43,22 +46,24 @@ export type {
  *         → translation → synthesis → output (events)
  *
  * Intake through segment building run as one loop, each stage awaiting the next (recognition's
- * pace is the intake's pace); translation and synthesis run as loops of their own behind bounded
- * queues, so slow translation or synthesis never stalls recognition until a bound is reached.
+ * pace is the intake's pace). After segment building the fan-out hands each job to the lanes its
+ * `routes` name — a session's one lane, a room speaker's lane per language heard — each a
+ * translation and a synthesis stage running as loops of their own behind bounded queues, so slow
+ * translation or synthesis never stalls recognition (nor one lane another) until a bound is reached.
  * The links and their rules:
  *
  *   link                         bound                              at the bound
  *   input → intake               `maxBacklogMs` of audio (30 s)     the chunk is dropped, reported
  *                                                                   (`inputDropped`, one error per episode)
- *   segments → translation       TRANSLATION_QUEUE_JOBS jobs        interims: the newest replaces its
- *                                                                   segment's queued one, else dropped;
- *                                                                   finals wait (backpressure)
+ *   segments → fan-out,          TRANSLATION_QUEUE_JOBS jobs each   interims: the newest replaces its
+ *   fan-out → each lane's                                           segment's queued one, else dropped;
+ *   translation                                                     finals wait (backpressure)
  *   translation → synthesis      SPEECH_QUEUE_FRAMES line frames    waits (backpressure)
  *   synthesis (lines waiting)    MAX_WAITING_LINES lines            waits (backpressure)
  *   output                       none (drained by the surface)      —
  *
- * Rooms in several languages (`fanOut`): after segment building, each job is handed to one lane per
- * target language (its own translation and synthesis stages and queues, bounds and rules as above).
+ * The fan-out also keeps the two rules every lane shares: an unidentified final is reported once,
+ * and a `finalize` is passed to every lane, the `finalized` event following when all have passed it.
  *
  * Control: `finalize` and `end` travel as flush/end frames behind the audio; `close` cancels:
  * queued input is dropped and the pipeline's signal aborts every engine call in flight.
@@ -75,18 +80,11 @@ export interface PipelineOptions {
   /** The spoken language, or "auto": each utterance is identified by the recognizer. */
   readonly sourceLanguage: LanguageCode | "auto";
   /**
-   * The language an utterance heard in `language` is translated into; undefined: it is passed
-   * through (its translation is its own text, and it is not spoken).
+   * Where an utterance heard in `language` (undefined: not identified) goes, asked per utterance
+   * (a room's listeners come and go): its lanes and the language each translates it into (the
+   * language plan's `routes`). A lane's `audio` events are tagged with their language.
    */
-  readonly targetFor: (language: LanguageCode) => LanguageCode | undefined;
-  /**
-   * Rooms in several languages: every language an utterance heard in `language` is translated
-   * into, asked per utterance (listeners come and go). Each target is a lane of its own (its
-   * translation and synthesis stages, its `audio` events tagged with it), so one listener's
-   * language never waits for another's. Replaces `targetFor`; an utterance with no target is
-   * neither translated nor spoken.
-   */
-  readonly fanOut?: (language: LanguageCode) => readonly LanguageCode[];
+  readonly routes: (language: LanguageCode | undefined) => readonly Route[];
   readonly translate: TranslateFn;
   /** When the translator can stream, final lines are shown (and spoken) as they grow. */
   readonly translateStream?: TranslateStreamFn;
@@ -225,17 +223,13 @@ export class TranslationPipeline {
           speaker,
         ),
     );
-    /** One translation stage (and synthesis stage) into `to`, or into `targetFor`'s choice. */
-    const lane = (
-      input: BoundedQueue<TranslationInput>,
-      targetFor: (language: LanguageCode) => LanguageCode | undefined,
-    ): Promise<unknown> => {
+    /** One lane: a translation stage (and synthesis stage) behind its own queue. */
+    const lane = (input: BoundedQueue<LaneInput>): Promise<unknown> => {
       const speech = options.speak ? new BoundedQueue<LineFrame>(SPEECH_QUEUE_FRAMES) : undefined;
-      if (input !== translations) this.downstream.push(input);
+      this.downstream.push(input);
       if (speech) this.downstream.push(speech);
       const translation = new TranslationStage(
         {
-          targetFor,
           translate: options.translate,
           ...(options.translateStream ? { translateStream: options.translateStream } : {}),
           ...(options.voices ? { voices: options.voices } : {}),
@@ -267,9 +261,7 @@ export class TranslationPipeline {
       if (synthesis) this.downstream.push(synthesis);
       return Promise.all([translation.run(), synthesis?.run()]);
     };
-    const translating = options.fanOut
-      ? fanOut(translations, options.fanOut, signal, reportError, (input, to) => lane(input, () => to))
-      : lane(translations, options.targetFor);
+    const translating = fanOut(translations, options.routes, { signal, emit, reportError }, lane);
     const recognizing = this.intake
       .run(async (frame) => {
         await this.recognition.handle(frame);
@@ -359,36 +351,50 @@ export class TranslationPipeline {
   }
 }
 
+/** What a final whose language was not identified ("auto", two-way) is reported with. */
+export const UNIDENTIFIED_LANGUAGE = "the language of this utterance could not be identified";
+
 /**
- * Hands each translation job to the lane of every language it goes into, creating lanes as targets
- * first appear. A lane's queue has the main queue's bound and drop rule: interims are dropped when
- * it is full, finals wait. Resolves when the input has ended and every lane has finished.
+ * Hands each translation job to the lanes its routes name, creating lanes as they first appear;
+ * a lane's queue has the link's bound and rule (`queueForTranslation`). Reports an unidentified
+ * final once, whatever its routes, and passes each `finalize` to every lane: `finalized` is emitted
+ * once they all have passed it (at once when there is no lane yet: nothing is in flight). Resolves
+ * when the input has ended and every lane has finished.
  */
 async function fanOut(
   jobs: BoundedQueue<TranslationInput>,
-  targetsFor: (language: LanguageCode) => readonly LanguageCode[],
-  signal: AbortSignal,
-  reportError: (message: string, segmentId?: string) => void,
-  startLane: (input: BoundedQueue<TranslationInput>, to: LanguageCode) => Promise<unknown>,
+  routes: (language: LanguageCode | undefined) => readonly Route[],
+  output: {
+    readonly signal: AbortSignal;
+    readonly emit: (event: PipelineEvent) => void;
+    readonly reportError: (message: string, segmentId?: string) => void;
+  },
+  startLane: (input: BoundedQueue<LaneInput>) => Promise<unknown>,
 ): Promise<void> {
-  const lanes = new Map<LanguageCode, { input: BoundedQueue<TranslationInput>; done: Promise<unknown> }>();
+  const { signal, emit, reportError } = output;
+  const lanes = new Map<string, { input: BoundedQueue<LaneInput>; done: Promise<unknown> }>();
   try {
     for await (const job of jobs) {
-      // Rooms, the one user of lanes, never finalize.
-      if (signal.aborted || job.kind === "finalized") continue;
-      if (job.language === undefined) {
-        if (job.kind === "final") reportError(UNIDENTIFIED_LANGUAGE, job.segment.id);
+      if (signal.aborted) continue;
+      if (job.kind === "finalized") {
+        let waiting = lanes.size;
+        const passed = () => {
+          if (--waiting === 0) emit({ type: "finalized" });
+        };
+        if (waiting === 0) emit({ type: "finalized" });
+        for (const { input } of lanes.values()) await input.put({ kind: "finalized", passed });
         continue;
       }
-      for (const to of targetsFor(job.language)) {
-        let lane = lanes.get(to);
+      if (job.language === undefined && job.kind === "final")
+        reportError(UNIDENTIFIED_LANGUAGE, job.segment.id);
+      for (const { lane: name, to } of routes(job.language)) {
+        let lane = lanes.get(name);
         if (!lane) {
-          const input = new BoundedQueue<TranslationInput>(TRANSLATION_QUEUE_JOBS);
-          lane = { input, done: startLane(input, to) };
-          lanes.set(to, lane);
+          const input = new BoundedQueue<LaneInput>(TRANSLATION_QUEUE_JOBS);
+          lane = { input, done: startLane(input) };
+          lanes.set(name, lane);
         }
-        if (job.kind === "final") await lane.input.put(job);
-        else lane.input.offer(job);
+        await queueForTranslation(lane.input, { ...job, to });
       }
     }
   } finally {

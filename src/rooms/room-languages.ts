@@ -1,7 +1,7 @@
 import type { LanguageCode } from "../core/contracts.js";
 import { parseLanguageTag } from "../core/language-tags.js";
 import type { Requirement } from "../engines/routing/languages.js";
-import { languagePlan, requirementsOf } from "../pipeline/language-plan.js";
+import { languagePlan, requirementsOf, type LanguagePlan } from "../pipeline/language-plan.js";
 import { TRANSLATION_TRACK_NAME, type RoomLanguages, type RoomMember } from "./types.js";
 
 /**
@@ -86,36 +86,80 @@ export function roomParticipantBound(room: RoomLanguages, maxParticipants: numbe
 }
 
 /**
- * What a room needs of the engines when its participants speak `spoken` (an undeclared spec-room
- * participant speaks the pair's source, or either side when two-way): each spoken language
- * recognized and translated into every other language of the room, and (`speaks`) every language
- * heard spoken. A room language nobody can be recognized in is listen-only (`listenOnly`): its
- * participants hear the others, and are told they are not heard. The rooms API checks these at
- * creation and for each participant's language.
+ * The plan of one participant's speech (`listening`: the languages the room's other participants
+ * hear now, asked per utterance). A participant who declared a language is heard in it and
+ * translated into every other language someone in the room listens in (none: not translated, not
+ * spoken). An undeclared participant of a spec room keeps the spec's rule (and the WebSocket's): the
+ * source into the target, or with `twoWay` either side of the pair into the other, whoever listens.
+ * Each language a speaker's speech goes into is a lane of its own, and so a track of its own.
+ */
+export function roomSpeakerPlan(
+  room: RoomLanguages,
+  member: RoomMember,
+  listening: () => ReadonlySet<LanguageCode>,
+): LanguagePlan {
+  const lanes = (languages: readonly LanguageCode[]) => languages.map((to) => ({ lane: to, to }));
+  // Rooms created with `languages` have no undeclared participants; one would be heard in the first.
+  const language = member.language ?? (room.pair ? undefined : room.languages[0]!);
+  if (language === undefined) {
+    const { source, target, twoWay } = room.pair!;
+    const pair = languagePlan({ sourceLanguage: source, targetLanguage: target, twoWay });
+    // Unidentified (two-way): not translated; the pipeline reports it.
+    return { ...pair, routes: (heard) => (heard === undefined ? [] : lanes(pair.into(heard))) };
+  }
+  const others = room.languages.filter((to) => to !== language);
+  return {
+    listen: language,
+    directions: others.map((to) => ({ to, labels: {} })),
+    into: () => others,
+    routes: (heard) => lanes([...listening()].filter((to) => to !== heard)),
+    speakerLanguageInto: () => language,
+  };
+}
+
+/**
+ * What a room needs of the engines when its participants speak `spoken` (undefined: an undeclared
+ * spec-room participant, who speaks the pair's source, or either side when two-way): what each
+ * speaker's plan needs (`requirementsOf`), whoever listens. A room language nobody can be recognized
+ * in is listen-only (`listenOnly`): its participants hear the others, and are told they are not
+ * heard. The rooms API checks these at creation and for each participant's language.
  */
 export function roomRequirements(
   room: RoomLanguages,
   spoken: readonly (LanguageCode | undefined)[],
   speaks: boolean,
 ): Requirement[] {
-  const requirements: Requirement[] = [];
-  for (const language of spoken) {
-    if (language === undefined && room.pair) {
-      const { source, target, twoWay } = room.pair;
-      requirements.push(
-        ...requirementsOf(languagePlan({ sourceLanguage: source, targetLanguage: target, twoWay }), speaks),
-      );
-      continue;
-    }
-    const from = language ?? room.languages[0]!;
-    const into = room.languages.filter((to) => to !== from);
-    requirements.push(
-      { kind: "recognition", language: from },
-      ...(speaks ? into.map((to) => ({ kind: "voice", language: to }) as const) : []),
-      ...into.map((to) => ({ kind: "translation", from, to }) as const),
+  const everyone = () => new Set(room.languages);
+  return spoken.flatMap((language) =>
+    requirementsOf(
+      roomSpeakerPlan(room, { identity: "", ...(language === undefined ? {} : { language }) }, everyone),
+      speaks,
+    ),
+  );
+}
+
+/**
+ * The directions (speaker's language → language heard) voice cloning prepares for a room: those of
+ * an undeclared participant's plan in a spec room, of each language participants can be recognized
+ * in (`recognizes`) in a room created with `languages`.
+ */
+export function roomDirections(
+  room: RoomLanguages,
+  recognizes: (language: LanguageCode) => boolean,
+): { readonly from: LanguageCode; readonly to: LanguageCode }[] {
+  const speakers: (LanguageCode | undefined)[] = room.pair ? [undefined] : room.languages.filter(recognizes);
+  const directions = new Map<string, { from: LanguageCode; to: LanguageCode }>();
+  for (const language of speakers) {
+    const plan = roomSpeakerPlan(
+      room,
+      { identity: "", ...(language === undefined ? {} : { language }) },
+      () => new Set(room.languages),
     );
+    const heard = plan.listen === "auto" ? (plan.candidates ?? []) : [plan.listen];
+    for (const from of heard.filter(recognizes))
+      for (const to of plan.into(from)) directions.set(`${from}>${to}`, { from, to });
   }
-  return requirements;
+  return [...directions.values()];
 }
 
 /**

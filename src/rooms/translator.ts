@@ -3,13 +3,12 @@ import type { FastifyBaseLogger } from "fastify";
 import type { EngineRegistry } from "../engines/routing/registry.js";
 import type { LanguageCode, Voice } from "../core/contracts.js";
 import { Channel } from "../core/channel.js";
-import { roomSpeakerPlan } from "../pipeline/language-plan.js";
 import { createLivePipeline, prepareVoiceCloning } from "../pipeline/session-pipeline.js";
 import type { PaceOptions } from "../pipeline/pacing.js";
 import type { TranslationPipeline } from "../pipeline/translation-pipeline.js";
 import { errorFrame } from "../wire/error-frame.js";
 import { transcriptMessage, type TranscriptEvent } from "../wire/transcript-message.js";
-import { languagesHeardBy, listenersOf, trackOf } from "./room-languages.js";
+import { languagesHeardBy, listenersOf, roomDirections, roomSpeakerPlan, trackOf } from "./room-languages.js";
 import type { RoomConnection, RoomEvent, RoomLanguages, RoomMember, SpeechOutput } from "./types.js";
 
 /** One line of translated speech on its way to its language's listeners. */
@@ -64,17 +63,11 @@ export class RoomTranslator {
     private readonly options: TranslatorOptions,
   ) {
     for (const member of connection.participants) this.present.set(member.identity, member);
-    const { pair, languages } = options.room;
+    const { registry, room } = options;
+    // Only the directions someone can be heard in (a listen-only language speaks to no one).
     if (options.voice === "clone")
-      for (const from of languages)
-        for (const to of languages)
-          // Only the directions someone can be heard in (a listen-only language speaks to no one).
-          if (
-            from !== to &&
-            options.registry.recognizer(from) &&
-            (!pair || pair.twoWay || (from === pair.source && to === pair.target))
-          )
-            prepareVoiceCloning(options.registry, from, to);
+      for (const { from, to } of roomDirections(room, (language) => !!registry.recognizer(language)))
+        prepareVoiceCloning(registry, from, to);
   }
 
   get participantCount(): number {
@@ -148,7 +141,6 @@ export class RoomTranslator {
     if (pipeline || this.unheard.has(identity)) return pipeline;
     const { registry, room, voice, pace, context, account } = this.options;
     const speaker = this.present.get(identity) ?? { identity };
-    const { source, target, twoWay } = pairOf(speaker, room);
     if (speaker.language !== undefined && !registry.recognizer(speaker.language)) {
       // A language the room may listen in but no engine recognizes: said once, to them alone.
       this.unheard.add(identity);
@@ -164,17 +156,7 @@ export class RoomTranslator {
     }
     try {
       pipeline = createLivePipeline(registry, {
-        sourceLanguage: speaker.language ?? source,
-        targetLanguage: target,
-        twoWay,
-        plan: roomSpeakerPlan({
-          sourceLanguage: source,
-          targetLanguage: target,
-          twoWay,
-          languages: room.languages,
-          language: speaker.language,
-          listening: () => languagesHeardBy(speaker, this.present.values(), room),
-        }),
+        plan: roomSpeakerPlan(room, speaker, () => languagesHeardBy(speaker, this.present.values(), room)),
         finalizeMode: "stable",
         voice,
         pace,
@@ -241,15 +223,10 @@ export class RoomTranslator {
    */
   private async publishTranscript(speaker: RoomMember, event: TranscriptEvent): Promise<void> {
     const { room } = this.options;
-    const { source, target } = pairOf(speaker, room);
     const to = event.type === "translated" ? event.to : undefined;
     const language = event.type === "original" ? event.language : to;
     const message = {
-      ...transcriptMessage(event, {
-        sourceLanguage: speaker.language ?? source,
-        targetLanguage: to ?? target,
-        timings: true,
-      }),
+      ...transcriptMessage(event, { ...transcriptLanguages(speaker, room, to), timings: true }),
       participant: speaker.identity,
       ...(language === undefined ? {} : { language, language_detected: language }),
     };
@@ -296,14 +273,16 @@ export class RoomTranslator {
 }
 
 /**
- * The pair a speaker's pipeline is built around: a spec room's own, or, in a room created with
- * `languages`, the speaker's language and another of the room's (the plan fans out to the rest).
+ * The `source_language` and `target_language` of a speaker's transcripts: a spec room's pair (a
+ * declared speaker's own language as the source), or in a room created with `languages` the
+ * speaker's language and the translation's (another of the room's for an original).
  */
-function pairOf(
+function transcriptLanguages(
   speaker: RoomMember,
   room: RoomLanguages,
-): { source: LanguageCode; target: LanguageCode; twoWay: boolean } {
-  if (room.pair) return { ...room.pair, twoWay: room.pair.twoWay && speaker.language === undefined };
-  const source = speaker.language ?? room.languages[0]!;
-  return { source, target: room.languages.find((language) => language !== source)!, twoWay: false };
+  to: LanguageCode | undefined,
+): { sourceLanguage: LanguageCode; targetLanguage: LanguageCode } {
+  const source = speaker.language ?? room.pair?.source ?? room.languages[0]!;
+  const target = to ?? room.pair?.target ?? room.languages.find((language) => language !== source)!;
+  return { sourceLanguage: source, targetLanguage: target };
 }

@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { concatFloat32 } from "../../src/audio/pcm.js";
 import { encodeWav } from "../../src/audio/wav.js";
 import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
+import { languagePlan } from "../../src/pipeline/language-plan.js";
 import type { PipelineEvent } from "../../src/pipeline/translation-pipeline.js";
 import { resample } from "../../src/audio/resampler.js";
 import type { RealtimeSocket } from "../../src/cli/recording-socket.js";
@@ -142,9 +143,11 @@ describe.skipIf(sharedMissing("data/speech"))("clone voices in the speaker's own
     // event by event: lines are spoken in order, one clip each, so each clip is its line's.
     const conversation = await buildConversation("librivox", "lj", { maxTurns: 4 });
     const pipeline = createLivePipeline(server.registry, {
-      sourceLanguage: "en",
-      targetLanguage: "es",
-      twoWay: false,
+      plan: languagePlan({
+        sourceLanguage: "en",
+        targetLanguage: "es",
+        twoWay: false,
+      }),
       finalizeMode: "sentence",
       voice: "clone",
       labelSpeakers: true,

@@ -5,6 +5,7 @@ import {
   type PipelineOptions,
 } from "../../src/pipeline/translation-pipeline.js";
 import { energyVad } from "./vad-double.js";
+import { SESSION_LANE } from "../../src/pipeline/language-plan.js";
 
 /**
  * The one harness of the pipeline's unit tests: a pipeline over engine doubles (the energy VAD,
@@ -22,7 +23,7 @@ export function pipelineWith(
   return new TranslationPipeline({
     vad: energyVad,
     sourceLanguage: "en",
-    targetFor: () => "es",
+    routes: () => [{ lane: SESSION_LANE, to: "es" }],
     finalizeMode: "stable",
     finalizeWaitMs: 5,
     ...options,

@@ -10,6 +10,7 @@ import type {
   VadEngine,
 } from "../../src/core/contracts.js";
 import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
+import { languagePlan } from "../../src/pipeline/language-plan.js";
 import { renderSpeech } from "../../src/pipeline/speech-output.js";
 import { defaultVoice } from "../../src/voices/library.js";
 
@@ -182,8 +183,10 @@ describe("engine-call metrics of a live pipeline", () => {
   async function engineCalls(registry: EngineRegistry, all = false) {
     const calls: { kind: string; engine: string; ok: boolean }[] = [];
     const pipeline = createLivePipeline(registry, {
-      sourceLanguage: "en",
-      targetLanguage: "es",
+      plan: languagePlan({
+        sourceLanguage: "en",
+        targetLanguage: "es",
+      }),
       finalizeMode: "stable",
       voice: defaultVoice("female"),
       observer: {

@@ -165,7 +165,7 @@ function stage(pace: { maxSpeedup: number } | undefined) {
     clipsOut: async (n: number) => {
       while (clips() < n) await new Promise((resolve) => setTimeout(resolve, 5));
     },
-    finalize: () => input.put({ kind: "finalized" }),
+    finalize: () => input.put({ kind: "finalized", passed: () => events.push({ type: "finalized" }) }),
     end: async () => {
       input.close();
       await running;

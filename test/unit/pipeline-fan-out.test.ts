@@ -4,7 +4,7 @@ import type { PipelineEvent, TargetedCall } from "../../src/pipeline/translation
 import { collect, finals, helloAsr, pipelineWith, silence, speech } from "../support/pipeline-harness.js";
 
 /**
- * Rooms in several languages: the pipeline's fan-out (`fanOut`), one lane per target language,
+ * Rooms in several languages: the pipeline's fan-out (`routes`), one lane per target language,
  * with engine doubles (see pipeline-stages.test.ts for the single lane).
  */
 
@@ -29,6 +29,9 @@ function voices(holding?: LanguageCode) {
 const audioLanguages = (events: PipelineEvent[]) =>
   events.flatMap((event) => (event.type === "audio" && event.clipEnd ? [event.language] : []));
 
+/** A room speaker's routes: one lane per language. */
+const lanesInto = (languages: readonly LanguageCode[]) => languages.map((to) => ({ lane: to, to }));
+
 describe("fan-out to the languages a room listens in", () => {
   it("translates and speaks each final into every target, each event naming its language", async () => {
     const voice = voices();
@@ -36,7 +39,7 @@ describe("fan-out to the languages a room listens in", () => {
       asr: helloAsr,
       translate: translateInto,
       speak: voice.speak,
-      fanOut: () => ["es", "de"],
+      routes: () => lanesInto(["es", "de"]),
     });
     pipeline.pushAudio(speech(600));
     pipeline.pushAudio(silence(800));
@@ -57,7 +60,7 @@ describe("fan-out to the languages a room listens in", () => {
       asr: helloAsr,
       translate: translateInto,
       speak: voice.speak,
-      fanOut: () => ["es", "de"],
+      routes: () => lanesInto(["es", "de"]),
     });
     pipeline.pushAudio(speech(600));
     pipeline.pushAudio(silence(800));
@@ -81,7 +84,7 @@ describe("fan-out to the languages a room listens in", () => {
       },
       speak: voices().speak,
       // The only listener hears the speaker's own language.
-      fanOut: (heard) => ["en"].filter((to) => to !== heard),
+      routes: (heard) => lanesInto(["en"].filter((to) => to !== heard)),
     });
     pipeline.pushAudio(speech(600));
     pipeline.pushAudio(silence(800));
@@ -98,7 +101,7 @@ describe("fan-out to the languages a room listens in", () => {
       asr: helloAsr,
       translate: translateInto,
       speak: voices().speak,
-      fanOut: (heard) => listening.filter((to) => to !== heard),
+      routes: (heard) => lanesInto(listening.filter((to) => to !== heard)),
     });
     pipeline.pushAudio(speech(600));
     pipeline.pushAudio(silence(800));

@@ -1,16 +1,21 @@
 import { describe, expect, it } from "vitest";
-import { roomSpeakerPlan } from "../../src/pipeline/language-plan.js";
 import {
   languagesHeardBy,
   listenersOf,
   MAX_ROOM_LANES,
   roomParticipantBound,
+  roomSpeakerPlan,
   spokenLanguages,
   trackOf,
 } from "../../src/rooms/room-languages.js";
 import type { RoomLanguages, RoomMember } from "../../src/rooms/types.js";
+import type { LanguagePlan } from "../../src/pipeline/language-plan.js";
 
 /** Who hears what in a room (src/rooms/room-languages.ts) and a participant's speech plan. */
+
+/** The languages an utterance heard in `heard` goes into now, each its own lane. */
+const lanesOf = (plan: LanguagePlan, heard: string) =>
+  plan.routes(heard).map(({ lane, to }) => (lane === to ? to : `${to} on lane ${lane}`));
 
 const meeting: RoomLanguages = { languages: ["en", "es", "de"] };
 const spec: RoomLanguages = { languages: ["en", "es"], pair: { source: "en", target: "es", twoWay: false } };
@@ -47,44 +52,32 @@ describe("room languages", () => {
 
   it("plans a declared speaker in their language into what the others hear now", () => {
     let present = [ana, ben];
-    const plan = roomSpeakerPlan({
-      sourceLanguage: "en",
-      targetLanguage: "es",
-      twoWay: false,
-      languages: meeting.languages,
-      language: "en",
-      listening: () => languagesHeardBy(ana, present, meeting),
-    });
+    const plan = roomSpeakerPlan(meeting, ana, () => languagesHeardBy(ana, present, meeting));
     expect(plan.listen).toBe("en");
     expect(plan.directions.map(({ to }) => to)).toEqual(["es", "de"]);
-    expect(plan.fanOut!("en")).toEqual(["es"]);
+    expect(lanesOf(plan, "en")).toEqual(["es"]);
     present = [ana, ben, cleo];
-    expect(plan.fanOut!("en")).toEqual(["es", "de"]);
+    expect(lanesOf(plan, "en")).toEqual(["es", "de"]);
   });
 
   it("keeps the spec's rule for an undeclared speaker: the pair, one way or two", () => {
     const listening = () => new Set<string>();
-    const oneWay = roomSpeakerPlan({
-      sourceLanguage: "en",
-      targetLanguage: "es",
-      twoWay: false,
-      languages: ["en", "es"],
-      language: undefined,
+    const undeclared = { identity: "pinch-client" };
+    const oneWay = roomSpeakerPlan(
+      { languages: ["en", "es"], pair: { source: "en", target: "es", twoWay: false } },
+      undeclared,
       listening,
-    });
+    );
     expect(oneWay.listen).toBe("en");
-    expect(oneWay.fanOut!("en")).toEqual(["es"]);
-    const twoWay = roomSpeakerPlan({
-      sourceLanguage: "en",
-      targetLanguage: "es",
-      twoWay: true,
-      languages: ["en", "es"],
-      language: undefined,
+    expect(lanesOf(oneWay, "en")).toEqual(["es"]);
+    const twoWay = roomSpeakerPlan(
+      { languages: ["en", "es"], pair: { source: "en", target: "es", twoWay: true } },
+      undeclared,
       listening,
-    });
+    );
     expect(twoWay.listen).toBe("auto");
-    expect(twoWay.fanOut!("es")).toEqual(["en"]);
-    expect(twoWay.fanOut!("en")).toEqual(["es"]);
+    expect(lanesOf(twoWay, "es")).toEqual(["en"]);
+    expect(lanesOf(twoWay, "en")).toEqual(["es"]);
   });
 
   it("makes a language no engine recognizes listen-only, keeping the first when none is", () => {

@@ -11,7 +11,7 @@ import type {
 import { unservable } from "../../src/engines/routing/languages.js";
 import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
 import type { PipelineEvent } from "../../src/pipeline/translation-pipeline.js";
-import { languagePlan, requirementsOf } from "../../src/pipeline/language-plan.js";
+import { languagePlan, requirementsOf, SESSION_LANE } from "../../src/pipeline/language-plan.js";
 import { defaultVoice } from "../../src/voices/library.js";
 import { energyVad } from "../support/vad-double.js";
 
@@ -32,8 +32,10 @@ describe("languagePlan", () => {
     });
     expect(plan.listen).toBe("auto");
     expect(plan.candidates).toEqual(["en", "es"]);
-    expect(plan.targetFor("en")).toBe("es");
-    expect(plan.targetFor("es")).toBe("en");
+    // A session is one lane, whatever the direction.
+    expect(plan.routes("en")).toEqual([{ lane: SESSION_LANE, to: "es" }]);
+    expect(plan.routes("es")).toEqual([{ lane: SESSION_LANE, to: "en" }]);
+    expect(plan.routes(undefined)).toEqual([{ lane: SESSION_LANE, to: undefined }]);
     expect(plan.directions).toEqual([
       { to: "es", labels: { sourceLanguageLabel: "English (US)", targetLanguageLabel: "Spanish (Mexico)" } },
       { to: "en", labels: { sourceLanguageLabel: "Spanish (Mexico)", targetLanguageLabel: "English (US)" } },
@@ -43,8 +45,8 @@ describe("languagePlan", () => {
   it('"auto": hints restrict identification; an utterance in the target is passed through', () => {
     const plan = languagePlan({ sourceLanguage: "auto", targetLanguage: "es", languageHints: ["de", "es"] });
     expect(plan).toMatchObject({ listen: "auto", candidates: ["de", "es"] });
-    expect(plan.targetFor("de")).toBe("es");
-    expect(plan.targetFor("es")).toBeUndefined();
+    expect(plan.routes("de")[0]!.to).toBe("es");
+    expect(plan.routes("es")[0]!.to).toBeUndefined();
     expect(languagePlan({ sourceLanguage: "auto", targetLanguage: "es" }).candidates).toBeUndefined();
   });
 
@@ -52,7 +54,7 @@ describe("languagePlan", () => {
     const plan = languagePlan({ sourceLanguage: "en", targetLanguage: "en", languageHints: ["de"] });
     expect(plan.listen).toBe("en");
     expect(plan.candidates).toBeUndefined();
-    expect(plan.targetFor("en")).toBe("en");
+    expect(plan.routes("en")[0]!.to).toBe("en");
   });
 });
 
@@ -202,9 +204,11 @@ describe("createLivePipeline (engine doubles)", () => {
       tts: [ttsDouble("es", spoken), ttsDouble("en", spoken)],
     });
     const pipeline = createLivePipeline(registry, {
-      sourceLanguage: "en",
-      targetLanguage: "es",
-      twoWay: true,
+      plan: languagePlan({
+        sourceLanguage: "en",
+        targetLanguage: "es",
+        twoWay: true,
+      }),
       finalizeMode: "sentence",
       voice: defaultVoice("female"),
     });
@@ -238,9 +242,11 @@ describe("createLivePipeline (engine doubles)", () => {
       tts: [ttsDouble("es", spoken)],
     });
     const pipeline = createLivePipeline(registry, {
-      sourceLanguage: "auto",
-      targetLanguage: "es",
-      languageHints: ["en", "es"],
+      plan: languagePlan({
+        sourceLanguage: "auto",
+        targetLanguage: "es",
+        languageHints: ["en", "es"],
+      }),
       finalizeMode: "sentence",
       voice: defaultVoice("male"),
     });

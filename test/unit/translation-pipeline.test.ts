@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { EngineRegistry } from "../../src/engines/routing/registry.js";
 import type { AsrEngine, AsrStream, MtEngine, TtsEngine, VadEngine } from "../../src/core/contracts.js";
 import { createLivePipeline } from "../../src/pipeline/session-pipeline.js";
+import { languagePlan } from "../../src/pipeline/language-plan.js";
 import {
   TranslationPipeline,
   type PipelineEvent,
@@ -708,8 +709,10 @@ describe("closing the pipeline cancels engine calls (engine doubles)", () => {
       tts: [tts],
     });
     return createLivePipeline(registry, {
-      sourceLanguage: "en",
-      targetLanguage: "es",
+      plan: languagePlan({
+        sourceLanguage: "en",
+        targetLanguage: "es",
+      }),
       finalizeMode: "sentence",
       voice: defaultVoice("female"),
     });

@@ -6,6 +6,7 @@ import { ignoredTermsNotice } from "../../core/glossary.js";
 import type { RawData, WebSocket } from "ws";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { LanguageCode, Voice } from "../../core/contracts.js";
+import { languagePlan } from "../../pipeline/language-plan.js";
 import { createLivePipeline } from "../../pipeline/session-pipeline.js";
 import { renderSpeech, type SpeechRequest } from "../../pipeline/speech-output.js";
 import type {
@@ -256,15 +257,17 @@ class SpeechSession implements ModeHandler {
     this.log = deps.log;
     this.input = new Pcm16Input((warning) => wire.error(warning));
     this.pipeline = createLivePipeline(deps.registry, {
-      sourceLanguage: plan.sourceLanguage,
-      targetLanguage: plan.targetLanguage,
-      ...(plan.languageHints ? { languageHints: plan.languageHints } : {}),
-      twoWay: plan.twoWay,
+      plan: languagePlan({
+        sourceLanguage: plan.sourceLanguage,
+        targetLanguage: plan.targetLanguage,
+        ...(plan.languageHints ? { languageHints: plan.languageHints } : {}),
+        twoWay: plan.twoWay,
+        sourceLanguageLabel: plan.sourceLanguageLabel,
+        targetLanguageLabel: plan.targetLanguageLabel,
+      }),
       finalizeMode: plan.finalizeMode,
       pace: plan.pace,
       context: plan.context,
-      sourceLanguageLabel: plan.sourceLanguageLabel,
-      targetLanguageLabel: plan.targetLanguageLabel,
       voice: plan.audioOutputEnabled
         ? plan.cloneVoices
           ? "clone"

@@ -5,6 +5,7 @@ import type {
   PipelineEvent,
   PipelineObserver,
   Segment,
+  LaneInput,
   TranslationInput,
   TranslationJob,
 } from "../frames.js";
@@ -112,17 +113,10 @@ export class SegmentBuilder {
     }
   }
 
-  /** Queues the jobs built so far for translation, in order, by the link's rule (see the class comment). */
+  /** Queues the jobs built so far for translation, in order, by the link's rule. */
   async deliver(): Promise<void> {
-    for (let job = this.outbox.shift(); job; job = this.outbox.shift()) {
-      if (job.kind === "final") {
-        await this.translations.put(job);
-        continue;
-      }
-      const { segment } = job;
-      this.translations.remove((queued) => queued.kind === "interim" && queued.segment === segment);
-      this.translations.offer(job);
-    }
+    for (let job = this.outbox.shift(); job; job = this.outbox.shift())
+      await queueForTranslation(this.translations, job);
   }
 
   /** Closes the open segment: interim text no final covers gets one (ending at `endMs`). */
@@ -275,4 +269,22 @@ function toStableWords(hypothesis: Hypothesis): StableWord[] {
   // Word timings are used only when they line up with the text (engines may omit them on partials).
   if (timed.length === words.length) return timed.map((w, i) => ({ text: words[i]!, endMs: w.endMs }));
   return words.map((text) => ({ text }));
+}
+
+/**
+ * The rule of every link that carries translation jobs (segments → fan-out, fan-out → each lane):
+ * a final waits for room (backpressure); an interim replaces its segment's queued interim, and is
+ * dropped when the queue is still full (only the newest interim of a segment is worth translating).
+ */
+export async function queueForTranslation<T extends TranslationInput | LaneInput>(
+  queue: BoundedQueue<T>,
+  job: T & TranslationJob,
+): Promise<void> {
+  if (job.kind === "final") {
+    await queue.put(job);
+    return;
+  }
+  const { segment } = job;
+  queue.remove((queued) => "segment" in queued && queued.kind === "interim" && queued.segment === segment);
+  queue.offer(job);
 }

@@ -89,7 +89,7 @@ export class SynthesisStage {
       if (this.options.signal.aborted) continue;
       if (frame.kind === "finalized") {
         for (const language of [...this.held.keys()]) await this.release(language);
-        await this.after(() => this.options.emit({ type: "finalized" }));
+        await this.after(() => frame.passed());
         continue;
       }
       if (this.current?.line !== frame.line) {

@@ -12,20 +12,17 @@ import type {
   TargetedCall,
   TranslateFn,
   TranslateStreamFn,
-  TranslationInput,
+  LaneInput,
+  RoutedJob,
   TranslationJob,
 } from "../frames.js";
 import type { BoundedQueue } from "../../core/queue.js";
 import { spanInSegment } from "./casing.js";
 
-/** What a final whose language was not identified ("auto", two-way) is reported with. */
-export const UNIDENTIFIED_LANGUAGE = "the language of this utterance could not be identified";
-
 /** Interim translations from a stream are sent at most this often. */
 const STREAMED_INTERIM_INTERVAL_MS = 100;
 
 export interface TranslationStageOptions {
-  readonly targetFor: (language: LanguageCode) => LanguageCode | undefined;
   readonly translate: TranslateFn;
   readonly translateStream?: TranslateStreamFn;
   readonly voices?: VoiceChooser;
@@ -55,7 +52,7 @@ export class TranslationStage {
 
   constructor(
     private readonly options: TranslationStageOptions,
-    private readonly input: BoundedQueue<TranslationInput>,
+    private readonly input: BoundedQueue<LaneInput>,
     private readonly speech: BoundedQueue<LineFrame> | undefined,
   ) {}
 
@@ -66,20 +63,18 @@ export class TranslationStage {
         if (job.kind !== "finalized") await this.process(job);
         // Behind the lines before it, when they are spoken.
         else if (this.speech) await this.speech.put(job);
-        else this.options.emit({ type: "finalized" });
+        else job.passed();
       }
     } finally {
       this.speech?.close();
     }
   }
 
-  private async process(job: TranslationJob): Promise<void> {
-    const { segment } = job;
+  private async process(job: RoutedJob): Promise<void> {
+    const { segment, to } = job;
     const { emit, reportError, observer, signal } = this.options;
     // Only the newest interim of a segment is worth translating.
     if (job.kind === "interim" && job.seq !== segment.interimSeq) return;
-    // Translation waits for the language to be identified ("auto"); the original transcript did not.
-    const to = job.language === undefined ? undefined : this.options.targetFor(job.language);
     let voice: SpeakerVoice | undefined;
     const voiceFor = (language: LanguageCode) =>
       (voice ??= this.options.voices?.voiceFor(job.speaker, language));
@@ -95,9 +90,10 @@ export class TranslationStage {
         : undefined;
     /** The span's translation; undefined when there is none (the failure has been reported). */
     let translatedSpan: string | undefined;
+    // Translation waits for the language to be identified ("auto"); the original transcript did not.
+    // An unidentified final (the fan-out reported it) gets its translated final without a span.
     if (job.language === undefined) {
       if (job.kind === "interim") return;
-      reportError(UNIDENTIFIED_LANGUAGE, segment.id);
     } else {
       const calling = job.sourceText !== "" && to !== undefined;
       const startedAt = performance.now();
