@@ -32,6 +32,18 @@ const audioLanguages = (events: PipelineEvent[]) =>
 /** A room speaker's routes: one lane per language. */
 const lanesInto = (languages: readonly LanguageCode[]) => languages.map((to) => ({ lane: to, to }));
 
+/** Lanes into Spanish and German, whose Spanish speech waits for `voice.release()`. */
+function spanishHeld() {
+  const voice = voices("es");
+  const pipeline = pipelineWith({
+    asr: helloAsr,
+    translate: translateInto,
+    speak: voice.speak,
+    routes: () => lanesInto(["es", "de"]),
+  });
+  return { voice, pipeline };
+}
+
 describe("fan-out to the languages a room listens in", () => {
   it("translates and speaks each final into every target, each event naming its language", async () => {
     const voice = voices();
@@ -55,13 +67,7 @@ describe("fan-out to the languages a room listens in", () => {
   });
 
   it("a slow language does not hold back another", async () => {
-    const voice = voices("es");
-    const pipeline = pipelineWith({
-      asr: helloAsr,
-      translate: translateInto,
-      speak: voice.speak,
-      routes: () => lanesInto(["es", "de"]),
-    });
+    const { voice, pipeline } = spanishHeld();
     pipeline.pushAudio(speech(600));
     pipeline.pushAudio(silence(800));
     // German speech arrives while Spanish speech is still held.
@@ -113,5 +119,31 @@ describe("fan-out to the languages a room listens in", () => {
     void pipeline.end();
     const second = await collect(pipeline);
     expect(finals(second, "translated").map((event) => event.to)).toEqual(["fr"]);
+  });
+
+  it("a finalize passes every lane: one `finalized`, after the slowest lane's speech", async () => {
+    const { voice, pipeline } = spanishHeld();
+    pipeline.pushAudio(speech(600));
+    pipeline.finalize();
+    // German is out; Spanish speech is held, so the finalize has not passed its lane yet.
+    const untilGerman = await collect(pipeline, (events) => audioLanguages(events).includes("de"));
+    expect(untilGerman.some((event) => event.type === "finalized")).toBe(false);
+    voice.release();
+    void pipeline.end();
+    const rest = await collect(pipeline);
+    expect(audioLanguages(rest)).toEqual(["es"]);
+    expect(rest.filter((event) => event.type === "finalized")).toHaveLength(1);
+    expect(rest.at(-1)?.type).toBe("finalized");
+  });
+
+  it("a finalize before any lane exists is answered at once", async () => {
+    // Nobody listens: the utterance has no route, so no lane is ever made.
+    const pipeline = pipelineWith({ asr: helloAsr, translate: translateInto, routes: () => [] });
+    pipeline.pushAudio(speech(600));
+    pipeline.finalize();
+    const events = await collect(pipeline, (seen) => seen.some((event) => event.type === "finalized"));
+    expect(events.map((event) => event.type)).toContain("original");
+    expect(events.filter((event) => event.type === "translated")).toEqual([]);
+    await pipeline.close();
   });
 });
