@@ -34,6 +34,7 @@ export const SDK_FILES = [
   "dubbing.js",
   "errors.js",
   "messages.js",
+  "protocol.js",
   "speak-lines.js",
 ];
 

@@ -4,6 +4,7 @@
  * reads its input. What neither can decode is refused with what it is.
  */
 import { open } from "node:fs/promises";
+import { INPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 import { isWav, readWavAsPcm16, UnsupportedWavError } from "../audio/wav.js";
 import { inputArgs, runFfmpeg } from "../dubbing/media/ffmpeg.js";
 import { CliError } from "./common.js";
@@ -12,7 +13,7 @@ import { CliError } from "./common.js";
 const DECODE_TIMEOUT_MS = 120_000;
 
 /** `file` as PCM16 mono at `sampleRate`. */
-export async function readAudioInput(file: string, sampleRate = 16_000): Promise<Int16Array> {
+export async function readAudioInput(file: string, sampleRate = INPUT_SAMPLE_RATE): Promise<Int16Array> {
   const head = new Uint8Array(12);
   const cannotRead = (error: NodeJS.ErrnoException): never => {
     throw new CliError(`cannot read ${file} (${error.code ?? error.message})`);

@@ -1,3 +1,4 @@
+import { OUTPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 import { constants } from "node:fs";
 import { access, readFile, stat } from "node:fs/promises";
 import path from "node:path";
@@ -10,9 +11,6 @@ import {
   type ServerMessage,
   type SessionInfo,
 } from "./recording-socket.js";
-
-/** Output speech format of the service (float32 mono). */
-export const OUTPUT_SAMPLE_RATE = 24_000;
 
 export { CliError, request } from "./network.js";
 

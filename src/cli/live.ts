@@ -1,3 +1,4 @@
+import { INPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 import { readAudioInput } from "./audio-input.js";
 import type { RealtimeSocket, ServerMessage } from "./recording-socket.js";
 import {
@@ -44,7 +45,7 @@ export async function live(connection: Connection, options: LiveOptions): Promis
   if (options.audio && options.out) await checkOutputPath(options.out);
   requireKey(connection);
   const context = await contextOption(options);
-  const pcm = await readAudioInput(options.in, 16_000);
+  const pcm = await readAudioInput(options.in, INPUT_SAMPLE_RATE);
   const { session, socket } = await openSession(connection, {
     sourceLanguage: options.from,
     targetLanguage: options.to,

@@ -1,6 +1,7 @@
-/** Output speech is sent as standalone frames of about 80 ms (1920 samples at 24 kHz). */
-export const OUTPUT_SAMPLE_RATE = 24_000;
-export const OUTPUT_FRAME_SAMPLES = 1920;
+import { OUTPUT_FRAME_SAMPLES } from "@relay-translate/client/protocol";
+
+/** Output speech is sent as standalone frames of about 80 ms (1920 samples at 24 kHz): the protocol's. */
+export { OUTPUT_FRAME_SAMPLES, OUTPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 
 /**
  * Cuts audio arriving in chunks of any length into standalone frames of `frameSamples`: `push`

@@ -16,7 +16,7 @@ import { TranslationPipeline, type PipelineObserver } from "./translation-pipeli
  * Builds the translation pipeline of one live audio stream, for WebSocket sessions and room
  * translators: the recognizer and translator from src/engines/routing/ (recognizer-choice.ts,
  * translator.ts), translation directions from the language plan (language-plan.ts), context from
- * the translation history (translation-history.ts), speaker labels and each speaker's voice from
+ * the translation history (src/core/translation-history.ts), speaker labels and each speaker's voice from
  * src/speakers/.
  */
 

@@ -1,6 +1,6 @@
 import type { AsrEngine, LanguageCode, SpeakerEngine, VadEngine } from "../core/contracts.js";
 import { sessionContext, type SessionContext } from "../core/glossary.js";
-import { spellHypothesis } from "./glossary-spelling.js";
+import { spellHypothesis } from "../core/glossary-spelling.js";
 import { SpeakerTracker } from "../speakers/tracker.js";
 import type { VoiceChooser } from "../speakers/voice-choice.js";
 import type {
@@ -15,6 +15,7 @@ import type {
 } from "./frames.js";
 import type { Route } from "./language-plan.js";
 import { BoundedQueue } from "../core/queue.js";
+import { INPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 import { DEFAULT_SEGMENTER_OPTIONS, type SegmenterOptions } from "./segmenter.js";
 import type { FinalizeMode } from "./stabilizer.js";
 import { AudioIntake, SAMPLES_PER_MS } from "./stages/audio-intake.js";
@@ -144,7 +145,10 @@ export class TranslationPipeline {
   constructor(options: PipelineOptions) {
     const { vad, asr, observer } = options;
     this.voices = options.voices;
-    if (vad.capabilities.sampleRate !== 16_000 || asr.capabilities.sampleRate !== 16_000) {
+    if (
+      vad.capabilities.sampleRate !== INPUT_SAMPLE_RATE ||
+      asr.capabilities.sampleRate !== INPUT_SAMPLE_RATE
+    ) {
       throw new Error("the pipeline takes 16 kHz input; the configured VAD and ASR must accept 16 kHz");
     }
     // One preparation at a time, then only the latest context: a client that changes its context

@@ -55,7 +55,7 @@ export class RoomTranslator {
    * pipeline's frames. A language's clips are published one after another so speakers never
    * interleave on its track; languages are independent of each other.
    */
-  private readonly lanes = new Map<LanguageCode, { clips: Channel<Clip>; publishing: Promise<void> }>();
+  private readonly tracks = new Map<LanguageCode, { clips: Channel<Clip>; publishing: Promise<void> }>();
   private closed = false;
 
   constructor(
@@ -79,7 +79,7 @@ export class RoomTranslator {
     this.openTargetOutput();
     for await (const event of this.connection.events) this.handle(event);
     await this.close();
-    await Promise.all([...this.lanes.values()].map(({ publishing }) => publishing));
+    await Promise.all([...this.tracks.values()].map(({ publishing }) => publishing));
   }
 
   /**
@@ -107,7 +107,7 @@ export class RoomTranslator {
     this.speakers.clear();
     this.departing.clear();
     await Promise.allSettled(pipelines.map((pipeline) => pipeline.close()));
-    for (const { clips } of this.lanes.values()) clips.close();
+    for (const { clips } of this.tracks.values()) clips.close();
     await this.connection.leave().catch((error: unknown) => {
       this.options.log.debug({ err: error }, "translator could not leave the room cleanly");
     });
@@ -236,7 +236,7 @@ export class RoomTranslator {
     );
   }
 
-  /** A new clip of `speaker`'s speech in `language`, queued on that language's lane. */
+  /** A new clip of `speaker`'s speech in `language`, queued for that language's track. */
   private startClip(speaker: RoomMember, language: LanguageCode): Clip {
     const output: SpeechOutput = {
       language,
@@ -244,14 +244,14 @@ export class RoomTranslator {
       listeners: listenersOf(language, speaker, this.present.values(), this.options.room),
     };
     const clip: Clip = { output, frames: new Channel<Float32Array>() };
-    let lane = this.lanes.get(language);
-    if (!lane) {
-      const laneClips = new Channel<Clip>();
-      lane = { clips: laneClips, publishing: this.publishClips(laneClips) };
-      this.lanes.set(language, lane);
-      if (this.closed) laneClips.close();
+    let track = this.tracks.get(language);
+    if (!track) {
+      const clips = new Channel<Clip>();
+      track = { clips, publishing: this.publishClips(clips) };
+      this.tracks.set(language, track);
+      if (this.closed) clips.close();
     }
-    lane.clips.push(clip);
+    track.clips.push(clip);
     return clip;
   }
 

@@ -7,7 +7,7 @@ import {
   translationTerms,
 } from "../../src/core/glossary.js";
 import { protectTerms, type PlaceholderForm } from "../../src/core/term-protection.js";
-import { spellHypothesis } from "../../src/pipeline/glossary-spelling.js";
+import { spellHypothesis } from "../../src/core/glossary-spelling.js";
 import type { MtEngine, TranslateRequest, VadEngine } from "../../src/core/contracts.js";
 import { EngineRegistry } from "../../src/engines/routing/registry.js";
 import { translatorFor } from "../../src/engines/routing/translator.js";

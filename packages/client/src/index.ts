@@ -27,7 +27,13 @@ export {
   type UploadBody,
   type UploadGrant,
 } from "./dubbing.js";
-export { MAX_SPEAK_CHARACTERS, MAX_WAITING_SPEAKS } from "./messages.js";
+export {
+  INPUT_SAMPLE_RATE,
+  MAX_SPEAK_CHARACTERS,
+  MAX_WAITING_SPEAKS,
+  OUTPUT_FRAME_SAMPLES,
+  OUTPUT_SAMPLE_RATE,
+} from "./protocol.js";
 export { speakableLines } from "./speak-lines.js";
 export type {
   ClientMessage,

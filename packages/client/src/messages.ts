@@ -144,13 +144,7 @@ export interface ParticipantMessage {
   timestamp: number;
 }
 
-/** The most characters one `speak` may carry; a longer line is refused with an `error` naming it. */
-export const MAX_SPEAK_CHARACTERS = 5000;
-/**
- * `speak` lines a tts session may have waiting or being spoken; more are refused with an `error`
- * naming each (send more after a `speech_end`).
- */
-export const MAX_WAITING_SPEAKS = 64;
+export { MAX_SPEAK_CHARACTERS, MAX_WAITING_SPEAKS } from "./protocol.js";
 
 export type ServerMessage =
   | ReadyMessage

@@ -1,4 +1,4 @@
-import { MAX_SPEAK_CHARACTERS } from "./messages.js";
+import { MAX_SPEAK_CHARACTERS } from "./protocol.js";
 
 /** Where a sentence ends before whitespace (Latin and others) or on its own (CJK full stops). */
 const SENTENCE_END = /[.!?…]/u;

@@ -1,8 +1,8 @@
 import { AudioFrame } from "@livekit/rtc-node";
+import { OUTPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 
-/** relay's real-time audio: PCM16 mono 16 kHz in, float32 mono 24 kHz out. */
-export const INPUT_SAMPLE_RATE = 16_000;
-export const OUTPUT_SAMPLE_RATE = 24_000;
+/** relay's real-time audio: PCM16 mono 16 kHz in, float32 mono 24 kHz out (the protocol's). */
+export { INPUT_SAMPLE_RATE, OUTPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 /** Frames handed to agents: 100 ms, as the agents' own plugins send. */
 export const OUTPUT_FRAME_SAMPLES = OUTPUT_SAMPLE_RATE / 10;
 

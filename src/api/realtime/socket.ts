@@ -1,6 +1,6 @@
 // The protocol's bounds on `speak` live in the SDK, so clients keep to the same numbers. The
 // waiting bound means a client flooding speaks cannot grow the process without bound.
-import { MAX_SPEAK_CHARACTERS, MAX_WAITING_SPEAKS } from "@relay-translate/client";
+import { MAX_SPEAK_CHARACTERS, MAX_WAITING_SPEAKS } from "@relay-translate/client/protocol";
 import type { FastifyBaseLogger } from "fastify";
 import { ignoredTermsNotice } from "../../core/glossary.js";
 import type { RawData, WebSocket } from "ws";

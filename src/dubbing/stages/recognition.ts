@@ -4,7 +4,7 @@
  * cache that keeps spans decoded while choosing the language from being decoded twice.
  */
 import type { SessionContext } from "../../core/glossary.js";
-import { spellHypothesis } from "../../pipeline/glossary-spelling.js";
+import { spellHypothesis } from "../../core/glossary-spelling.js";
 import { open, type FileHandle } from "node:fs/promises";
 import type { EngineRegistry } from "../../engines/routing/registry.js";
 import type { AsrEngine, LanguageCode } from "../../core/contracts.js";

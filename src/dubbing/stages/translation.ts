@@ -5,7 +5,7 @@
  */
 import type { SessionContext } from "../../core/glossary.js";
 import type { LanguageCode } from "../../core/contracts.js";
-import { TranslationHistory } from "../../pipeline/translation-history.js";
+import { TranslationHistory } from "../../core/translation-history.js";
 import { type Translator } from "../../engines/routing/translator.js";
 import type { Recognized } from "./recognition.js";
 
@@ -22,7 +22,7 @@ export interface DubSegment {
 
 /**
  * Lines are translated in order, each with the lines before it and their translations as history:
- * the context policy of live sessions (src/pipeline/translation-history.ts), so an engine that uses
+ * the context policy of live sessions (src/core/translation-history.ts), so an engine that uses
  * context gets the same kind of context whichever surface calls it.
  */
 export async function translateAll(

@@ -1,3 +1,4 @@
+import { INPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 import { AutomaticGain } from "../../audio/level.js";
 import { int16ToFloat32 } from "../../audio/pcm.js";
 import type { VadEngine } from "../../core/contracts.js";
@@ -5,7 +6,7 @@ import type { AudioFrame, ControlFrame, FlushFrame, SpeechFrame, TimedWindow } f
 import { BoundedQueue } from "../../core/queue.js";
 import { SpeechSegmenter, type SegmenterEvent, type SegmenterOptions } from "../segmenter.js";
 
-export const SAMPLES_PER_MS = 16;
+export const SAMPLES_PER_MS = INPUT_SAMPLE_RATE / 1000;
 
 export interface AudioIntakeOptions {
   readonly vad: VadEngine;

@@ -12,7 +12,7 @@ import type { TimedWindow } from "../frames.js";
 const PROFILE_CHUNK_SAMPLES = 4_000;
 
 /**
- * Stage 3, speaker split: who is speaking in the open utterance. Every window goes to the speaker
+ * Stage 3, speaker split: who is currentSpeaker in the open utterance. Every window goes to the speaker
  * tracker (src/speakers/tracker.ts), which reports a change of voice inside the utterance; the
  * utterance's audio is kept meanwhile, so recognition can split it at the change (see
  * `UtteranceRecognition`). The speech of each speaker also goes to the voice chooser, which matches
@@ -20,7 +20,7 @@ const PROFILE_CHUNK_SAMPLES = 4_000;
  */
 export class SpeakerSplit {
   /** The speaker of the speech being recognized, as the tracker last decided. */
-  speaking: string | undefined;
+  currentSpeaker: string | undefined;
   /** The utterance's audio, kept while the tracker may split it (bounded by the longest utterance). */
   private audio: TimedWindow[] = [];
   /** Speech not yet handed to the voice chooser (its speaker is not decided yet, or it is short). */
@@ -53,13 +53,13 @@ export class SpeakerSplit {
     if (!this.tracker) return undefined;
     this.audio.push(window);
     const change = await this.tracker.push(int16ToFloat32(window.pcm), window.startSample);
-    this.speaking = this.tracker.current.speaker;
+    this.currentSpeaker = this.tracker.current.speaker;
     return change;
   }
 
   /** The utterance ended: its last run gets the tracker's final decision. */
   async endUtterance(): Promise<void> {
-    if (this.tracker) this.speaking = (await this.tracker.endUtterance()).speaker;
+    if (this.tracker) this.currentSpeaker = (await this.tracker.endUtterance()).speaker;
   }
 
   /** After a window's transcripts are out, so measuring the voice never delays them. */
@@ -76,7 +76,7 @@ export class SpeakerSplit {
     const taken = this.unobserved.filter((window) => window.startSample < beforeSample);
     if (taken.reduce((sum, window) => sum + window.pcm.length, 0) < Math.max(1, minSamples)) return;
     this.unobserved = this.unobserved.filter((window) => window.startSample >= beforeSample);
-    this.voices.observe(this.speaking, concatPcm(taken.map((window) => window.pcm)));
+    this.voices.observe(this.currentSpeaker, concatPcm(taken.map((window) => window.pcm)));
   }
 
   /** The utterance's audio before `cutSample`. */

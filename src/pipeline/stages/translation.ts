@@ -2,7 +2,7 @@ import { EngineBusyError } from "../../core/busy.js";
 import type { SessionContext } from "../../core/glossary.js";
 import type { LanguageCode } from "../../core/contracts.js";
 import type { SpeakerVoice, VoiceChooser } from "../../speakers/voice-choice.js";
-import { TranslationHistory } from "../translation-history.js";
+import { TranslationHistory } from "../../core/translation-history.js";
 import type {
   LineFrame,
   PipelineEvent,
@@ -17,7 +17,7 @@ import type {
   TranslationJob,
 } from "../frames.js";
 import type { BoundedQueue } from "../../core/queue.js";
-import { spanInSegment } from "./casing.js";
+import { spanInSegment } from "../span-casing.js";
 
 /** Interim translations from a stream are sent at most this often. */
 const STREAMED_INTERIM_INTERVAL_MS = 100;

@@ -82,7 +82,7 @@ export class UtteranceRecognition {
     this.utterance = undefined;
     this.endpointHeard = false;
     this.options.onLost(`speech recognition lost an utterance (${error.message}); recognition goes on`);
-    this.next({ kind: "segment-end", endMs: undefined, cut: false }, this.options.speakers.speaking);
+    this.next({ kind: "segment-end", endMs: undefined, cut: false }, this.options.speakers.currentSpeaker);
   }
 
   private async recognize(frame: SpeechFrame): Promise<void> {
@@ -137,7 +137,7 @@ export class UtteranceRecognition {
     // The pre-roll of an onset is tracked now; the part after a split was tracked already.
     speakers.begin(onset ? [] : [...lead]);
     if (onset) for (const window of lead) await speakers.track(window);
-    this.next({ kind: "utterance-start", startSample, onset }, speakers.speaking);
+    this.next({ kind: "utterance-start", startSample, onset }, speakers.currentSpeaker);
     const onEvent = (event: RecognitionEvent) => {
       // Events of an utterance already finished (or split) are stale.
       if (this.utterance !== utterance) return;
@@ -157,7 +157,7 @@ export class UtteranceRecognition {
     // A final carries its speaker's label for good: words stay interim until the tracker has
     // decided who says them and can no longer split them off as another voice.
     const commitBeforeMs = (speakers.settledBeforeSample - this.utterance!.startSample) / SAMPLES_PER_MS;
-    this.next({ kind: "partial", hypothesis, audioMs, commitBeforeMs }, speakers.speaking);
+    this.next({ kind: "partial", hypothesis, audioMs, commitBeforeMs }, speakers.currentSpeaker);
   }
 
   /**
@@ -181,11 +181,11 @@ export class UtteranceRecognition {
         this.utterance = undefined;
       }
       observer?.engineCall("recognize", this.engineId(), (performance.now() - endedAt) / 1000, true);
-      this.next({ kind: "final", hypothesis, untimedEndMs: undefined }, speakers.speaking);
+      this.next({ kind: "final", hypothesis, untimedEndMs: undefined }, speakers.currentSpeaker);
       observer?.latency("final_transcript", (performance.now() - endedAt) / 1000);
       speakers.observe(0);
     }
-    this.next({ kind: "segment-end", endMs: undefined, cut: false }, speakers.speaking);
+    this.next({ kind: "segment-end", endMs: undefined, cut: false }, speakers.currentSpeaker);
   }
 
   /**
@@ -217,11 +217,11 @@ export class UtteranceRecognition {
       hypothesis = await stream.finish();
     }
     const cutMs = Math.floor(cutSample / SAMPLES_PER_MS);
-    speakers.speaking = change.before;
-    this.next({ kind: "final", hypothesis, untimedEndMs: cutMs }, speakers.speaking);
-    this.next({ kind: "segment-end", endMs: cutMs, cut: true }, speakers.speaking);
+    speakers.currentSpeaker = change.before;
+    this.next({ kind: "final", hypothesis, untimedEndMs: cutMs }, speakers.currentSpeaker);
+    this.next({ kind: "segment-end", endMs: cutMs, cut: true }, speakers.currentSpeaker);
     speakers.observe(0, change.atSample);
-    speakers.speaking = change.speaker;
+    speakers.currentSpeaker = change.speaker;
     await this.open(cutSample, speakers.audioFrom(cutSample), false);
   }
 }

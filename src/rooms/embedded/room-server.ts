@@ -62,7 +62,7 @@ class EmbeddedRoom {
 
   constructor(
     readonly name: string,
-    readonly languages: RoomLanguages,
+    readonly roomLanguages: RoomLanguages,
   ) {}
 
   broadcast(message: ServerMessage, except?: string): void {
@@ -218,7 +218,7 @@ export class EmbeddedRoomServer implements RoomBackend {
           const asked = (request.query as Record<string, unknown>).language ?? verified.language;
           let language: LanguageCode | undefined;
           if (asked !== undefined) {
-            const read = roomLanguageOf(String(asked), room.languages.languages);
+            const read = roomLanguageOf(String(asked), room.roomLanguages.languages);
             if (!read.ok) return reply.code(400).send(errorBody("invalid_language", read.message));
             language = read.language;
           }
@@ -265,12 +265,12 @@ export class EmbeddedRoomServer implements RoomBackend {
       participants: others.map((other) => other.identity),
       participant_info: others.map(memberOf),
       language: language ?? null,
-      languages: [...room.languages.languages],
+      languages: [...room.roomLanguages.languages],
       translator: translator
         ? {
             identity: TRANSLATOR_IDENTITY,
             audio_track: translator.speaks
-              ? trackOf(listeningLanguage({ identity, ...declared }, room.languages), room.languages)
+              ? trackOf(listeningLanguage({ identity, ...declared }, room.roomLanguages), room.roomLanguages)
               : null,
           }
         : null,

@@ -10,6 +10,7 @@ import type {
   Room,
 } from "@livekit/rtc-node";
 import { Channel } from "../../core/channel.js";
+import { INPUT_SAMPLE_RATE, OUTPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 import type { RoomConnection, RoomEvent, RoomMember, SpeechOutput } from "../types.js";
 
 /**
@@ -23,8 +24,6 @@ export type Rtc = typeof import("@livekit/rtc-node");
 /** Topic of the reliable data messages carrying transcript events (JSON, UTF-8). */
 export const TRANSCRIPT_TOPIC = "transcript";
 
-const INPUT_SAMPLE_RATE = 16_000;
-const OUTPUT_SAMPLE_RATE = 24_000;
 /** Translated speech is handed to the native source in frames of 100 ms (its queue holds 1 s). */
 const OUTPUT_FRAME_SAMPLES = OUTPUT_SAMPLE_RATE / 10;
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;

@@ -1,5 +1,5 @@
-import type { Hypothesis } from "../core/contracts.js";
-import { spellAsGlossary, type Glossary } from "../core/glossary.js";
+import type { Hypothesis } from "./contracts.js";
+import { spellAsGlossary, type Glossary } from "./glossary.js";
 
 /**
  * A recognizer's hypothesis with the glossary's spelling of its terms ("okrs" → "OKRs"), in the text

@@ -1,4 +1,4 @@
-import { translationTerms, type Glossary } from "../../core/glossary.js";
+import { translationTerms, type Glossary } from "../core/glossary.js";
 
 /**
  * A translated span as shown in its segment. A translator takes every input for a sentence and
