@@ -8,7 +8,7 @@ import { z } from "zod";
 import type { SherpaRecognizerOptions } from "./recognizer.js";
 import type { NeuralVoiceModel } from "./tts.js";
 import { ModelError } from "../kit/models/download.js";
-import { loadProblem, readRecord } from "../kit/models/model-dir.js";
+import { loadProblem, modelRecord, readRecord } from "../kit/models/model-dir.js";
 import {
   SHERPA_CATALOGUE,
   sherpaModelsOf,
@@ -61,12 +61,20 @@ function checkLoadable(entry: SherpaModelEntry, modelsDir: string): void {
 }
 
 /**
+ * The record of a model pulled as an archive: where from, and the archive's SHA-256 (the licence
+ * is what the model's own card says, shown beside the catalogue's).
+ */
+export const archiveRecord = modelRecord.extend({
+  url: z.string(),
+  archiveSha256: z.string(),
+});
+
+/**
  * What `relay models import piper` adds to the pull record of a voice it made from Piper's own
  * layout (piper-import.ts): enough to list and load a voice the catalogue does not know.
  */
-export const importedVoiceRecord = z.object({
+export const importedVoiceRecord = archiveRecord.extend({
   name: z.string().regex(/^piper-[\w.-]+$/u),
-  url: z.string(),
   imported: z.object({
     from: z.literal("piper"),
     language: z.string().min(2),
@@ -74,7 +82,6 @@ export const importedVoiceRecord = z.object({
     /** The model's size, MiB (for the table). */
     approxMiB: z.number().nonnegative(),
   }),
-  licence: z.string().optional(),
 });
 
 /** Where an imported Piper voice `voice` ("en_US-joe-medium") lives: where its archive would unpack. */

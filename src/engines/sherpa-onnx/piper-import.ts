@@ -137,7 +137,7 @@ export async function importPiperVoice(
       sizes[file] = (await stat(path.join(staging, file))).size;
     }
     const speakers = config.num_speakers === 1 ? "1 speaker" : `${config.num_speakers} speakers`;
-    const record: z.infer<typeof importedVoiceRecord> & Record<string, unknown> = {
+    const record: z.infer<typeof importedVoiceRecord> = {
       name,
       url: pathToFileURL(path.resolve(model)).href,
       // pull's record: here the SHA-256 of the file imported, before its metadata was added.

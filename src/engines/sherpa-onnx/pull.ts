@@ -26,18 +26,8 @@ import {
 import { writeBpeVocab } from "./bpe-vocab.js";
 import { plainText, readRecord, writeRecord } from "../kit/models/model-dir.js";
 import type { SherpaModelEntry } from "./catalogue.js";
-import { isPulled, loadProblemOf, requiredFiles, sherpaModelDir } from "./models.js";
+import { archiveRecord, isPulled, loadProblemOf, requiredFiles, sherpaModelDir } from "./models.js";
 import { checkTree, unpackTarBz2, UnsafeArchiveError } from "../kit/models/unpack.js";
-
-const manifestSchema = z.object({
-  name: z.string(),
-  url: z.string(),
-  archiveSha256: z.string(),
-  files: z.record(z.string(), z.string()),
-  sizes: z.record(z.string(), z.number()).optional(),
-  /** What the model's own card says of its licence, when it says (shown beside the catalogue's). */
-  licence: z.string().optional(),
-});
 
 /**
  * Room an archive's unpacked tree needs beside it, per byte of its approximate size: bzip2 saves
@@ -68,8 +58,8 @@ export async function statedLicence(dir: string): Promise<string | undefined> {
 }
 
 /** The record `pull` leaves in a model's directory, if it is there, whole, and not a link. */
-export function readManifest(dir: string): z.infer<typeof manifestSchema> | undefined {
-  return readRecord(dir, manifestSchema);
+export function readManifest(dir: string): z.infer<typeof archiveRecord> | undefined {
+  return readRecord(dir, archiveRecord);
 }
 
 /** The ONNX files of an entry and what sherpa-onnx requires of each (model-check.ts). */

@@ -31,7 +31,7 @@ import {
   RefusedDownload,
   type DownloadOptions,
 } from "./download.js";
-import { plainText, readRecord, writeRecord } from "./model-dir.js";
+import { modelRecord, plainText, readRecord, writeRecord } from "./model-dir.js";
 import { APPROX_MARGIN_TEXT, approxLimit } from "./sizes.js";
 
 export const HUGGING_FACE = "https://huggingface.co";
@@ -52,14 +52,10 @@ export interface HubModel {
 /** What keeps the files in `dir` from loading as the family's model, if anything. */
 export type HubModelCheck = (dir: string) => Promise<string | undefined>;
 
-const manifestSchema = z.object({
-  name: z.string(),
+const manifestSchema = modelRecord.extend({
   repo: z.string(),
+  /** The catalogue's licence of the repository. */
   licence: z.string(),
-  /** SHA-256 of each file, as pulled. */
-  files: z.record(z.string(), z.string()),
-  /** Size of each file, as pulled (checked at every load). */
-  sizes: z.record(z.string(), z.number()).optional(),
   /** The files whose SHA-256 Hugging Face stated, and which matched it. */
   checkedAgainstSource: z.array(z.string()),
 });

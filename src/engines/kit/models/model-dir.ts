@@ -22,6 +22,22 @@ import { z } from "zod";
 /** The record's file name in a model's directory. */
 export const MANIFEST = ".relay-model.json";
 
+/**
+ * The record every pull (and import) leaves in a model's directory, whatever the family: the files
+ * as written, checked at every load and by `relay models check`. Each source extends it with where
+ * the files came from (a Hugging Face repository: kit/models/hugging-face.ts; an archive:
+ * sherpa-onnx/models.ts).
+ */
+export const modelRecord = z.object({
+  name: z.string(),
+  /** SHA-256 of each file, as pulled. */
+  files: z.record(z.string(), z.string()),
+  /** Size of each file, as pulled (checked at every load). */
+  sizes: z.record(z.string(), z.number()).optional(),
+  /** What the model's source or card states of its licence, when it does. */
+  licence: z.string().optional(),
+});
+
 /** What every record holds besides its own fields: the size of each file loaded, by path in the directory. */
 const recordedSizes = z.object({ sizes: z.record(z.string(), z.number().int().nonnegative()) });
 
