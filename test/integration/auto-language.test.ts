@@ -1,12 +1,10 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { serviceOnStandIn, type StandInService } from "../support/stand-in-engines.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { makeTestVideo } from "../support/media.js";
-import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
-import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import type { OpenAiTestServer } from "../support/openai-server.js";
+import { API_KEY, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 import { finalizeAndWait, openSession } from "../support/session-socket.js";
@@ -18,39 +16,33 @@ import { finalizeAndWait, openSession } from "../support/session-socket.js";
  * service sends it are checked.
  */
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
+let service: StandInService;
 let remote: OpenAiTestServer;
 let server: TestServer;
-let dir: string;
 let goForward: Int16Array;
 let austen: Int16Array;
 
 beforeAll(async () => {
   if (SPEECH_MISSING) return;
-  remote = await startOpenAiServer();
-  dir = await mkdtemp(path.join(tmpdir(), "auto-language-"));
-  const entry = (model: string, languages: string[], extra: Record<string, unknown> = {}) =>
-    standInEntry(remote, model, languages, extra);
-  const engines = path.join(dir, "engines.json");
-  await writeFile(
-    engines,
-    JSON.stringify({
+  service = await serviceOnStandIn(
+    "auto-language",
+    (entry) => ({
       // ja is recognized but cannot be translated; it is not recognized at all; nl is served but is
       // not a dubbing language.
       asr: [entry("whisper-large", ["en", "es", "de", "fr", "ja", "nl"])],
       mt: [entry("llm", ["en", "es", "de", "fr", "nl"])],
       tts: [entry("tts-1", ["en", "es", "de", "fr"], { voices: { female: ["nova"], male: ["onyx"] } })],
     }),
+    { DUBBING_WORKERS: "1", RATE_LIMIT_PER_MINUTE: "1000" },
   );
-  server = await startServer({ ENGINES_FILE: engines, DUBBING_WORKERS: "1", RATE_LIMIT_PER_MINUTE: "1000" });
+  ({ remote, server } = service);
   goForward = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
   austen = await readWavAsPcm16(
     sharedPath("data/speech/librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0880.wav"),
   );
 });
 afterAll(async () => {
-  await server?.close();
-  await remote?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await service?.close();
 });
 
 const open = (params: Record<string, string>): Promise<RealtimeSocket> =>
@@ -197,7 +189,7 @@ describe.skipIf(SPEECH_MISSING)("dubbing with source_lang auto", () => {
     remote.reply = (text) => `[en] ${text.trim()}`;
     const client = dubbingClient(server.baseUrl, API_KEY);
     const { body: created } = await client.request("POST", "/api/dubbing/jobs", {
-      source_url: await client.upload(await makeTestVideo(dir)),
+      source_url: await client.upload(await makeTestVideo(service.dir)),
       target_lang: "en",
       source_lang: "auto",
     });
@@ -219,7 +211,7 @@ describe.skipIf(SPEECH_MISSING)("dubbing with source_lang auto", () => {
     remote.languageOf = () => "dutch";
     const client = dubbingClient(server.baseUrl, API_KEY);
     const { body: created } = await client.request("POST", "/api/dubbing/jobs", {
-      source_url: await client.upload(await makeTestVideo(dir)),
+      source_url: await client.upload(await makeTestVideo(service.dir)),
       target_lang: "en",
     });
     const job = await client.finished(created.job_id as string);

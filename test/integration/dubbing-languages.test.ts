@@ -1,10 +1,8 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { serviceOnStandIn, type StandInService } from "../support/stand-in-engines.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makeTestVideo } from "../support/media.js";
-import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "../support/openai-server.js";
-import { API_KEY, startServer, type TestServer } from "../support/server.js";
+import type { OpenAiTestServer } from "../support/openai-server.js";
+import { API_KEY, type TestServer } from "../support/server.js";
 import { sharedMissing } from "../support/shared.js";
 import { dubbingClient } from "../support/dubbing-client.js";
 
@@ -17,9 +15,9 @@ import { dubbingClient } from "../support/dubbing-client.js";
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 const LANGUAGES = ["en", "es", "de", "fr"];
 
+let service: StandInService;
 let remote: OpenAiTestServer;
 let server: TestServer;
-let dir: string;
 let sourceUrl: string;
 
 const api = (method: string, route: string, body?: unknown) =>
@@ -28,27 +26,21 @@ const finished = (id: string) => dubbingClient(server.baseUrl, API_KEY).finished
 
 beforeAll(async () => {
   if (SPEECH_MISSING) return;
-  remote = await startOpenAiServer();
-  dir = await mkdtemp(path.join(tmpdir(), "dubbing-languages-"));
-  const entry = (model: string, extra: Record<string, unknown> = {}) =>
-    standInEntry(remote, model, LANGUAGES, extra);
-  const engines = path.join(dir, "engines.json");
-  await writeFile(
-    engines,
-    JSON.stringify({
-      asr: [entry("whisper-large")],
-      mt: [entry("llm")],
-      tts: [entry("tts-1", { voices: { female: ["nova"], male: ["onyx"] } })],
+  service = await serviceOnStandIn(
+    "dubbing-languages",
+    (entry) => ({
+      asr: [entry("whisper-large", LANGUAGES)],
+      mt: [entry("llm", LANGUAGES)],
+      tts: [entry("tts-1", LANGUAGES, { voices: { female: ["nova"], male: ["onyx"] } })],
     }),
+    { DUBBING_WORKERS: "1", RATE_LIMIT_PER_MINUTE: "1000" },
   );
-  server = await startServer({ ENGINES_FILE: engines, DUBBING_WORKERS: "1", RATE_LIMIT_PER_MINUTE: "1000" });
-  const video = await makeTestVideo(dir);
+  ({ remote, server } = service);
+  const video = await makeTestVideo(service.dir);
   sourceUrl = await dubbingClient(server.baseUrl, API_KEY).upload(video);
 });
 afterAll(async () => {
-  await server?.close();
-  await remote?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await service?.close();
 });
 
 describe.skipIf(SPEECH_MISSING)("source_lang auto with a language-identifying recognizer", () => {

@@ -1,12 +1,14 @@
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import {
+  replyTaggedWithLanguage,
+  serviceOnStandIn,
+  type StandInService,
+} from "../support/stand-in-engines.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { RealtimeSocket, type ServerMessage } from "../../src/cli/recording-socket.js";
 import { medianPitch } from "../support/audio-measures.js";
-import { standInEntry, startOpenAiServer, TONE_HZ, type OpenAiTestServer } from "../support/openai-server.js";
-import { startServer, type TestServer } from "../support/server.js";
+import { TONE_HZ, type OpenAiTestServer } from "../support/openai-server.js";
+import type { TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { finalizeAndWait, openSession } from "../support/session-socket.js";
 
@@ -18,49 +20,32 @@ import { finalizeAndWait, openSession } from "../support/session-socket.js";
 const SPEECH_MISSING = sharedMissing("data/speech/librivox-pocketsphinx");
 let remote: OpenAiTestServer;
 let server: TestServer;
-let dir: string;
+let service: StandInService;
 let goForward: Int16Array;
 let austen: Int16Array;
-
-/** The stand-in translator's answer: the text, tagged with the language the prompt asks for. */
-function replyInto(text: string, body: Record<string, unknown>): string {
-  const [system] = body["messages"] as { content: string }[];
-  const into = /into (.*)\.$/mu.exec(system!.content.split("\n")[0]!)?.[1];
-  return `[${into}] ${text.trim()}`;
-}
 
 const systemLineOf = (request: { json?: Record<string, unknown> }) =>
   (request.json!["messages"] as { content: string }[])[0]!.content.split("\n")[0];
 
 beforeAll(async () => {
   if (SPEECH_MISSING) return;
-  remote = await startOpenAiServer();
-  dir = await mkdtemp(path.join(tmpdir(), "two-way-"));
-  const entry = (model: string, languages: string[], extra: Record<string, unknown> = {}) =>
-    standInEntry(remote, model, languages, extra);
-  const engines = path.join(dir, "engines.json");
-  await writeFile(
-    engines,
-    JSON.stringify({
-      // ja is recognized but not translated; it is neither; de is not spoken.
-      asr: [entry("whisper-large", ["en", "es", "de", "fr", "ja"])],
-      mt: [entry("llm", ["en", "es", "de", "fr"])],
-      tts: [
-        entry("tts-1", ["es"], { voices: { female: ["nova"], male: ["onyx", "echo"] } }),
-        { engine: "espeak-ng", languages: ["en"] },
-      ],
-    }),
-  );
-  server = await startServer({ ENGINES_FILE: engines });
+  service = await serviceOnStandIn("two-way", (entry) => ({
+    // ja is recognized but not translated; it is neither; de is not spoken.
+    asr: [entry("whisper-large", ["en", "es", "de", "fr", "ja"])],
+    mt: [entry("llm", ["en", "es", "de", "fr"])],
+    tts: [
+      entry("tts-1", ["es"], { voices: { female: ["nova"], male: ["onyx", "echo"] } }),
+      { engine: "espeak-ng", languages: ["en"] },
+    ],
+  }));
+  ({ remote, server } = service);
   goForward = await readWavAsPcm16(sharedPath("data/speech/librivox-pocketsphinx/goforward.wav"));
   austen = await readWavAsPcm16(
     sharedPath("data/speech/librivox-pocketsphinx/sense_and_sensibility_01_austen_64kb-0880.wav"),
   );
 });
 afterAll(async () => {
-  await server?.close();
-  await remote?.close();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await service?.close();
 });
 
 const open = (params: Record<string, string> = {}): Promise<RealtimeSocket> =>
@@ -81,7 +66,7 @@ describe.skipIf(SPEECH_MISSING)("two-way sessions (twoWay=true)", () => {
   it("translates each side into the other and speaks it in that language, one final per sentence", async () => {
     remote.reset();
     remote.languageOf = ({ utterance }) => (utterance === 0 ? "english" : "spanish");
-    remote.reply = replyInto;
+    remote.reply = replyTaggedWithLanguage;
     const socket = await open({
       twoWay: "true",
       sourceLanguage: "en-US",
@@ -148,7 +133,7 @@ describe.skipIf(SPEECH_MISSING)("two-way sessions (twoWay=true)", () => {
   it("takes speech identified outside the pair for the first language, transcribing it again in it", async () => {
     remote.reset();
     remote.languageOf = () => "german";
-    remote.reply = replyInto;
+    remote.reply = replyTaggedWithLanguage;
     const socket = await open({
       twoWay: "true",
       sourceLanguage: "en",
@@ -172,7 +157,7 @@ describe.skipIf(SPEECH_MISSING)("two-way sessions (twoWay=true)", () => {
   it("works between languages one of which has no voice output when audio output is off", async () => {
     remote.reset();
     remote.languageOf = () => "german";
-    remote.reply = replyInto;
+    remote.reply = replyTaggedWithLanguage;
     const socket = await open({
       twoWay: "true",
       sourceLanguage: "en",
@@ -195,7 +180,7 @@ describe.skipIf(SPEECH_MISSING)("two-way sessions (twoWay=true)", () => {
   it("applies the spec's defaults (en, es) to the language not given", async () => {
     remote.reset();
     remote.languageOf = () => "spanish";
-    remote.reply = replyInto;
+    remote.reply = replyTaggedWithLanguage;
     // Neither language: the pair is en–es; only the target: the source is en.
     for (const params of [{}, { targetLanguage: "fr" }] as Record<string, string>[]) {
       const socket = await open({ twoWay: "true", audioOutputEnabled: "false", ...params });

@@ -1,6 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { standInEntry, startOpenAiServer, type OpenAiTestServer } from "./openai-server.js";
+import { replyTaggedWithLanguage } from "./stand-in-engines.js";
 
 /**
  * The engines of the tests of rooms in several languages: English heard by the embedded PocketSphinx,
@@ -13,10 +14,7 @@ export async function multilingualEngines(
   dir: string,
 ): Promise<{ remote: OpenAiTestServer; enginesFile: string }> {
   const remote = await startOpenAiServer();
-  remote.reply = (text, body) => {
-    const [system] = body["messages"] as { content: string }[];
-    return `[${/into (.*)\.$/mu.exec(system!.content.split("\n")[0]!)?.[1]}] ${text.trim()}`;
-  };
+  remote.reply = replyTaggedWithLanguage;
   const enginesFile = path.join(dir, "engines.json");
   await writeFile(
     enginesFile,
