@@ -7,7 +7,7 @@ import { open } from "node:fs/promises";
 import { INPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 import { isWav, readWavAsPcm16, UnsupportedWavError } from "../audio/wav.js";
 import { inputArgs, runFfmpeg } from "../dubbing/media/ffmpeg.js";
-import { CliError } from "./common.js";
+import { CliError } from "./network.js";
 
 /** ffmpeg's decode of a file of up to this length (an hour of audio takes a few seconds). */
 const DECODE_TIMEOUT_MS = 120_000;

@@ -1,6 +1,7 @@
 import { languageName } from "../core/language-tags.js";
 import type { RecognitionTier } from "../engines/routing/languages.js";
-import { getJson, printTable, type Connection } from "./common.js";
+import { printTable } from "./output.js";
+import { getJson, type Connection } from "./session.js";
 
 /** The listings' shapes as this client reads them (fields it does not print are left out). */
 interface Voice {

@@ -13,15 +13,10 @@ import {
   type JobStatus,
 } from "@relay-translate/client";
 import { parseLanguageTag } from "../core/language-tags.js";
-import {
-  checkOutputPath,
-  CliError,
-  contextOption,
-  describeError,
-  request,
-  requireKey,
-  type Connection,
-} from "./common.js";
+import { describeError } from "./errors.js";
+import { CliError, request } from "./network.js";
+import { checkOutputPath, contextOption } from "./options.js";
+import { requireKey, type Connection } from "./session.js";
 import { ProgressLine } from "./progress.js";
 
 /** `relay dub`: a local file or URL through the dubbing REST API, polled to the end, result saved to disk. */

@@ -1,7 +1,8 @@
 import { Command, InvalidArgumentError } from "commander";
 import type { Entitlement } from "../auth/accounts.js";
 import type { ApiKeyRecord, Database } from "../db/types.js";
-import { CliError, printTable } from "./common.js";
+import { CliError } from "./network.js";
+import { printTable } from "./output.js";
 
 /**
  * `relay keys create | list | revoke | grant`: API keys and balances, on the service's database

@@ -1,21 +1,20 @@
 import { INPUT_SAMPLE_RATE } from "@relay-translate/client/protocol";
 import { readAudioInput } from "./audio-input.js";
 import type { RealtimeSocket, ServerMessage } from "./recording-socket.js";
+import { CliError } from "./network.js";
+import { checkOutputPath, contextOption } from "./options.js";
+import { writeSpeech } from "./output.js";
 import {
-  checkOutputPath,
   checkSession,
   closeNormally,
-  CliError,
   errorText,
   expectMessage,
   isRejection,
   openSession,
   requireKey,
   sleep,
-  writeSpeech,
   type Connection,
-  contextOption,
-} from "./common.js";
+} from "./session.js";
 import { TranscriptView } from "./transcript-view.js";
 
 export interface LiveOptions {

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError, Option } from "commander";
 import { SERVICE_VERSION } from "../version.js";
-import { CliError, describeError, inFlagTerms, type Connection, type FlagNames } from "./common.js";
+import { describeError, inFlagTerms, type FlagNames } from "./errors.js";
+import { CliError } from "./network.js";
+import { type Connection } from "./session.js";
 import type { DubCommandOptions } from "./dub.js";
 import { keysCommand } from "./keys.js";
 import type { LiveOptions } from "./live.js";
@@ -45,7 +47,7 @@ const connection = (options: ServerOptions): Connection => ({
   apiKey: options.apiKey,
 });
 
-/** How each command's flags are named in the service's messages (common.ts `inFlagTerms`). */
+/** How each command's flags are named in the service's messages (errors.ts `inFlagTerms`). */
 const FLAG_TERMS: Readonly<Record<string, FlagNames>> = {
   live: {
     sourceLanguage: "--from",

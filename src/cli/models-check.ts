@@ -45,7 +45,8 @@ import {
   neuralVoiceModels,
   recognizerFiles,
 } from "../engines/sherpa-onnx/models.js";
-import { CliError, printTable } from "./common.js";
+import { CliError } from "./network.js";
+import { printTable } from "./output.js";
 import type { CloneOutcome } from "./models-check-clone.js";
 
 /** data/check/ of the repository: two levels above this module, from src/cli/ and dist/cli/ alike. */

@@ -1,6 +1,6 @@
 import { ModelError } from "../engines/kit/models/download.js";
 import { importPiperVoice } from "../engines/sherpa-onnx/piper-import.js";
-import { CliError } from "./common.js";
+import { CliError } from "./network.js";
 
 /**
  * `relay models import piper <voice.onnx>`: a Piper voice as Piper publishes it, installed beside

@@ -8,7 +8,7 @@ import type { HubPullResult } from "../engines/kit/models/hugging-face.js";
 import { TONE_COLOR_CATALOGUE, type ToneColorModelEntry } from "../engines/openvoice/catalogue.js";
 import { isToneColorPulled } from "../engines/openvoice/models.js";
 import { pullToneColorModel, verifyToneColorModel } from "../engines/openvoice/pull.js";
-import { printTable } from "./common.js";
+import { printTable } from "./output.js";
 
 /** The tone colour models' section of `relay models list`. */
 export function listToneColorModels(dir: string): void {

@@ -36,7 +36,8 @@ import { pullSherpaModel, readManifest, verifySherpaModel } from "../engines/she
 import { findToneColorModel, TONE_COLOR_CATALOGUE } from "../engines/openvoice/catalogue.js";
 import { isToneColorPulled } from "../engines/openvoice/models.js";
 import { verifyToneColorModel } from "../engines/openvoice/pull.js";
-import { CliError, printTable } from "./common.js";
+import { CliError } from "./network.js";
+import { printTable } from "./output.js";
 import { listToneColorModels, toneColorPullSteps } from "./models-tone-color.js";
 import { ProgressLine } from "./progress.js";
 

@@ -1,17 +1,17 @@
 import { MAX_WAITING_SPEAKS, speakableLines } from "@relay-translate/client";
 import type { RealtimeSocket, ServerMessage } from "./recording-socket.js";
+import { CliError } from "./network.js";
+import { checkOutputPath } from "./options.js";
+import { writeSpeech } from "./output.js";
 import {
-  checkOutputPath,
   checkSession,
   closeNormally,
-  CliError,
   errorText,
   expectMessage,
   openSession,
   sleep,
-  writeSpeech,
   type Connection,
-} from "./common.js";
+} from "./session.js";
 
 export interface SpeakOptions {
   readonly text: string;

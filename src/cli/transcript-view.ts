@@ -1,5 +1,5 @@
 import type { ServerMessage } from "./recording-socket.js";
-import { errorText, isRejection } from "./common.js";
+import { errorText, isRejection } from "./session.js";
 
 type Kind = "original" | "translated";
 

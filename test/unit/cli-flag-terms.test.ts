@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { inFlagTerms } from "../../src/cli/common.js";
+import { inFlagTerms } from "../../src/cli/errors.js";
 
 describe("inFlagTerms: the service's parameter names as the CLI's flags", () => {
   const live = { modelName: "--model", sourceLanguage: "--from", "audioOutputEnabled=false": "--no-audio" };
