@@ -21,7 +21,8 @@ import {
   installStandInTranslation,
   installStandInVoice,
 } from "../support/stand-in-models/install.js";
-import { alive, until } from "../support/processes.js";
+import { alive } from "../support/processes.js";
+import { until } from "../support/wait.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
 import { sharedMissing, sharedPath } from "../support/shared.js";
 import { openTtsSession, speakLine } from "../support/tts-session.js";

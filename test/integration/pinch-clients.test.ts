@@ -77,17 +77,6 @@ async function openRooms(target: TestServer): Promise<number> {
   return ((await health.json()) as { rooms: { open: number } }).rooms.open;
 }
 
-/** Polls `read` until it returns `expected` (bounded), and returns what it last read. */
-async function eventually<T>(read: () => Promise<T>, expected: T, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let value = await read();
-  while (value !== expected && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    value = await read();
-  }
-  return value;
-}
-
 describe("POST /api/beta1/session as Pinch's clients send it", () => {
   it("pinch-sdk 0.1.1: camelCase languages with regions and voiceType clone", async () => {
     const { body } = await openSession({
@@ -383,7 +372,7 @@ describe("POST /api/beta1/session/end as Pipecat sends it", () => {
     const access = room(await openSession({ sourceLanguage: "en", targetLanguage: "es" }, small));
     const participant = await joinRoom(access);
     participant.close();
-    expect(await eventually(() => openRooms(small), 0)).toBe(0);
+    await expect.poll(() => openRooms(small)).toBe(0);
     expect(await endSession(access.room_name, small)).toMatchObject({
       status: 200,
       body: { status: "ended" },
@@ -443,7 +432,7 @@ describe.skipIf(fleetProblem)("ending a room through another process of the flee
       await openSession({ sourceLanguage: "en", targetLanguage: "es", voiceType: "male" }, a),
     );
     const participant = await joinRoom(access);
-    expect(await eventually(async () => a.app.fleet.size + b.app.fleet.size, 4)).toBe(4);
+    await expect.poll(() => a.app.fleet.size + b.app.fleet.size).toBe(4);
     expect((await endSession(access.room_name, b, "fleet-stranger")).status).toBe(404);
     expect(participant.isOpen).toBe(true);
 

@@ -17,6 +17,7 @@ import { readWavAsPcm16 } from "../../src/audio/wav.js";
 import { createSession, HttpError, RealtimeSocket } from "../../src/cli/recording-socket.js";
 import { addRoomParticipant, createRoomSession, joinRoom } from "../support/room-client.js";
 import { HEARTBEAT_MS } from "../../src/fleet/membership.js";
+import { until } from "../support/wait.js";
 import { createTestDatabase, postgresProblem } from "../support/postgres.js";
 import { REDIS_URL, redisProblem } from "../support/redis.js";
 import { API_KEY, startServer, type TestServer } from "../support/server.js";
@@ -50,7 +51,7 @@ beforeAll(async () => {
   a = await startServer({ ...env, WORKER_ID: "fleet-a" });
   b = await startServer({ ...env, WORKER_ID: "fleet-b" }, { registry: a.registry });
   // a joined first: it learns of b at its next heartbeat.
-  await eventually(() => fleetSize(a), 2);
+  await until(async () => (await fleetSize(a)) === 2, "a to see b");
 });
 afterAll(async () => {
   await b?.close();
@@ -88,15 +89,6 @@ async function sessionStatus(server: TestServer, key = API_KEY): Promise<number>
     () => 200,
     (error: unknown) => (error instanceof HttpError ? error.status : 0),
   );
-}
-
-/** Polls until `read` gives `expected` (heartbeats arrive every 2 s); the test's timeout bounds it. */
-async function eventually<T>(read: () => Promise<T>, expected: T): Promise<T> {
-  for (;;) {
-    const value = await read();
-    if (value === expected) return value;
-    await new Promise((resolve) => setTimeout(resolve, HEARTBEAT_MS / 4));
-  }
 }
 
 /** The live processes of the fleet, as `server` knows them. */
@@ -198,8 +190,8 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
       await other.close();
     }
     // The next tests count on a fleet of two: both must have seen this process leave.
-    await eventually(() => fleetSize(a), 2);
-    await eventually(() => fleetSize(b), 2);
+    await expect.poll(() => fleetSize(a)).toBe(2);
+    await expect.poll(() => fleetSize(b)).toBe(2);
   });
 
   it("counts one key's requests once across the processes", async () => {
@@ -224,13 +216,13 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
       await first.waitFor((m) => m.type === "ready");
       // a is full, b is not: a still hands out sessions (once it has b's latest heartbeat: on a
       // loaded machine one may be late).
-      expect(await eventually(() => sessionStatus(a), 200)).toBe(200);
+      await expect.poll(() => sessionStatus(a)).toBe(200);
       second = await RealtimeSocket.connect(on(b, (await createSession(a.baseUrl, API_KEY)).ws_url));
       await second.waitFor((m) => m.type === "ready");
       // Both full: refused on each once it has heard the other's heartbeat (b may not have
       // heard a's since a filled up).
-      expect(await eventually(() => sessionStatus(a), 503)).toBe(503);
-      expect(await eventually(() => sessionStatus(b), 503)).toBe(503);
+      await expect.poll(() => sessionStatus(a)).toBe(503);
+      await expect.poll(() => sessionStatus(b)).toBe(503);
       // A socket arriving at a full process is closed with 4503.
       second.close();
       await second.closed();
@@ -244,8 +236,8 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
       first.close();
       await Promise.all([first.closed(), second?.closed()]);
     }
-    expect(await eventually(() => sessionStatus(b), 200)).toBe(200);
-    expect(await eventually(() => sessionStatus(a), 200)).toBe(200);
+    await expect.poll(() => sessionStatus(b)).toBe(200);
+    await expect.poll(() => sessionStatus(a)).toBe(200);
   });
 
   it.skipIf(sharedMissing("data/speech"))(
@@ -360,13 +352,13 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
 
   it("drops a process that shuts down from the fleet at once; its sockets get 1001", async () => {
     const c = await startServer({ ...env, WORKER_ID: "fleet-c" }, { registry: a.registry });
-    expect(await eventually(() => fleetSize(a), 3)).toBe(3);
+    await expect.poll(() => fleetSize(a)).toBe(3);
     const socket = await RealtimeSocket.connect(on(c, (await createSession(a.baseUrl, API_KEY)).ws_url));
     await socket.waitFor((m) => m.type === "ready");
     await c.close();
     await socket.closed();
     expect(socket.closeCode).toBe(1001);
-    expect(await eventually(() => fleetSize(a), 2)).toBe(2);
+    await expect.poll(() => fleetSize(a)).toBe(2);
   });
 
   it("frees the account slots of a process killed with -9 once the fleet finds it gone, long before their lease ends", async () => {
@@ -382,7 +374,7 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
     // A real process (the build, as `npm start` runs it), to be killed with -9.
     const doomed = await startServiceProcess("fleet-doomed", { ...env, ...bound, API_KEYS: `${key}:10` });
     try {
-      expect(await eventually(() => fleetSize(survivor), before + 2)).toBe(before + 2);
+      await expect.poll(() => fleetSize(survivor)).toBe(before + 2);
       const created = await createSession(survivor.baseUrl, key);
       const socket = await RealtimeSocket.connect(on(doomed, created.ws_url));
       expect(await socket.waitFor((m) => m.type === "ready")).toMatchObject({ worker_id: "fleet-doomed" });
@@ -413,6 +405,6 @@ describe.skipIf(problem !== undefined)("a fleet of two processes", () => {
       await doomed.exited;
       await survivor.close();
     }
-    expect(await eventually(() => fleetSize(a), before)).toBe(before);
+    await expect.poll(() => fleetSize(a)).toBe(before);
   });
 });

@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { EngineUnavailableError } from "../../src/core/busy.js";
 import { ModelHost, ModelHostError, type HostEvent } from "../../src/engines/kit/model-host/host.js";
 import type { TestHostMethods } from "../support/model-host/test-host-main.js";
-import { alive, until } from "../support/processes.js";
+import { alive } from "../support/processes.js";
+import { until } from "../support/wait.js";
 
 const MAIN = new URL("../support/model-host/test-host-main.js", import.meta.url);
 type TestHost = ModelHost<TestHostMethods>;
