@@ -154,9 +154,10 @@ describe("the SDK package", () => {
     });
     const lines = stdout.trim().split("\n");
     expect(lines[0]).toBe(
-      "exports: ConnectionError DubbingClient HttpError MAX_FRAME_BYTES MAX_SPEAK_CHARACTERS " +
-        "MAX_WAITING_SPEAKS ProtocolError RealtimeSession SessionError UPLOAD_CONTENT_TYPES " +
-        "contentTypeFor createSession speakableLines storageErrorBody",
+      "exports: ConnectionError DubbingClient HttpError INPUT_SAMPLE_RATE MAX_FRAME_BYTES " +
+        "MAX_SPEAK_CHARACTERS MAX_WAITING_SPEAKS OUTPUT_FRAME_SAMPLES OUTPUT_SAMPLE_RATE ProtocolError " +
+        "RealtimeSession SessionError UPLOAD_CONTENT_TYPES contentTypeFor createSession speakableLines " +
+        "storageErrorBody",
     );
     expect(lines).toContainEqual(
       expect.stringMatching(/^refused: true sourceLanguage="vo" cannot be recognized/u),
