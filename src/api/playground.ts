@@ -26,6 +26,7 @@ export const PLAYGROUND_FILES: Readonly<Record<string, string>> = {
   "meeting-create.js": "text/javascript; charset=utf-8",
   "meeting-captions.js": "text/javascript; charset=utf-8",
   "meeting.css": "text/css; charset=utf-8",
+  "speech-player.js": "text/javascript; charset=utf-8",
 };
 /** The SDK modules the browser imports (the Node-only test client is not among them). */
 export const SDK_FILES = [

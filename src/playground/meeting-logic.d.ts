@@ -3,7 +3,6 @@
 export const TRANSLATOR_IDENTITY: "translation-agent";
 export const SPEC_TRACK: "translated-audio";
 export const INPUT_RATE: 16000;
-export const OUTPUT_RATE: 24000;
 export const MICROPHONE: Readonly<{
   channelCount: 1;
   echoCancellation: true;

@@ -8,7 +8,6 @@ export const TRANSLATOR_IDENTITY = "translation-agent";
 /** The track the translator speaks a spec room's target language on (Pinch's clients use it). */
 export const SPEC_TRACK = "translated-audio";
 export const INPUT_RATE = 16000;
-export const OUTPUT_RATE = 24000;
 /** The microphone as a meeting wants it: the browser's echo cancellation, noise suppression and level. */
 export const MICROPHONE = Object.freeze({
   channelCount: 1,

@@ -7,7 +7,6 @@ import {
   Framer,
   INPUT_RATE,
   MICROPHONE,
-  OUTPUT_RATE,
   TRANSLATOR_IDENTITY,
   closeMessage,
   fromFloat32Le,
@@ -17,6 +16,7 @@ import {
   trackLanguagesOf,
   translatorTrackFor,
 } from "/playground/meeting-logic.js";
+import { SpeechPlayer } from "/playground/speech-player.js";
 
 /** 40 ms of microphone audio per frame sent. */
 const FRAME_SAMPLES = 640;
@@ -33,31 +33,6 @@ const describe = (error) => (error instanceof Error ? error.message : String(err
  */
 export function joinRoom(access, events) {
   return access.livekit ? joinLiveKit(access, events) : joinEmbedded(access, events);
-}
-
-/** Plays float32 24 kHz frames back to back, counting the samples on body[data-audio-samples]. */
-class Speaker {
-  constructor() {
-    this.context = new AudioContext({ sampleRate: OUTPUT_RATE });
-    this.next = 0;
-  }
-
-  play(samples) {
-    if (samples.length === 0) return;
-    const buffer = this.context.createBuffer(1, samples.length, OUTPUT_RATE);
-    buffer.copyToChannel(samples, 0);
-    const source = this.context.createBufferSource();
-    source.buffer = buffer;
-    source.connect(this.context.destination);
-    this.next = Math.max(this.next, this.context.currentTime);
-    source.start(this.next);
-    this.next += buffer.duration;
-    document.body.dataset.audioSamples = String(Number(document.body.dataset.audioSamples) + samples.length);
-  }
-
-  close() {
-    void this.context.close();
-  }
 }
 
 /**
@@ -100,7 +75,10 @@ async function openMicrophone(loud) {
 // ---------------------------------------------------------------- joining: embedded room server
 
 async function joinEmbedded(access, events) {
-  const speaker = new Speaker();
+  // The samples played are counted on body[data-audio-samples] (the page's tests read them).
+  const speaker = new SpeechPlayer((samples) => {
+    document.body.dataset.audioSamples = String(Number(document.body.dataset.audioSamples) + samples);
+  });
   const microphone = await openMicrophone(events.loud).catch((error) => {
     events.note(` No microphone (${describe(error)}): you can listen but not speak.`);
     return undefined;

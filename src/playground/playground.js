@@ -2,11 +2,11 @@
 // nothing needs building. The API key stays in this page's memory: it is sent in the
 // Authorization header and never put in a URL.
 import { DubbingClient, HttpError, RealtimeSession } from "/sdk/index.js";
+import { INPUT_SAMPLE_RATE, OUTPUT_SAMPLE_RATE } from "/sdk/protocol.js";
+import { SpeechPlayer } from "/playground/speech-player.js";
 
 const $ = (id) => document.getElementById(id);
 const baseUrl = location.origin;
-const INPUT_RATE = 16000;
-const OUTPUT_RATE = 24000;
 /** 20 ms of microphone audio per frame sent. */
 const FRAME_SAMPLES = 320;
 
@@ -94,34 +94,16 @@ async function loadChoices() {
   fill($("tts-voice"), [["", "default"], ...voiceOptions], "");
 }
 
-/** Plays float32 24 kHz frames back to back, and counts them on `meter`. */
-class Speaker {
-  constructor(meter) {
-    this.meter = meter;
-    this.context = new AudioContext({ sampleRate: OUTPUT_RATE });
-    this.next = 0;
-    this.frames = 0;
-    this.samples = 0;
-  }
-
-  play(samples) {
-    const buffer = this.context.createBuffer(1, samples.length, OUTPUT_RATE);
-    buffer.copyToChannel(samples, 0);
-    const source = this.context.createBufferSource();
-    source.buffer = buffer;
-    source.connect(this.context.destination);
-    this.next = Math.max(this.next, this.context.currentTime);
-    source.start(this.next);
-    this.next += buffer.duration;
-    this.frames++;
-    this.samples += samples.length;
-    this.meter.dataset.frames = String(this.frames);
-    this.meter.textContent = `${(this.samples / OUTPUT_RATE).toFixed(1)} s`;
-  }
-
-  close() {
-    void this.context.close();
-  }
+/** Speech played as it comes, its frames and seconds shown on `meter`. */
+function speakerOn(meter) {
+  let frames = 0;
+  let samples = 0;
+  return new SpeechPlayer((played) => {
+    frames++;
+    samples += played;
+    meter.dataset.frames = String(frames);
+    meter.textContent = `${(samples / OUTPUT_SAMPLE_RATE).toFixed(1)} s`;
+  });
 }
 
 // Live translation
@@ -153,7 +135,7 @@ async function startLive() {
       ...($("live-context").value.trim() ? { context: $("live-context").value } : {}),
     },
   );
-  const speaker = new Speaker($("live-audio"));
+  const speaker = speakerOn($("live-audio"));
   session.onAudio = (samples) => speaker.play(samples);
   const media = await navigator.mediaDevices.getUserMedia({
     // Echo cancellation keeps the translated speech out of the microphone; level and noise are the
@@ -161,7 +143,7 @@ async function startLive() {
     audio: { channelCount: 1, echoCancellation: true, noiseSuppression: false, autoGainControl: false },
   });
   // The browser resamples the microphone to 16 kHz for this context.
-  const context = new AudioContext({ sampleRate: INPUT_RATE });
+  const context = new AudioContext({ sampleRate: INPUT_SAMPLE_RATE });
   await context.audioWorklet.addModule("/playground/capture-worklet.js");
   const capture = new AudioWorkletNode(context, "capture");
   let pending = new Float32Array(0);
@@ -241,7 +223,7 @@ $("tts-speak").addEventListener("click", async () => {
         ...($("tts-voice").value ? { voiceId: $("tts-voice").value } : {}),
       },
     );
-    const speaker = new Speaker($("tts-audio"));
+    const speaker = speakerOn($("tts-audio"));
     session.onAudio = (samples) => speaker.play(samples);
     session.speak($("tts-text").value, { correlationId: "playground" });
     for await (const message of session) {
